@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+/** Plain text. */
+export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+export type TextBlock = z.infer<typeof TextBlock>;
+
+/** Model reasoning kept verbatim so it can be passed back to the provider (Anthropic thinking). */
+export const ThinkingBlock = z.object({
+  type: z.literal('thinking'),
+  thinking: z.string(),
+  signature: z.string().optional(),
+});
+export type ThinkingBlock = z.infer<typeof ThinkingBlock>;
+
+/** Reasoning the provider redacted; only its opaque data is kept. */
+export const RedactedThinkingBlock = z.object({
+  type: z.literal('redacted_thinking'),
+  data: z.string(),
+});
+export type RedactedThinkingBlock = z.infer<typeof RedactedThinkingBlock>;
+
+const knownTypes = new Set(['text', 'thinking', 'redacted_thinking']);
+
+/**
+ * A block of a type this version does not know. It is kept with all its fields, never dropped,
+ * so a newer writer's content survives a round trip through an older reader.
+ */
+export const UnknownBlock = z
+  .looseObject({ type: z.string().min(1) })
+  .refine((block) => !knownTypes.has(block.type), {
+    message: 'a known block type must match its own schema',
+  });
+export type UnknownBlock = z.infer<typeof UnknownBlock>;
+
+export const ContentBlock = z.union([
+  TextBlock,
+  ThinkingBlock,
+  RedactedThinkingBlock,
+  UnknownBlock,
+]);
+export type ContentBlock = z.infer<typeof ContentBlock>;
+
+/** Shorthand for a one-element text content list. */
+export function textContent(text: string): ContentBlock[] {
+  return [{ type: 'text', text }];
+}
+
+/** Concatenates the text blocks of `content` (other blocks are skipped). */
+export function contentText(content: readonly ContentBlock[]): string {
+  let out = '';
+  for (const block of content) {
+    if (block.type === 'text') out += (block as TextBlock).text;
+  }
+  return out;
+}

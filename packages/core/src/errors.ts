@@ -1,0 +1,177 @@
+/**
+ * Every error teamwire raises is a {@link TeamError} with a stable string `code`.
+ * Codes never change meaning once published; new ones are only added.
+ */
+export const TeamErrorCode = {
+  // Input and records
+  /** An argument failed validation (shape, length, range). */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** A stored or received record failed schema validation. */
+  INVALID_RECORD: 'INVALID_RECORD',
+  /** A record carries a `schemaVersion` this code does not know. */
+  UNSUPPORTED_SCHEMA_VERSION: 'UNSUPPORTED_SCHEMA_VERSION',
+  /** Replaying a log found a record that breaks a team invariant. */
+  LOG_INVARIANT: 'LOG_INVARIANT',
+
+  // Roster
+  /** A member name does not match `^[a-z0-9]+(-[a-z0-9]+)*$` or is longer than 64 characters. */
+  INVALID_NAME: 'INVALID_NAME',
+  /** The name `lead` (any case) is reserved for the team lead. */
+  NAME_RESERVED: 'NAME_RESERVED',
+  /** The name was already used in this team (names are never reused). */
+  NAME_TAKEN: 'NAME_TAKEN',
+  /** The team already holds its configured number of members. */
+  MEMBER_LIMIT: 'MEMBER_LIMIT',
+  /** No member with that id or name exists in the team. */
+  UNKNOWN_MEMBER: 'UNKNOWN_MEMBER',
+  /** The caller is not a live member of the team. */
+  NOT_A_MEMBER: 'NOT_A_MEMBER',
+  /** The member is in a phase that does not allow the operation. */
+  INVALID_PHASE: 'INVALID_PHASE',
+  /** The operation is reserved for the team lead. */
+  LEAD_ONLY: 'LEAD_ONLY',
+
+  // Task board
+  /** No task with that id exists. */
+  TASK_NOT_FOUND: 'TASK_NOT_FOUND',
+  /** The task is deleted (a tombstone): it can be read, not changed. */
+  TASK_DELETED: 'TASK_DELETED',
+  /** The board already holds its configured number of tasks. */
+  TASK_LIMIT: 'TASK_LIMIT',
+  /** `expectedRevision` did not match the task's current revision. */
+  REVISION_MISMATCH: 'REVISION_MISMATCH',
+  /** A `blockedBy` entry names a missing or deleted task, repeats, or names the task itself. */
+  INVALID_DEPENDENCY: 'INVALID_DEPENDENCY',
+  /** The dependency change would make the task graph cyclic. */
+  DEPENDENCY_CYCLE: 'DEPENDENCY_CYCLE',
+  /** The task cannot be claimed: a blocker is not completed. */
+  TASK_BLOCKED: 'TASK_BLOCKED',
+  /** The task's status does not allow the action (e.g. claiming a completed task). */
+  INVALID_TASK_STATUS: 'INVALID_TASK_STATUS',
+  /** The task is already owned by another member. */
+  TASK_OWNED: 'TASK_OWNED',
+  /** The task cannot be deleted: other tasks are blocked by it. */
+  TASK_HAS_DEPENDENTS: 'TASK_HAS_DEPENDENTS',
+  /** A write scope is empty, absolute, has a drive letter or a `.`/`..`/empty segment. */
+  INVALID_WRITE_SCOPE: 'INVALID_WRITE_SCOPE',
+  /** Only the owner, the lead, or the creator of an unowned task may edit, re-link or delete it. */
+  NOT_ALLOWED_TO_EDIT: 'NOT_ALLOWED_TO_EDIT',
+  /** Only the owner or the lead may release, complete or reopen the task. */
+  NOT_ALLOWED_TO_CHANGE_STATUS: 'NOT_ALLOWED_TO_CHANGE_STATUS',
+  /** Only the lead may reassign a task. */
+  NOT_ALLOWED_TO_REASSIGN: 'NOT_ALLOWED_TO_REASSIGN',
+
+  // Messaging
+  /** The message target is not a member of the team. */
+  UNKNOWN_TARGET: 'UNKNOWN_TARGET',
+  /** A member cannot message itself. */
+  SELF_MESSAGE: 'SELF_MESSAGE',
+  /** The target already holds its configured number of undelivered messages. */
+  MAILBOX_FULL: 'MAILBOX_FULL',
+  /** The message exceeds the configured size limit. */
+  MESSAGE_TOO_LARGE: 'MESSAGE_TOO_LARGE',
+  /** A message was queued or delivered out of order (duplicate id, wrong target, not queued). */
+  MESSAGE_STATE: 'MESSAGE_STATE',
+
+  // Runtime
+  /** The operation was aborted through its AbortSignal. */
+  ABORTED: 'ABORTED',
+  /** The team service was disposed. */
+  DISPOSED: 'DISPOSED',
+  /** A wait ran past its deadline. */
+  TIMEOUT: 'TIMEOUT',
+  /** No agent definition is registered under that type. */
+  UNKNOWN_AGENT_TYPE: 'UNKNOWN_AGENT_TYPE',
+  /** The model asked for a tool that does not exist. */
+  UNKNOWN_TOOL: 'UNKNOWN_TOOL',
+  /** A tool threw while running. */
+  TOOL_FAILED: 'TOOL_FAILED',
+  /** A turn ran into its step limit. */
+  STEP_LIMIT: 'STEP_LIMIT',
+
+  // Storage
+  /** Another process owns the team folder. */
+  TEAM_LOCKED: 'TEAM_LOCKED',
+  /** No team exists at that location. */
+  TEAM_NOT_FOUND: 'TEAM_NOT_FOUND',
+  /** A stored file is corrupt (an invalid complete line). */
+  CORRUPT_LOG: 'CORRUPT_LOG',
+  /** Reading or writing durable storage failed (disk full, permissions, I/O error). */
+  STORAGE_IO: 'STORAGE_IO',
+  /** The store was closed or failed an earlier write and must be reopened. */
+  STORE_CLOSED: 'STORE_CLOSED',
+
+  // Models
+  /** The provider rejected the credentials (401/403). */
+  MODEL_AUTH: 'MODEL_AUTH',
+  /** The provider rate-limited the request and retries ran out (429). */
+  MODEL_RATE_LIMITED: 'MODEL_RATE_LIMITED',
+  /** The provider rejected the request as malformed (400/404/413/422). */
+  MODEL_BAD_REQUEST: 'MODEL_BAD_REQUEST',
+  /** The provider was unreachable or failing and retries ran out (5xx, network). */
+  MODEL_UNAVAILABLE: 'MODEL_UNAVAILABLE',
+  /** The provider's response did not follow its wire format. */
+  MODEL_PROTOCOL: 'MODEL_PROTOCOL',
+  /** A model spec string names no known provider or is malformed. */
+  MODEL_UNKNOWN: 'MODEL_UNKNOWN',
+
+  // Protocol
+  /** An envelope could not be formatted or parsed. */
+  ENVELOPE_INVALID: 'ENVELOPE_INVALID',
+} as const;
+
+export type TeamErrorCode = (typeof TeamErrorCode)[keyof typeof TeamErrorCode];
+
+const marker = Symbol.for('teamwire.TeamError');
+
+export interface TeamErrorOptions {
+  cause?: unknown;
+  /** Structured facts about the failure (ids, seq, limits), safe to log and to show a model. */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The one error class of teamwire. Check it with {@link TeamError.isInstance}, which also works
+ * when two copies of `@teamwire/core` are installed side by side (`instanceof` would not).
+ */
+export class TeamError extends Error {
+  readonly code: TeamErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+  readonly [marker] = true;
+
+  constructor(code: TeamErrorCode, message: string, options: TeamErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TeamError';
+    this.code = code;
+    this.details = options.details;
+  }
+
+  /** True for any TeamError, from this or another copy of the package. */
+  static isInstance(value: unknown): value is TeamError {
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[marker] === true &&
+      typeof (value as { code?: unknown }).code === 'string'
+    );
+  }
+
+  /** True when `value` is a TeamError with the given code. */
+  static hasCode(value: unknown, code: TeamErrorCode): value is TeamError {
+    return TeamError.isInstance(value) && value.code === code;
+  }
+
+  toJSON(): {
+    name: string;
+    code: TeamErrorCode;
+    message: string;
+    details?: Record<string, unknown>;
+  } {
+    return {
+      name: this.name,
+      code: this.code,
+      message: this.message,
+      ...(this.details ? { details: this.details } : {}),
+    };
+  }
+}

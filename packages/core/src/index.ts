@@ -1,0 +1,62 @@
+export {
+  AssistantMessage,
+  ChatMessage,
+  INTERRUPTED_TOOL_RESULT,
+  MessageSource,
+  parseTranscriptEntry,
+  StopReason,
+  TERMINATED_TOOL_RESULT,
+  ToolCall,
+  ToolResultMessage,
+  TranscriptEntry,
+  Usage,
+  UserMessage,
+} from './chat.js';
+export type { Clock, IdSource } from './clock.js';
+export { systemClock, ulidIdSource } from './clock.js';
+export {
+  ContentBlock,
+  contentText,
+  RedactedThinkingBlock,
+  TextBlock,
+  ThinkingBlock,
+  textContent,
+  UnknownBlock,
+} from './content.js';
+export type { TeamErrorOptions } from './errors.js';
+export { TeamError, TeamErrorCode } from './errors.js';
+export type { AgentEvent, EventSink, MemberStatus } from './ports/events.js';
+export { noopEventSink } from './ports/events.js';
+export type {
+  ModelAdapter,
+  ModelRequest,
+  ModelStreamEvent,
+  SystemBlock,
+  ToolDefinition,
+} from './ports/model.js';
+export type { EnvelopeSender, ParsedEnvelope, ProtocolHooks } from './ports/protocol.js';
+export type { TeamLog } from './ports/team-log.js';
+export type { TranscriptStore } from './ports/transcript-store.js';
+export type { TeamRecordType } from './records.js';
+export {
+  checkSchemaVersion,
+  LEAD_NAME,
+  MEMBER_NAME_MAX,
+  MEMBER_NAME_PATTERN,
+  Member,
+  MemberContext,
+  MemberPhase,
+  MemberRecord,
+  MessageDeliveredRecord,
+  MessageDelivery,
+  MessageKind,
+  MessageQueuedRecord,
+  parseTeamRecord,
+  QueuedMessage,
+  SCHEMA_VERSION,
+  TASK_ID_PATTERN,
+  Task,
+  TaskRecord,
+  TaskStatus,
+  TeamRecord,
+} from './records.js';

@@ -1,0 +1,141 @@
+import type { TranscriptEntry } from '../chat.js';
+import { TERMINATED_TOOL_RESULT } from '../chat.js';
+import { TeamError } from '../errors.js';
+import type { TeamLog } from '../ports/team-log.js';
+import type { TranscriptStore } from '../ports/transcript-store.js';
+import type { TeamRecord } from '../records.js';
+import { parseTeamRecord } from '../records.js';
+
+/** An in-memory TeamLog. Records are deep-copied through JSON on the way in, like a real store. */
+export interface MemoryTeamLog extends TeamLog {
+  /** Every record appended so far (validated copies). */
+  records(): readonly TeamRecord[];
+}
+
+export function createMemoryTeamLog(options: {
+  teamId: string;
+  records?: readonly TeamRecord[];
+}): MemoryTeamLog {
+  const stored: TeamRecord[] = [];
+  const listeners = new Set<(record: TeamRecord) => void>();
+  let closed = false;
+  for (const record of options.records ?? []) stored.push(parseTeamRecord(structuredClone(record)));
+  return {
+    specificationVersion: 'v1',
+    teamId: options.teamId,
+    async append({ records }) {
+      if (closed) throw new TeamError('STORE_CLOSED', 'team log is closed');
+      let expected = stored.length + 1;
+      const copies: TeamRecord[] = [];
+      for (const record of records) {
+        const copy = parseTeamRecord(JSON.parse(JSON.stringify(record)));
+        if (copy.seq !== expected) {
+          throw new TeamError(
+            'LOG_INVARIANT',
+            `append out of order: expected seq ${expected}, got ${copy.seq}`,
+            {
+              details: { expected, seq: copy.seq },
+            },
+          );
+        }
+        expected++;
+        copies.push(copy);
+      }
+      for (const copy of copies) {
+        stored.push(copy);
+        for (const listener of listeners) listener(copy);
+      }
+    },
+    async *read(readOptions = {}) {
+      const from = Math.max(1, readOptions.fromSeq ?? 1);
+      for (let i = from - 1; i < stored.length; i++) {
+        readOptions.signal?.throwIfAborted();
+        yield stored[i]!;
+      }
+    },
+    subscribe({ listener }) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    lastSeq: () => stored.length,
+    async close() {
+      closed = true;
+      listeners.clear();
+    },
+    records: () => stored,
+  };
+}
+
+/** An in-memory TranscriptStore with the same repair-on-load rules as the durable stores. */
+export interface MemoryTranscriptStore extends TranscriptStore {
+  /** The raw entries of a member, without repair. */
+  raw(memberId: string): readonly TranscriptEntry[];
+}
+
+export function createMemoryTranscriptStore(): MemoryTranscriptStore {
+  const byMember = new Map<string, TranscriptEntry[]>();
+  let closed = false;
+  return {
+    specificationVersion: 'v1',
+    async append({ memberId, entries }) {
+      if (closed) throw new TeamError('STORE_CLOSED', 'transcript store is closed');
+      let list = byMember.get(memberId);
+      if (!list) {
+        list = [];
+        byMember.set(memberId, list);
+      }
+      for (const entry of entries) list.push(structuredClone(entry));
+    },
+    async load({ memberId }) {
+      return repairTranscript(structuredClone(byMember.get(memberId) ?? []));
+    },
+    async close() {
+      closed = true;
+    },
+    raw: (memberId) => byMember.get(memberId) ?? [],
+  };
+}
+
+/**
+ * Makes a loaded transcript consistent: every assistant tool call gets a result (a synthetic
+ * "interrupted by a process termination" one when missing) and results with no call are dropped.
+ */
+export function repairTranscript(entries: TranscriptEntry[]): TranscriptEntry[] {
+  const out: TranscriptEntry[] = [];
+  let open = new Map<string, string>();
+  const closeOpen = (at: number) => {
+    for (const [id, name] of open) {
+      out.push({
+        schemaVersion: 1,
+        at,
+        message: {
+          role: 'tool',
+          toolCallId: id,
+          toolName: name,
+          content: [{ type: 'text', text: TERMINATED_TOOL_RESULT }],
+          isError: true,
+        },
+      });
+    }
+    open = new Map();
+  };
+  for (const entry of entries) {
+    const message = entry.message;
+    if (message.role === 'tool') {
+      if (open.has(message.toolCallId)) {
+        open.delete(message.toolCallId);
+        out.push(entry);
+      }
+      continue;
+    }
+    closeOpen(entry.at);
+    out.push(entry);
+    if (message.role === 'assistant') {
+      for (const call of message.toolCalls) open.set(call.id, call.name);
+    }
+  }
+  closeOpen(out.at(-1)?.at ?? 0);
+  return out;
+}
