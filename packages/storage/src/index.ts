@@ -1,1 +1,16 @@
-export {};
+export type { Durability } from './append-writer.js';
+export type { StorageFileHandle, StorageFs } from './fs-seam.js';
+export { nodeFs } from './fs-seam.js';
+export type { TeamListing, TeamLogSnapshot } from './inspect.js';
+export { listTeams, readTeamLog } from './inspect.js';
+export type { JsonlTeamLog } from './jsonl-team-log.js';
+export type { JsonlTranscriptStore, TranscriptRepair } from './jsonl-transcript-store.js';
+export type { LockOwner, ProcessProbe } from './lock.js';
+export { currentProcess, LOCK_FILE, LockFile } from './lock.js';
+export type { JsonlTeamStore, OpenJsonlTeamStoreOptions, RecoveryReport } from './team-store.js';
+export {
+  DEFAULT_TEAMS_ROOT,
+  LOG_FILE,
+  openJsonlTeamStore,
+  TRANSCRIPTS_DIR,
+} from './team-store.js';

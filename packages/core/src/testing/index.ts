@@ -1,8 +1,27 @@
+export type { ConformanceTestApi } from './conformance/api.js';
+export { conformanceRecord, conformanceRecords } from './conformance/api.js';
+export type {
+  TeamLogConformanceOptions,
+  TeamLogConformanceSubject,
+} from './conformance/team-log-conformance.js';
+export { defineTeamLogConformance } from './conformance/team-log-conformance.js';
+export type {
+  TranscriptStoreConformanceOptions,
+  TranscriptStoreConformanceSubject,
+} from './conformance/transcript-store-conformance.js';
+export { defineTranscriptStoreConformance } from './conformance/transcript-store-conformance.js';
 export type { ManualClock } from './manual-clock.js';
 export { createManualClock, createSequentialIds } from './manual-clock.js';
 export type { MemoryTeamLog, MemoryTranscriptStore } from './memory-stores.js';
-export {
-  createMemoryTeamLog,
-  createMemoryTranscriptStore,
-  repairTranscript,
-} from './memory-stores.js';
+export { createMemoryTeamLog, createMemoryTranscriptStore } from './memory-stores.js';
+export type {
+  AgentScript,
+  RecordedRequest,
+  ScriptedCallContext,
+  ScriptedModel,
+  ScriptedStep,
+  ScriptedStepFunction,
+  ScriptedToolCall,
+} from './scripted-model.js';
+export { createScriptedModel } from './scripted-model.js';
+export { createSimpleProtocol, simpleEnvelopeText } from './simple-protocol.js';

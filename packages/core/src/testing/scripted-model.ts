@@ -1,0 +1,216 @@
+import type { AssistantMessage, ChatMessage, ToolCall, Usage } from '../chat.js';
+import type { ContentBlock } from '../content.js';
+import { TeamError } from '../errors.js';
+import type {
+  ModelAdapter,
+  ModelRequest,
+  ModelStreamEvent,
+  SystemBlock,
+  ToolDefinition,
+} from '../ports/model.js';
+
+/** A tool call a scripted step makes. Its id is assigned deterministically unless given. */
+export interface ScriptedToolCall {
+  name: string;
+  input?: unknown;
+  id?: string;
+}
+
+/** One model call's answer: text and/or tool calls, optionally held open or failing. */
+export interface ScriptedStep {
+  text?: string;
+  reasoning?: string;
+  toolCalls?: readonly ScriptedToolCall[];
+  usage?: Partial<Usage>;
+  /**
+   * Holds the stream open (after the deltas, before `finish`) until this promise settles, so a
+   * test can act while the call is in flight. Aborting the request ends the call with `ABORTED`.
+   */
+  gate?: Promise<unknown>;
+  /** The call throws this instead of finishing (after any deltas). */
+  error?: Error;
+}
+
+/** What a step function is given: the request and the 1-based number of this agent's call. */
+export interface ScriptedCallContext {
+  agentName: string;
+  call: number;
+  request: ModelRequest;
+}
+
+/** A function that answers each call of one agent, e.g. by looking at the last message. */
+export type ScriptedStepFunction = (
+  context: ScriptedCallContext,
+) => ScriptedStep | Promise<ScriptedStep>;
+
+/** An agent's script: the answers of its calls in order, or a function that computes them. */
+export type AgentScript = readonly ScriptedStep[] | ScriptedStepFunction;
+
+/** A request as the scripted model saw it: a deep copy taken when the call started. */
+export interface RecordedRequest {
+  system: SystemBlock[];
+  messages: ChatMessage[];
+  tools: ToolDefinition[];
+  promptCacheKey?: string;
+}
+
+/** A deterministic {@link ModelAdapter} for tests, routed by `request.agentName`. */
+export interface ScriptedModel extends ModelAdapter {
+  /** Every request of `agentName`, in call order. */
+  requests(agentName: string): readonly RecordedRequest[];
+  /** How many calls `agentName` made. */
+  calls(agentName: string): number;
+  /** Scripted steps not yet used by `agentName` (`Infinity` for a function script). */
+  remaining(agentName: string): number;
+  /** Replaces or adds the script of one agent (its call count is kept). */
+  setScript(agentName: string, script: AgentScript): void;
+}
+
+interface AgentState {
+  script: AgentScript;
+  calls: number;
+  toolCalls: number;
+  requests: RecordedRequest[];
+}
+
+/**
+ * Creates a scripted model. Each agent (by `request.agentName`) answers from its own script; tool
+ * call ids are `call-<agent>-<n>` (n counts that agent's tool calls from 1), so transcripts are
+ * reproducible. A call beyond the end of a list script, or by an agent with no script, fails with
+ * a `MODEL_UNAVAILABLE` error naming the agent and the call, never a silent default.
+ */
+export function createScriptedModel(
+  options: { scripts?: Record<string, AgentScript>; modelId?: string } = {},
+): ScriptedModel {
+  const agents = new Map<string, AgentState>();
+  const stateOf = (agentName: string): AgentState | undefined => agents.get(agentName);
+  for (const [name, script] of Object.entries(options.scripts ?? {})) {
+    agents.set(name, { script, calls: 0, toolCalls: 0, requests: [] });
+  }
+
+  async function* stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    const agentName = request.agentName;
+    if (agentName === undefined) {
+      throw new TeamError('MODEL_UNAVAILABLE', 'scripted model: the request carries no agentName');
+    }
+    const agent = stateOf(agentName);
+    if (agent === undefined) {
+      throw new TeamError(
+        'MODEL_UNAVAILABLE',
+        `scripted model: no script for agent "${agentName}"`,
+        {
+          details: { agentName },
+        },
+      );
+    }
+    const call = ++agent.calls;
+    agent.requests.push({
+      system: structuredClone([...request.system]),
+      messages: structuredClone([...request.messages]),
+      tools: structuredClone([...request.tools]),
+      ...(request.promptCacheKey === undefined ? {} : { promptCacheKey: request.promptCacheKey }),
+    });
+    request.signal?.throwIfAborted();
+    let step: ScriptedStep | undefined;
+    if (typeof agent.script === 'function') {
+      step = await agent.script({ agentName, call, request });
+    } else {
+      const list = agent.script as readonly ScriptedStep[];
+      step = list[call - 1];
+      if (step === undefined) {
+        throw new TeamError(
+          'MODEL_UNAVAILABLE',
+          `scripted model: agent "${agentName}" made call ${call} but its script has only ${list.length} step(s)`,
+          { details: { agentName, call, steps: list.length } },
+        );
+      }
+    }
+    checkAborted(request.signal);
+
+    const content: ContentBlock[] = [];
+    if (step.reasoning !== undefined) {
+      yield { type: 'reasoning-delta', text: step.reasoning };
+      content.push({ type: 'thinking', thinking: step.reasoning });
+    }
+    if (step.text !== undefined && step.text !== '') {
+      yield { type: 'text-delta', text: step.text };
+      content.push({ type: 'text', text: step.text });
+    }
+    const toolCalls: ToolCall[] = [];
+    for (const scripted of step.toolCalls ?? []) {
+      const id = scripted.id ?? `call-${agentName}-${++agent.toolCalls}`;
+      const input = scripted.input ?? {};
+      yield { type: 'tool-call-start', id, name: scripted.name };
+      yield { type: 'tool-call-delta', id, argsDelta: JSON.stringify(input) };
+      const toolCall: ToolCall = { id, name: scripted.name, input: structuredClone(input) };
+      yield { type: 'tool-call', toolCall };
+      toolCalls.push(toolCall);
+    }
+    if (step.gate !== undefined) await untilSettledOrAborted(step.gate, request.signal);
+    checkAborted(request.signal);
+    if (step.error !== undefined) throw step.error;
+
+    const usage: Usage = {
+      inputTokens: step.usage?.inputTokens ?? request.messages.length,
+      outputTokens: step.usage?.outputTokens ?? (step.text?.length ?? 0) + toolCalls.length,
+      ...(step.usage?.cacheReadTokens === undefined
+        ? {}
+        : { cacheReadTokens: step.usage.cacheReadTokens }),
+    };
+    const stopReason = toolCalls.length > 0 ? 'tool_calls' : 'end_turn';
+    const message: AssistantMessage = { role: 'assistant', content, toolCalls, usage, stopReason };
+    yield { type: 'finish', message, usage, stopReason };
+  }
+
+  return {
+    specificationVersion: 'v1',
+    provider: 'scripted',
+    modelId: options.modelId ?? 'scripted-1',
+    stream,
+    requests: (agentName) => stateOf(agentName)?.requests ?? [],
+    calls: (agentName) => stateOf(agentName)?.calls ?? 0,
+    remaining(agentName) {
+      const agent = stateOf(agentName);
+      if (agent === undefined) return 0;
+      if (typeof agent.script === 'function') return Number.POSITIVE_INFINITY;
+      return Math.max(0, (agent.script as readonly ScriptedStep[]).length - agent.calls);
+    },
+    setScript(agentName, script) {
+      const agent = stateOf(agentName);
+      if (agent === undefined)
+        agents.set(agentName, { script, calls: 0, toolCalls: 0, requests: [] });
+      else agent.script = script;
+    },
+  };
+}
+
+function checkAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new TeamError('ABORTED', 'model call aborted', { cause: signal.reason });
+  }
+}
+
+async function untilSettledOrAborted(
+  gate: Promise<unknown>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  if (signal === undefined) {
+    await gate.catch(() => undefined);
+    return;
+  }
+  checkAborted(signal);
+  await new Promise<void>((resolve) => {
+    const onAbort = () => resolve();
+    signal.addEventListener('abort', onAbort, { once: true });
+    gate.then(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+    );
+  });
+}

@@ -1,0 +1,75 @@
+import type { MessageKind, ParsedEnvelope } from '@teamwire/core';
+import { isBlank, isMessageKind, isRecord, tryParseJson } from './shared.js';
+
+interface JsonEnvelopeBase {
+  from: string;
+  color?: string;
+  summary?: string;
+}
+
+/**
+ * One message as a plain JSON object, discriminated on `type` (the message kind). The body sits
+ * in a JSON string, so no content can add a key or change `type` or `from`. Used whole by
+ * `jsonProtocol` and as the tool result of `toolCallProtocol`.
+ */
+export type JsonEnvelope =
+  | (JsonEnvelopeBase & { type: 'message'; text: string })
+  | (JsonEnvelopeBase & { type: 'idle_notification'; text?: string })
+  | (JsonEnvelopeBase & { type: 'shutdown_request'; reason: string })
+  | (JsonEnvelopeBase & { type: 'task_assignment'; text: string });
+
+/**
+ * Builds the envelope of one message, keys in a fixed order (`type`, `from`, `color`, `summary`,
+ * then `text` or `reason`) so the bytes are stable for prompt caching. Blank optional fields and
+ * an idle notification's empty text are left out.
+ */
+export function toJsonEnvelope(options: {
+  kind: MessageKind;
+  from: string;
+  text: string;
+  color?: string;
+  summary?: string;
+}): JsonEnvelope {
+  const base: JsonEnvelopeBase = { from: options.from };
+  if (!isBlank(options.color)) base.color = options.color;
+  if (!isBlank(options.summary)) base.summary = options.summary;
+  switch (options.kind) {
+    case 'message':
+      return { type: 'message', ...base, text: options.text };
+    case 'task_assignment':
+      return { type: 'task_assignment', ...base, text: options.text };
+    case 'shutdown_request':
+      return { type: 'shutdown_request', ...base, reason: options.text };
+    case 'idle_notification':
+      return options.text === ''
+        ? { type: 'idle_notification', ...base }
+        : { type: 'idle_notification', ...base, text: options.text };
+  }
+}
+
+/** An envelope as compact JSON text (no whitespace: every byte is a token the model pays for). */
+export function encodeJsonEnvelope(envelope: JsonEnvelope): string {
+  return JSON.stringify(envelope);
+}
+
+/**
+ * Reads a JSON envelope back into a {@link ParsedEnvelope}; `undefined` unless `json` is exactly
+ * one well-formed envelope (unknown keys are tolerated, a wrong type for a known key is not).
+ */
+export function decodeJsonEnvelope(json: string): ParsedEnvelope | undefined {
+  const value = tryParseJson(json);
+  if (!isRecord(value) || !isMessageKind(value.type)) return undefined;
+  const { type: kind, from, color, summary } = value;
+  if (typeof from !== 'string' || isBlank(from)) return undefined;
+  if (color !== undefined && typeof color !== 'string') return undefined;
+  if (summary !== undefined && typeof summary !== 'string') return undefined;
+  let text: unknown;
+  if (kind === 'shutdown_request') text = value.reason;
+  else if (kind === 'idle_notification') text = value.text ?? '';
+  else text = value.text;
+  if (typeof text !== 'string') return undefined;
+  const parsed: ParsedEnvelope = { from, kind, text };
+  if (!isBlank(summary)) parsed.summary = summary;
+  if (!isBlank(color)) parsed.color = color;
+  return parsed;
+}

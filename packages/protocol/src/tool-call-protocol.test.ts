@@ -1,0 +1,120 @@
+import type {
+  AssistantMessage,
+  ChatMessage,
+  QueuedMessage,
+  ToolResultMessage,
+} from '@teamwire/core';
+import { describe, expect, it } from 'vitest';
+import {
+  createToolCallProtocol,
+  teammateMessageCallId,
+  toolCallProtocol,
+} from './tool-call-protocol.js';
+
+function queued(patch: Partial<QueuedMessage> = {}): QueuedMessage {
+  return {
+    id: '01JAAAAAAAAAAAAAAAAAAAAAAA',
+    senderId: 'id-alice',
+    senderName: 'alice',
+    targetId: 'id-lead',
+    kind: 'message',
+    delivery: 'quiet',
+    content: [{ type: 'text', text: 'Tests pass.' }],
+    ...patch,
+  };
+}
+
+const source = {
+  kind: 'team-message',
+  messageId: '01JAAAAAAAAAAAAAAAAAAAAAAA',
+  senderId: 'id-alice',
+  senderName: 'alice',
+} as const;
+
+describe('toolCallProtocol.formatMessage', () => {
+  it('renders an assistant tool call and its tool result', () => {
+    expect(
+      toolCallProtocol.formatMessage({
+        message: queued({ summary: 'CI' }),
+        sender: { name: 'alice' },
+      }),
+    ).toEqual([
+      {
+        role: 'assistant',
+        content: [],
+        toolCalls: [{ id: 'tm_01JAAAAAAAAAAAAAAAAAAAAAAA', name: 'teammate_message', input: {} }],
+        source,
+      },
+      {
+        role: 'tool',
+        toolCallId: 'tm_01JAAAAAAAAAAAAAAAAAAAAAAA',
+        toolName: 'teammate_message',
+        content: [
+          {
+            type: 'text',
+            text: '{"type":"message","from":"alice","summary":"CI","text":"Tests pass."}',
+          },
+        ],
+        source,
+      },
+    ]);
+  });
+});
+
+describe('teammateMessageCallId', () => {
+  it('keeps provider-safe characters and at most 40 of them', () => {
+    expect(teammateMessageCallId('a.b/c d')).toBe('tm_a_b_c_d');
+    expect(teammateMessageCallId('x'.repeat(100))).toHaveLength(40);
+  });
+});
+
+describe('toolCallProtocol.parseEnvelope', () => {
+  const [call, result] = toolCallProtocol.formatMessage({
+    message: queued(),
+    sender: { name: 'alice' },
+  }) as [AssistantMessage, ToolResultMessage];
+
+  it('reads its own pair', () => {
+    expect(toolCallProtocol.parseEnvelope([call, result])).toEqual({
+      from: 'alice',
+      kind: 'message',
+      text: 'Tests pass.',
+    });
+  });
+
+  it.each<[string, ChatMessage[]]>([
+    ['one entry', [call]],
+    ['swapped entries', [result, call]],
+    ['a mismatched call id', [call, { ...result, toolCallId: 'other' }]],
+    ['another tool', [call, { ...result, toolName: 'read_file' }]],
+    [
+      'another tool call',
+      [{ ...call, toolCalls: [{ id: 'tm_x', name: 'read_file', input: {} }] }, result],
+    ],
+    [
+      'two tool calls',
+      [
+        {
+          ...call,
+          toolCalls: [...call.toolCalls, { id: 'y', name: 'teammate_message', input: {} }],
+        },
+        result,
+      ],
+    ],
+    ['assistant text', [{ ...call, content: [{ type: 'text', text: 'hi' }] }, result]],
+    ['an error result', [call, { ...result, isError: true }]],
+    [
+      'a result that is not an envelope',
+      [call, { ...result, content: [{ type: 'text', text: 'x' }] }],
+    ],
+  ])('refuses %s', (_label, entries) => {
+    expect(toolCallProtocol.parseEnvelope(entries)).toBeUndefined();
+  });
+
+  it('uses a custom pick policy', () => {
+    const a = queued({ id: 'a' });
+    const b = queued({ id: 'b', kind: 'shutdown_request' });
+    const protocol = createToolCallProtocol({ pickNext: ({ pending }) => pending.at(-1) });
+    expect(protocol.pickNext({ pending: [b, a], leadId: 'x' })).toBe(a);
+  });
+});

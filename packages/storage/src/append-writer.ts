@@ -1,0 +1,166 @@
+import { TeamError } from '@teamwire/core';
+import type { StorageFileHandle } from './fs-seam.js';
+import { ioError, writeFully } from './fs-seam.js';
+
+/**
+ * How durable an append is when it resolves.
+ * - `fsync`: written and flushed with fdatasync; survives a process kill, an OS crash and a
+ *   power loss (as far as the disk honours flushes). Concurrent appends share one flush.
+ * - `buffered`: written to the operating system (one write), not flushed; survives a process
+ *   kill, but an OS crash or power loss can lose the latest appends.
+ */
+export type Durability = 'fsync' | 'buffered';
+
+interface Batch {
+  bytes: Buffer;
+  onDurable: (offset: number) => void;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** Groups are capped so one burst cannot build an unbounded buffer; a batch is never split. */
+const MAX_GROUP_BYTES = 8 << 20;
+
+/**
+ * The append path of one JSONL file with group commit: batches queued while a write and its sync
+ * are in flight are written together by the next single write and share its sync. On a failed
+ * write or sync the file is cut back to its last good length and the writer refuses everything
+ * after (`STORE_CLOSED`, the failure attached), because after a failed fsync the state of the page
+ * cache is unknown and only a reopen re-reads the truth from disk.
+ */
+export class AppendWriter {
+  readonly path: string;
+  readonly #handle: StorageFileHandle;
+  readonly #durability: Durability;
+  readonly #label: string;
+  readonly #onFailure: ((error: TeamError) => void) | undefined;
+  #length: number;
+  #queue: Batch[] = [];
+  #flushing: Promise<void> | undefined;
+  #failure: TeamError | undefined;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: {
+    handle: StorageFileHandle;
+    path: string;
+    length: number;
+    durability: Durability;
+    /** What the file is, for messages: `team log`, `transcript`. */
+    label: string;
+    onFailure?: (error: TeamError) => void;
+  }) {
+    this.#handle = options.handle;
+    this.path = options.path;
+    this.#length = options.length;
+    this.#durability = options.durability;
+    this.#label = options.label;
+    this.#onFailure = options.onFailure;
+  }
+
+  /** Bytes of the file known to be written (and flushed, in `fsync` mode). */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** The write failure that stopped this writer, if any. */
+  get failure(): TeamError | undefined {
+    return this.#failure;
+  }
+
+  /** Throws `STORE_CLOSED` when the writer is closed or stopped by an earlier failure. */
+  assertWritable(failure: TeamError | undefined = this.#failure): void {
+    if (failure) throw refusal(this.#label, this.path, failure);
+    if (this.#closed) {
+      throw new TeamError('STORE_CLOSED', `${this.#label} ${this.path} is closed`, {
+        details: { path: this.path },
+      });
+    }
+  }
+
+  /**
+   * Queues `bytes` (whole lines) for the next group write. `onDurable` runs with the batch's file
+   * offset once it is durable, before the returned promise resolves and before later batches.
+   */
+  enqueue(bytes: Buffer, onDurable: (offset: number) => void): Promise<void> {
+    this.assertWritable();
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ bytes, onDurable, resolve, reject });
+      this.#flushing ??= this.#flush();
+    });
+  }
+
+  /** Stops this writer from outside (a sibling file failed); queued batches are refused. */
+  stop(failure: TeamError): void {
+    if (this.#failure) return;
+    this.#failure = failure;
+    for (const batch of this.#queue.splice(0))
+      batch.reject(refusal(this.#label, this.path, failure));
+  }
+
+  /** Lets queued batches finish, then closes the file. Idempotent. */
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#closing ??= (async () => {
+      while (this.#flushing) await this.#flushing;
+      await this.#handle.close().catch(() => undefined);
+    })();
+    return this.#closing;
+  }
+
+  async #flush(): Promise<void> {
+    // One turn of the event loop's microtasks lets appends issued together join one group.
+    await Promise.resolve();
+    while (this.#queue.length > 0 && !this.#failure) {
+      const group: Batch[] = [];
+      let size = 0;
+      while (this.#queue.length > 0) {
+        const next = this.#queue[0]!;
+        if (group.length > 0 && size + next.bytes.length > MAX_GROUP_BYTES) break;
+        this.#queue.shift();
+        group.push(next);
+        size += next.bytes.length;
+      }
+      const bytes = group.length === 1 ? group[0]!.bytes : Buffer.concat(group.map((b) => b.bytes));
+      const start = this.#length;
+      try {
+        await writeFully(this.#handle, bytes, start);
+        if (this.#durability === 'fsync') await this.#handle.datasync();
+      } catch (error) {
+        await this.#fail(group, ioError(`appending to ${this.#label}`, this.path, error));
+        break;
+      }
+      this.#length = start + bytes.length;
+      let offset = start;
+      for (const batch of group) {
+        batch.onDurable(offset);
+        offset += batch.bytes.length;
+        batch.resolve();
+      }
+    }
+    this.#flushing = undefined;
+  }
+
+  async #fail(group: Batch[], failure: TeamError): Promise<void> {
+    this.#failure = failure;
+    try {
+      await this.#handle.truncate(this.#length);
+      if (this.#durability === 'fsync') await this.#handle.datasync();
+    } catch (error) {
+      // The torn bytes stay; the next open repairs them like a crash's torn tail.
+      if (failure.details) failure.details.truncateFailed = String(error);
+    }
+    for (const batch of group) batch.reject(failure);
+    for (const batch of this.#queue.splice(0))
+      batch.reject(refusal(this.#label, this.path, failure));
+    this.#onFailure?.(failure);
+  }
+}
+
+function refusal(label: string, path: string, failure: TeamError): TeamError {
+  return new TeamError(
+    'STORE_CLOSED',
+    `${label} ${path} refuses appends after a failed write (${failure.message}); reopen the team`,
+    { cause: failure, details: { path } },
+  );
+}

@@ -1,0 +1,275 @@
+import { dirname, join } from 'node:path';
+import type { TranscriptEntry, TranscriptStore } from '@teamwire/core';
+import { parseTranscriptEntry, TeamError } from '@teamwire/core';
+import { repairTranscript } from '@teamwire/core';
+import type { Durability } from './append-writer.js';
+import { AppendWriter } from './append-writer.js';
+import type { StorageFileHandle, StorageFs } from './fs-seam.js';
+import { errnoCode, exists, ioError, syncDirectory } from './fs-seam.js';
+import { iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
+import { repairTail, toJson } from './jsonl-team-log.js';
+
+/** A torn transcript tail cut away when the member's file was first opened. */
+export interface TranscriptRepair {
+  memberId: string;
+  path: string;
+  tornBytes: number;
+}
+
+/** A {@link TranscriptStore} keeping one JSONL file per member under `transcripts/`. */
+export interface JsonlTranscriptStore extends TranscriptStore {
+  /** The `transcripts/` folder. */
+  readonly dir: string;
+  /** Torn tails repaired so far (files are opened, and repaired, on first use). */
+  repairs(): readonly TranscriptRepair[];
+}
+
+/**
+ * Member ids name files, so they are restricted to safe file-name characters: letters, digits,
+ * `_`, `-` and inner dots (ulids and uuids pass), at most 200 characters.
+ */
+export const SAFE_ID_PATTERN = /^[A-Za-z0-9_-](?:[A-Za-z0-9_.-]{0,198}[A-Za-z0-9_-])?$/;
+
+/** Refuses an id that cannot safely name a file or folder. */
+export function checkSafeId(kind: string, id: string): void {
+  if (typeof id !== 'string' || !SAFE_ID_PATTERN.test(id) || id.includes('..')) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `${kind} ${JSON.stringify(id)} cannot name a file: use letters, digits, '_', '-' and inner '.'`,
+      { details: { [kind]: id } },
+    );
+  }
+}
+
+interface Waiter {
+  bytes: Buffer;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+interface MemberFile {
+  path: string;
+  writer: AppendWriter;
+}
+
+/** Creates the transcript store of a team folder; member files are opened lazily. */
+export function createJsonlTranscriptStore(options: {
+  fs: StorageFs;
+  dir: string;
+  durability: Durability;
+  onClosed: () => void;
+}): JsonlTranscriptStore {
+  return new JsonlTranscriptStoreImpl(options);
+}
+
+class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
+  readonly specificationVersion = 'v1' as const;
+  readonly dir: string;
+  readonly #fs: StorageFs;
+  readonly #durability: Durability;
+  readonly #onClosed: () => void;
+  readonly #open = new Map<string, MemberFile>();
+  readonly #opening = new Map<string, Promise<MemberFile | undefined>>();
+  readonly #waiting = new Map<string, Waiter[]>();
+  readonly #repairs: TranscriptRepair[] = [];
+  #failure: TeamError | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: {
+    fs: StorageFs;
+    dir: string;
+    durability: Durability;
+    onClosed: () => void;
+  }) {
+    this.#fs = options.fs;
+    this.dir = options.dir;
+    this.#durability = options.durability;
+    this.#onClosed = options.onClosed;
+  }
+
+  async append({
+    memberId,
+    entries,
+  }: {
+    memberId: string;
+    entries: readonly TranscriptEntry[];
+  }): Promise<void> {
+    this.#assertWritable();
+    checkSafeId('memberId', memberId);
+    if (entries.length === 0) return;
+    const lines = entries.map((entry) => JSON.stringify(parseTranscriptEntry(toJson(entry))));
+    const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+    const open = this.#open.get(memberId);
+    if (open && !this.#waiting.has(memberId)) return open.writer.enqueue(bytes, noop);
+    // Appends that arrive while the member's file is being opened wait in one list, released in
+    // call order in a single step, so no later append can overtake them.
+    return new Promise<void>((resolve, reject) => {
+      let waiting = this.#waiting.get(memberId);
+      if (!waiting) {
+        const list: Waiter[] = [];
+        waiting = list;
+        this.#waiting.set(memberId, list);
+        this.#member(memberId, true).then(
+          (file) => this.#release(memberId, list, file, undefined),
+          (error: unknown) => this.#release(memberId, list, undefined, error),
+        );
+      }
+      waiting.push({ bytes, resolve, reject });
+    });
+  }
+
+  #release(memberId: string, list: Waiter[], file: MemberFile | undefined, error: unknown): void {
+    if (this.#waiting.get(memberId) === list) this.#waiting.delete(memberId);
+    for (const waiter of list) {
+      if (!file) {
+        waiter.reject(error);
+        continue;
+      }
+      try {
+        file.writer.enqueue(waiter.bytes, noop).then(waiter.resolve, waiter.reject);
+      } catch (refused) {
+        waiter.reject(refused);
+      }
+    }
+  }
+
+  async load({ memberId }: { memberId: string }): Promise<TranscriptEntry[]> {
+    if (this.#closing) throw this.#closedError();
+    checkSafeId('memberId', memberId);
+    const file = this.#open.get(memberId) ?? (await this.#member(memberId, false));
+    if (!file) return [];
+    let handle: StorageFileHandle;
+    try {
+      handle = await this.#fs.open(file.path, 'r');
+    } catch (error) {
+      throw ioError('opening', file.path, error);
+    }
+    const entries: TranscriptEntry[] = [];
+    try {
+      let line = 0;
+      for await (const { bytes } of iterateLines(handle, file.path, 0, file.writer.length)) {
+        line++;
+        try {
+          entries.push(parseTranscriptEntry(JSON.parse(bytes.toString('utf8'))));
+        } catch (error) {
+          throw lineError(file.path, line, error);
+        }
+      }
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+    return repairTranscript(entries);
+  }
+
+  repairs(): readonly TranscriptRepair[] {
+    return this.#repairs;
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      try {
+        await Promise.allSettled(this.#opening.values());
+        await Promise.all([...this.#open.values()].map((file) => file.writer.close()));
+      } finally {
+        this.#onClosed();
+      }
+    })();
+    return this.#closing;
+  }
+
+  #assertWritable(): void {
+    if (this.#failure) {
+      throw new TeamError(
+        'STORE_CLOSED',
+        `transcript store ${this.dir} refuses appends after a failed write (${this.#failure.message}); reopen the team`,
+        { cause: this.#failure, details: { dir: this.dir } },
+      );
+    }
+    if (this.#closing) throw this.#closedError();
+  }
+
+  #closedError(): TeamError {
+    return new TeamError('STORE_CLOSED', `transcript store ${this.dir} is closed`, {
+      details: { dir: this.dir },
+    });
+  }
+
+  /** The member's open file, opening (and, with `create`, creating) it once. */
+  #member(memberId: string, create: boolean): Promise<MemberFile | undefined> {
+    const pending = this.#opening.get(memberId);
+    let next: Promise<MemberFile | undefined>;
+    if (!pending) next = this.#openMember(memberId, create);
+    else if (create) next = pending.then((file) => file ?? this.#openMember(memberId, true));
+    else return pending;
+    this.#opening.set(memberId, next);
+    const settle = () => {
+      if (this.#opening.get(memberId) === next) this.#opening.delete(memberId);
+    };
+    next.then(settle, settle);
+    return next;
+  }
+
+  async #openMember(memberId: string, create: boolean): Promise<MemberFile | undefined> {
+    const already = this.#open.get(memberId);
+    if (already) return already;
+    const path = join(this.dir, `${memberId}.jsonl`);
+    const fs = this.#fs;
+    let handle: StorageFileHandle | undefined;
+    try {
+      handle = await fs.open(path, 'r+');
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw ioError('opening', path, error);
+    }
+    if (!handle) {
+      if (!create) return undefined;
+      try {
+        const sync = this.#durability === 'fsync';
+        if (!(await exists(fs, this.dir))) {
+          await fs.mkdir(this.dir, { recursive: true });
+          if (sync) await syncDirectory(fs, dirname(this.dir));
+        }
+        await (await fs.open(path, 'a')).close();
+        if (sync) await syncDirectory(fs, this.dir);
+        handle = await fs.open(path, 'r+');
+      } catch (error) {
+        throw ioError('creating', path, error);
+      }
+    }
+    try {
+      const outcome = await scanJsonl(handle, path, (value) => {
+        parseTranscriptEntry(value);
+      });
+      const length = await repairTail(handle, path, outcome, this.#durability);
+      if (outcome.tornBytes > 0) {
+        this.#repairs.push({ memberId, path, tornBytes: outcome.tornBytes });
+      }
+      if (this.#closing) throw this.#closedError();
+      const file: MemberFile = {
+        path,
+        writer: new AppendWriter({
+          handle,
+          path,
+          length,
+          durability: this.#durability,
+          label: 'transcript',
+          onFailure: (failure) => this.#fail(failure),
+        }),
+      };
+      if (this.#failure) file.writer.stop(this.#failure);
+      this.#open.set(memberId, file);
+      return file;
+    } catch (error) {
+      await handle.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** One failed transcript write stops the whole store: the disk is suspect, reopen the team. */
+  #fail(failure: TeamError): void {
+    if (this.#failure) return;
+    this.#failure = failure;
+    for (const file of this.#open.values()) file.writer.stop(failure);
+  }
+}
+
+function noop(): void {}

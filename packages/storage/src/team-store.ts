@@ -1,0 +1,184 @@
+import { dirname, join, resolve } from 'node:path';
+import type { Clock } from '@teamwire/core';
+import { systemClock, TeamError } from '@teamwire/core';
+import type { Durability } from './append-writer.js';
+import type { StorageFs } from './fs-seam.js';
+import { errnoCode, exists, ioError, nodeFs, syncDirectory } from './fs-seam.js';
+import type { JsonlTeamLog } from './jsonl-team-log.js';
+import { openJsonlTeamLog } from './jsonl-team-log.js';
+import type { JsonlTranscriptStore } from './jsonl-transcript-store.js';
+import { checkSafeId, createJsonlTranscriptStore } from './jsonl-transcript-store.js';
+import type { LockOwner, ProcessProbe } from './lock.js';
+import { acquireOwnerLock, currentProcess } from './lock.js';
+
+/** The folder under which teams live by default, relative to the working directory. */
+export const DEFAULT_TEAMS_ROOT = join('.teamwire', 'teams');
+/** The team log's file name inside a team folder. */
+export const LOG_FILE = 'log.jsonl';
+/** The folder of per-member transcripts inside a team folder. */
+export const TRANSCRIPTS_DIR = 'transcripts';
+
+/** How to open a team folder. */
+export interface OpenJsonlTeamStoreOptions {
+  /** The team's id; every record of the log must carry it. */
+  teamId: string;
+  /** The team folder. Default: `.teamwire/teams/<teamId>` under the working directory. */
+  dir?: string;
+  /** Default `fsync`. See the package README for what each mode guarantees. */
+  durability?: Durability;
+  /** Create the team folder when it holds no log yet. Default `true`; `false` gives `TEAM_NOT_FOUND`. */
+  create?: boolean;
+  /** The file system; substitute it to inject faults or count syncs. Default: `node:fs/promises`. */
+  fs?: StorageFs;
+  /** This process's identity and the liveness check used for stale locks. */
+  process?: ProcessProbe;
+  /** Stamps the lock file. Default: the system clock. */
+  clock?: Clock;
+}
+
+/** What opening a team folder found and repaired. */
+export interface RecoveryReport {
+  /** The log did not exist and was created empty. */
+  created: boolean;
+  /** Records read (and validated) from the log. */
+  records: number;
+  /** The last seq in the log after recovery (0 when empty). */
+  lastSeq: number;
+  /** Bytes of a torn final line cut from the log (0 when the log ended cleanly). */
+  tornBytes: number;
+  /** The owner of a stale lock (dead pid on this host) that was taken over, if any. */
+  staleLock?: LockOwner;
+}
+
+/** An open team folder: its log, its transcripts and the owner lock held on it. */
+export interface JsonlTeamStore {
+  readonly teamId: string;
+  /** The team folder, resolved to an absolute path. */
+  readonly dir: string;
+  readonly durability: Durability;
+  readonly log: JsonlTeamLog;
+  readonly transcripts: JsonlTranscriptStore;
+  readonly recovered: RecoveryReport;
+  /**
+   * Finishes queued appends, closes both stores and releases the lock. Closing `log` and
+   * `transcripts` separately releases the lock too, once both are closed. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens (creating when allowed) a team folder for this process alone: takes the owner lock,
+ * validates every line of `log.jsonl`, repairs a torn final line, and returns the durable
+ * `TeamLog` and `TranscriptStore` of the team. A kill at any moment leaves a folder this function
+ * can open again: appends are whole lines written at the end of the file, and a torn last line
+ * is repaired here.
+ */
+export async function openJsonlTeamStore(
+  options: OpenJsonlTeamStoreOptions,
+): Promise<JsonlTeamStore> {
+  const { teamId } = options;
+  if (options.dir === undefined) checkSafeId('teamId', teamId);
+  else if (typeof teamId !== 'string' || teamId.length === 0) {
+    throw new TeamError('INVALID_ARGUMENT', 'teamId must be a non-empty string');
+  }
+  const durability = options.durability ?? 'fsync';
+  if (durability !== 'fsync' && durability !== 'buffered') {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `durability must be 'fsync' or 'buffered', got ${JSON.stringify(durability)}`,
+    );
+  }
+  const fs = options.fs ?? nodeFs;
+  const sync = durability === 'fsync';
+  const dir = resolve(options.dir ?? join(DEFAULT_TEAMS_ROOT, teamId));
+  const logPath = join(dir, LOG_FILE);
+
+  const logExists = await exists(fs, logPath);
+  if (!logExists) {
+    if (options.create === false) {
+      throw new TeamError(
+        'TEAM_NOT_FOUND',
+        `no team at ${dir} (it has no ${LOG_FILE}); check the folder and team id, or open with create: true`,
+        { details: { dir, teamId } },
+      );
+    }
+    await makeDirectory(fs, dir, sync);
+  }
+
+  const lock = await acquireOwnerLock({
+    fs,
+    dir,
+    probe: options.process ?? currentProcess,
+    clock: options.clock ?? systemClock,
+    sync,
+  });
+  try {
+    if (!(await exists(fs, logPath))) {
+      try {
+        await (await fs.open(logPath, 'a')).close();
+      } catch (error) {
+        throw ioError('creating', logPath, error);
+      }
+      if (sync) await syncDirectory(fs, dir);
+    }
+    let open = 2;
+    let released: Promise<void> | undefined;
+    const partClosed = () => {
+      open--;
+      if (open === 0) released ??= lock.release();
+    };
+    const opened = await openJsonlTeamLog({
+      fs,
+      path: logPath,
+      teamId,
+      durability,
+      onClosed: partClosed,
+    });
+    const transcripts = createJsonlTranscriptStore({
+      fs,
+      dir: join(dir, TRANSCRIPTS_DIR),
+      durability,
+      onClosed: partClosed,
+    });
+    const recovered: RecoveryReport = {
+      created: !logExists,
+      records: opened.records,
+      lastSeq: opened.records,
+      tornBytes: opened.tornBytes,
+      ...(lock.takenOverFrom ? { staleLock: lock.takenOverFrom } : {}),
+    };
+    return {
+      teamId,
+      dir,
+      durability,
+      log: opened.log,
+      transcripts,
+      recovered,
+      async close() {
+        const results = await Promise.allSettled([opened.log.close(), transcripts.close()]);
+        await released;
+        for (const result of results) if (result.status === 'rejected') throw result.reason;
+      },
+    };
+  } catch (error) {
+    await lock.release().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** `mkdir -p`, syncing every directory whose entry it created when durability asks for it. */
+async function makeDirectory(fs: StorageFs, dir: string, sync: boolean): Promise<void> {
+  const missing: string[] = [];
+  for (let current = dir; ; current = dirname(current)) {
+    if (await exists(fs, current)) break;
+    missing.push(current);
+    if (dirname(current) === current) break;
+  }
+  try {
+    await fs.mkdir(dir, { recursive: true });
+  } catch (error) {
+    if (errnoCode(error) !== 'EEXIST') throw ioError('creating folder', dir, error);
+  }
+  if (!sync) return;
+  for (const created of missing) await syncDirectory(fs, dirname(created));
+}
