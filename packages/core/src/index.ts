@@ -25,6 +25,7 @@ export {
 } from './content.js';
 export type { TeamErrorOptions } from './errors.js';
 export { TeamError, TeamErrorCode } from './errors.js';
+export * from './hub/index.js';
 export type { AgentEvent, EventSink, MemberStatus } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';
 export type {
@@ -60,3 +61,6 @@ export {
   TaskStatus,
   TeamRecord,
 } from './records.js';
+export * from './runtime/index.js';
+export * from './state/index.js';
+export { repairTranscript } from './transcript-repair.js';

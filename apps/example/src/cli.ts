@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+import { TeamError } from '@teamwire/core';
+import { formatSummary, runReview } from './app.js';
+import { HELP, parseArgs, UsageError } from './args.js';
+import { inspectTeam } from './inspect.js';
+
+async function main(): Promise<number> {
+  const cwd = process.env.INIT_CWD ?? process.cwd();
+  let command: ReturnType<typeof parseArgs>;
+  try {
+    command = parseArgs(process.argv.slice(2), { cwd });
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`teamwire-example: ${error.message} (see --help)\n`);
+      return 2;
+    }
+    throw error;
+  }
+  if (command.command === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (command.command === 'inspect') {
+    process.stdout.write(await inspectTeam(command, { cwd }));
+    return 0;
+  }
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = () => {
+    signals++;
+    if (signals > 1) process.exit(130);
+    process.stderr.write('\nstopping the team (Ctrl-C again to quit at once)...\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const summary = await runReview(command, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    cwd,
+    env: process.env,
+    signal: controller.signal,
+  });
+  process.stdout.write(formatSummary(summary));
+  if (summary.interrupted) return 130;
+  return summary.reportWritten ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message = TeamError.isInstance(error) ? `${error.code}: ${error.message}` : String(error);
+    process.stderr.write(`teamwire-example: ${message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,224 @@
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createManualClock, type ManualClock } from '../testing/manual-clock.js';
+import { createEventHub } from './event-hub.js';
+import { createSseHandler, type SseHandlerOptions } from './sse.js';
+import { delta, TEAM } from './test-helpers.js';
+import type { EventHub, HubItem } from './types.js';
+
+interface Frame {
+  id?: string;
+  data?: HubItem;
+  comment?: string;
+  retry?: string;
+}
+
+/** A minimal SSE client over node:http, which lets the test drop the connection at will. */
+interface Client {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  frames: Frame[];
+  /** Resolves once `predicate` holds for the frames received so far. */
+  until(predicate: (frames: Frame[]) => boolean): Promise<void>;
+  disconnect(): void;
+  ended: Promise<void>;
+}
+
+function parseFrames(block: string): Frame {
+  const frame: Frame = {};
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) frame.comment = line.slice(1).trim();
+    else if (line.startsWith('id: ')) frame.id = line.slice(4);
+    else if (line.startsWith('retry: ')) frame.retry = line.slice(7);
+    else if (line.startsWith('data: ')) frame.data = JSON.parse(line.slice(6)) as HubItem;
+  }
+  return frame;
+}
+
+function connect(
+  port: number,
+  options: { path?: string; lastEventId?: string; method?: string } = {},
+): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: options.path ?? '/events',
+      method: options.method ?? 'GET',
+      agent: false,
+      headers: {
+        accept: 'text/event-stream',
+        ...(options.lastEventId === undefined ? {} : { 'last-event-id': options.lastEventId }),
+      },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let buffer = '';
+      const waiters: (() => void)[] = [];
+      let endResolve = () => {};
+      const client: Client = {
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        frames: [],
+        until(predicate) {
+          if (predicate(client.frames)) return Promise.resolve();
+          return new Promise<void>((done, fail) => {
+            const check = () => {
+              if (predicate(client.frames)) done();
+              else waiters.push(check);
+            };
+            waiters.push(check);
+            res.once('end', () => fail(new Error('stream ended before the condition held')));
+          });
+        },
+        disconnect() {
+          req.destroy();
+        },
+        ended: new Promise<void>((done) => {
+          endResolve = done;
+        }),
+      };
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let index = buffer.indexOf('\n\n');
+        while (index >= 0) {
+          client.frames.push(parseFrames(buffer.slice(0, index)));
+          buffer = buffer.slice(index + 2);
+          index = buffer.indexOf('\n\n');
+        }
+        for (const waiter of waiters.splice(0)) waiter();
+      });
+      res.on('end', () => endResolve());
+      res.on('close', () => endResolve());
+      resolve(client);
+    });
+    req.end();
+  });
+}
+
+/** Frames that carry hub items with a cursor, as `id:text`. */
+function deltas(frames: readonly Frame[]): string[] {
+  return frames.flatMap((frame) =>
+    frame.data?.type === 'event' && frame.data.event.type === 'model.text-delta'
+      ? [`${frame.id}:${frame.data.event.text}`]
+      : [],
+  );
+}
+
+let server: Server | undefined;
+
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  server = undefined;
+});
+
+/** Serves the hub on a loopback port; `closed()` resolves when the n-th response has closed. */
+async function serve(hub: EventHub, options: SseHandlerOptions) {
+  const handler = createSseHandler(hub, options);
+  let closedCount = 0;
+  const closeWaiters: { n: number; resolve: () => void }[] = [];
+  server = createServer((req, res) => {
+    res.on('close', () => {
+      closedCount++;
+      for (const waiter of closeWaiters.filter((w) => closedCount >= w.n)) waiter.resolve();
+    });
+    void handler(req, res);
+  });
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    closed: (n: number) =>
+      new Promise<void>((resolve) => {
+        if (closedCount >= n) resolve();
+        else closeWaiters.push({ n, resolve });
+      }),
+  };
+}
+
+describe('createSseHandler', () => {
+  it('resumes with Last-Event-ID after a disconnect and delivers every event exactly once', async () => {
+    const clock: ManualClock = createManualClock();
+    const hub = createEventHub({ teamId: TEAM, clock });
+    const { port, closed } = await serve(hub, { clock, heartbeatMs: 1_000, retryMs: 500 });
+
+    hub.publish('alice', delta('1')); // seq 2 (1: presence)
+    hub.publish('alice', delta('2')); // seq 3
+    const first = await connect(port);
+    expect(first.status).toBe(200);
+    expect(first.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(first.headers['cache-control']).toBe('no-cache, no-transform');
+    await first.until((frames) => deltas(frames).length === 2);
+    expect(first.frames[0]).toEqual({ retry: '500' });
+
+    hub.publish('alice', delta('3')); // seq 4, live
+    await first.until((frames) => deltas(frames).length === 3);
+
+    clock.advance(1_000);
+    await first.until((frames) => frames.some((frame) => frame.comment === 'heartbeat'));
+
+    first.disconnect();
+    await closed(1);
+    expect(hub.subscriberCount()).toBe(0);
+    expect(clock.pendingTimers()).toBe(0);
+
+    hub.publish('alice', delta('4')); // seq 5, while nobody listens
+    hub.publish('bob', delta('5')); //   seq 7 (6: bob started)
+    const lastId = first.frames.filter((frame) => frame.id !== undefined).at(-1)?.id;
+    expect(lastId).toBe('4');
+
+    const second = await connect(port, { lastEventId: lastId });
+    await second.until((frames) => deltas(frames).length === 2);
+    hub.publish('alice', delta('6')); // seq 8, live
+    await second.until((frames) => deltas(frames).length === 3);
+
+    const everything = [...deltas(first.frames), ...deltas(second.frames)];
+    expect(everything).toEqual(['2:1', '3:2', '4:3', '5:4', '7:5', '8:6']);
+
+    second.disconnect();
+    await closed(2);
+    expect(hub.subscriberCount()).toBe(0);
+  });
+
+  it('filters by agent and adds presence from the query string', async () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const { port } = await serve(hub, { heartbeatMs: 0 });
+    hub.publish('alice', delta('a'));
+    hub.publish('bob', delta('b'));
+    const client = await connect(port, { path: '/events?agent=bob&presence=1' });
+    hub.publish('alice', delta('a2'));
+    hub.agentStopped('bob');
+    await client.until((frames) => frames.some((f) => f.data?.type === 'presence'));
+    const items = client.frames.filter((frame) => frame.data !== undefined);
+    expect(items.map((frame) => [frame.id, frame.data?.type])).toEqual([
+      [undefined, 'presence.snapshot'],
+      ['4', 'event'],
+      ['6', 'presence'],
+    ]);
+    // The snapshot restates state and must not move the client's cursor.
+    expect(items[0]?.data).toMatchObject({ active: [{ name: 'bob', active: true }] });
+    client.disconnect();
+  });
+
+  it('ends the stream when the hub closes, after what was buffered', async () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const { port } = await serve(hub, { heartbeatMs: 0 });
+    const client = await connect(port, { path: '/events?lastEventId=0' });
+    hub.publish('alice', delta('last words'));
+    hub.close();
+    await client.ended;
+    expect(deltas(client.frames)).toEqual(['2:last words']);
+  });
+
+  it('refuses other methods, a malformed Last-Event-ID and a closed hub', async () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const { port } = await serve(hub, { heartbeatMs: 0 });
+    expect((await connect(port, { method: 'POST' })).status).toBe(405);
+    expect((await connect(port, { lastEventId: 'abc' })).status).toBe(400);
+    hub.close();
+    expect((await connect(port)).status).toBe(503);
+  });
+});

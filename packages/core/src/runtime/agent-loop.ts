@@ -1,0 +1,258 @@
+import { z } from 'zod';
+import type { AssistantMessage, ToolCall, ToolResultMessage } from '../chat.js';
+import { INTERRUPTED_TOOL_RESULT } from '../chat.js';
+import { contentText, textContent } from '../content.js';
+import { TeamError } from '../errors.js';
+import type { EventSink } from '../ports/events.js';
+import type { ModelAdapter, SystemBlock, ToolDefinition } from '../ports/model.js';
+import type { AgentTool, ToolContext } from './agents.js';
+import type { Conversation } from './conversation.js';
+
+/** The tools of one agent: the definitions the model is offered and their implementations. */
+export interface ToolSet {
+  readonly definitions: readonly ToolDefinition[];
+  // biome-ignore lint/suspicious/noExplicitAny: tools of many input types share one map
+  readonly byName: ReadonlyMap<string, AgentTool<any>>;
+}
+
+/**
+ * Builds a tool set; tool input schemas are exported as JSON Schema once, here. Two tools with one
+ * name are refused (`INVALID_ARGUMENT`): the model could not tell them apart.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: tools of many input types share one list
+export function createToolSet(tools: readonly AgentTool<any>[]): ToolSet {
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  const byName = new Map<string, AgentTool<any>>();
+  const definitions: ToolDefinition[] = [];
+  for (const tool of tools) {
+    if (byName.has(tool.name)) {
+      throw new TeamError('INVALID_ARGUMENT', `two tools are named "${tool.name}"`, {
+        details: { tool: tool.name },
+      });
+    }
+    byName.set(tool.name, tool);
+    definitions.push({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: toolInputJsonSchema(tool.inputSchema),
+    });
+  }
+  return { definitions, byName };
+}
+
+/** A zod schema as the JSON Schema object a model API takes (no `$schema` key). */
+export function toolInputJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  const { $schema: _ignored, ...rest } = json;
+  return rest;
+}
+
+/** Why a turn ended. `stopped`: the runner ended it at a step boundary (e.g. a shutdown). */
+export type TurnStopReason = 'end_turn' | 'step_limit' | 'interrupted' | 'stopped';
+
+/** The result of one turn. */
+export interface TurnOutcome {
+  stopReason: TurnStopReason;
+  /** Model calls made. */
+  steps: number;
+  /** The last non-empty assistant text of the turn ('' when there was none). */
+  text: string;
+}
+
+/** What one turn runs with. */
+export interface RunTurnOptions {
+  agentName: string;
+  model: ModelAdapter;
+  system: readonly SystemBlock[];
+  tools: ToolSet;
+  conversation: Conversation;
+  /** The tools' context, without the signal (the turn's is added). */
+  toolContext: Omit<ToolContext, 'signal'>;
+  /** Interrupts the turn: the model call is closed, a running tool is answered as interrupted. */
+  signal: AbortSignal;
+  maxSteps: number;
+  events: EventSink;
+  promptCacheKey?: string;
+  /**
+   * The step boundary: called after a step's tool results are recorded and before the next model
+   * call, so mail that arrived meanwhile can be spliced in. `stop` ends the turn there.
+   */
+  beforeStep?: () => Promise<'continue' | 'stop'>;
+}
+
+/**
+ * Runs one turn: model call -> requested tools, in order -> results fed back -> repeat, until the
+ * model answers without tool calls, the step limit, an interrupt, or `beforeStep` says stop.
+ *
+ * The transcript stays consistent at every point: an assistant message is recorded only once its
+ * stream finished, and every tool call it makes gets a result, `INTERRUPTED_TOOL_RESULT` for a
+ * call cut off or never started because of an interrupt. Tool failures become tool results; only
+ * model and storage failures are thrown.
+ */
+export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
+  const { agentName, conversation, events, signal } = options;
+  const context: ToolContext = { ...options.toolContext, signal };
+  let steps = 0;
+  let text = '';
+  for (;;) {
+    if (signal.aborted) return { stopReason: 'interrupted', steps, text };
+    if (steps > 0 && options.beforeStep) {
+      if ((await options.beforeStep()) === 'stop') return { stopReason: 'stopped', steps, text };
+      if (signal.aborted) return { stopReason: 'interrupted', steps, text };
+    }
+    if (steps >= options.maxSteps) return { stopReason: 'step_limit', steps, text };
+    steps++;
+
+    const message = await callModel(options, steps);
+    if (message === undefined) return { stopReason: 'interrupted', steps, text };
+    await conversation.append([message]);
+    const said = contentText(message.content);
+    if (said !== '') text = said;
+    if (message.toolCalls.length === 0) return { stopReason: 'end_turn', steps, text };
+
+    for (let i = 0; i < message.toolCalls.length; i++) {
+      const call = message.toolCalls[i] as ToolCall;
+      if (signal.aborted) {
+        await conversation.append(message.toolCalls.slice(i).map(interruptedResult));
+        return { stopReason: 'interrupted', steps, text };
+      }
+      events.publish(agentName, { type: 'tool.call', toolCall: call });
+      const result = await executeTool(options.tools, call, context);
+      events.publish(agentName, {
+        type: 'tool.result',
+        toolCallId: call.id,
+        toolName: call.name,
+        isError: result.isError === true,
+        text: contentText(result.content),
+      });
+      await conversation.append([result]);
+    }
+  }
+}
+
+async function callModel(
+  options: RunTurnOptions,
+  step: number,
+): Promise<AssistantMessage | undefined> {
+  const { agentName, events, signal } = options;
+  try {
+    const stream = options.model.stream({
+      system: options.system,
+      messages: [...options.conversation.messages],
+      tools: options.tools.definitions,
+      signal,
+      agentName,
+      ...(options.promptCacheKey === undefined ? {} : { promptCacheKey: options.promptCacheKey }),
+    });
+    for await (const event of stream) {
+      if (signal.aborted) return undefined;
+      switch (event.type) {
+        case 'text-delta':
+          events.publish(agentName, { type: 'model.text-delta', text: event.text });
+          break;
+        case 'reasoning-delta':
+          events.publish(agentName, { type: 'model.reasoning-delta', text: event.text });
+          break;
+        case 'finish': {
+          events.publish(agentName, { type: 'model.step', step, usage: event.usage });
+          const { source: _source, ...rest } = event.message;
+          return { ...rest, usage: event.usage, stopReason: event.stopReason };
+        }
+        default:
+          break;
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    throw error;
+  }
+  if (signal.aborted) return undefined;
+  throw new TeamError('MODEL_PROTOCOL', `the model stream of ${agentName} ended without a finish`);
+}
+
+function interruptedResult(call: ToolCall): ToolResultMessage {
+  return {
+    role: 'tool',
+    toolCallId: call.id,
+    toolName: call.name,
+    content: textContent(INTERRUPTED_TOOL_RESULT),
+    isError: true,
+  };
+}
+
+/** Renders a tool's return value for the model: strings as-is, anything else compact JSON. */
+export function renderToolResult(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined) return '{"ok":true}';
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Renders a failure for the model: `{"error":{"code","message","details"?}}`. */
+export function renderToolError(error: unknown): string {
+  const team = TeamError.isInstance(error)
+    ? error
+    : new TeamError('TOOL_FAILED', error instanceof Error ? error.message : String(error));
+  return JSON.stringify({
+    error: {
+      code: team.code,
+      message: team.message,
+      ...(team.details ? { details: team.details } : {}),
+    },
+  });
+}
+
+async function executeTool(
+  tools: ToolSet,
+  call: ToolCall,
+  context: ToolContext,
+): Promise<ToolResultMessage> {
+  const base = { role: 'tool' as const, toolCallId: call.id, toolName: call.name };
+  const fail = (error: unknown): ToolResultMessage => ({
+    ...base,
+    content: textContent(renderToolError(error)),
+    isError: true,
+  });
+  const tool = tools.byName.get(call.name);
+  if (tool === undefined) {
+    return fail(
+      new TeamError('UNKNOWN_TOOL', `no tool named "${call.name}"`, {
+        details: { tool: call.name, available: [...tools.byName.keys()] },
+      }),
+    );
+  }
+  const parsed = tool.inputSchema.safeParse(call.input);
+  if (!parsed.success) {
+    return fail(
+      new TeamError(
+        'INVALID_ARGUMENT',
+        `invalid input for ${call.name}: ${z.prettifyError(parsed.error)}`,
+      ),
+    );
+  }
+  const { signal } = context;
+  let detach = () => {};
+  const aborted = new Promise<typeof ABORTED>((resolve) => {
+    if (signal.aborted) resolve(ABORTED);
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+    detach = () => signal.removeEventListener('abort', onAbort);
+  });
+  try {
+    const running = Promise.resolve().then(() => tool.execute(parsed.data, context));
+    // A tool that ignores the signal may still settle later; its outcome is then unknown.
+    running.catch(() => undefined);
+    const value = await Promise.race([running, aborted]);
+    if (value === ABORTED) return interruptedResult(call);
+    return { ...base, content: textContent(renderToolResult(value)) };
+  } catch (error) {
+    if (signal.aborted) return interruptedResult(call);
+    return fail(error);
+  } finally {
+    detach();
+  }
+}
+
+const ABORTED: unique symbol = Symbol('aborted');

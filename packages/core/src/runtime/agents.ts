@@ -1,0 +1,117 @@
+import type { z } from 'zod';
+import { TeamError } from '../errors.js';
+import type { ModelAdapter } from '../ports/model.js';
+import type { TeamService } from './team-service.js';
+
+/**
+ * The credential of one member, issued by a {@link TeamService} and nothing else. Every service
+ * method takes one as its first argument, so code acting for a teammate (its tools) can only act
+ * as that teammate. An object the service did not issue, or the ref of a member that is no longer
+ * live, is refused with `NOT_A_MEMBER`, whatever its fields say.
+ */
+export interface AgentRef {
+  readonly memberId: string;
+  readonly name: string;
+}
+
+/** What a tool runs with: who calls it, the team, and the turn's abort signal. */
+export interface ToolContext {
+  /** The calling member's credential. */
+  agent: AgentRef;
+  team: TeamService;
+  /** Aborted when the turn is interrupted or the service is disposed. */
+  signal: AbortSignal;
+}
+
+/**
+ * A tool a model may call. The input is validated with `inputSchema` before `execute` runs (a
+ * failure goes back to the model as an `INVALID_ARGUMENT` tool error); the result is shown to the
+ * model as compact JSON (a string as-is). A thrown `TeamError` goes back as a tool error carrying
+ * its code; anything else thrown becomes `TOOL_FAILED`. Nothing a tool throws ends the turn.
+ */
+export interface AgentTool<I = unknown> {
+  name: string;
+  description: string;
+  inputSchema: z.ZodType<I>;
+  execute(input: I, context: ToolContext): Promise<unknown>;
+}
+
+/** Keeps the input type of a tool literal `execute` checked against its schema. */
+export function defineTool<I>(tool: AgentTool<I>): AgentTool<I> {
+  return tool;
+}
+
+/**
+ * An agent type: what `spawn_teammate` and the waker build a member from. Members store only the
+ * type name, so a revived member runs with the definition registered now.
+ */
+export interface AgentDefinition {
+  type: string;
+  description?: string;
+  /**
+   * The stable prefix of the system prompt (sent as a cacheable block). For teammates the
+   * protocol's team-context text follows it as a second block.
+   */
+  systemPrompt: string;
+  model: ModelAdapter;
+  /** Tools offered besides the team tools. */
+  // biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of many input types
+  tools?: readonly AgentTool<any>[];
+  /** Advisory: whether members of this type should work in their own worktree; for the host. */
+  isolation?: 'shared' | 'worktree';
+  /** Steps per turn; overrides the team's `maxSteps`. */
+  maxSteps?: number;
+}
+
+/** Agent definitions by type. */
+export interface AgentRegistry {
+  /** The definition of `type`; `UNKNOWN_AGENT_TYPE` when none is registered. */
+  get(type: string): AgentDefinition;
+  has(type: string): boolean;
+  types(): string[];
+}
+
+/**
+ * Builds a registry from definitions. Types must be unique and tool names unique within a
+ * definition (`INVALID_ARGUMENT`), so a misconfiguration fails at start-up, not mid-turn.
+ */
+export function createAgentRegistry(definitions: readonly AgentDefinition[]): AgentRegistry {
+  const byType = new Map<string, AgentDefinition>();
+  for (const definition of definitions) {
+    if (typeof definition.type !== 'string' || definition.type === '') {
+      throw new TeamError('INVALID_ARGUMENT', 'an agent definition needs a non-empty type');
+    }
+    if (byType.has(definition.type)) {
+      throw new TeamError('INVALID_ARGUMENT', `agent type "${definition.type}" is defined twice`, {
+        details: { type: definition.type },
+      });
+    }
+    const names = new Set<string>();
+    for (const tool of definition.tools ?? []) {
+      if (names.has(tool.name)) {
+        throw new TeamError(
+          'INVALID_ARGUMENT',
+          `agent type "${definition.type}" defines tool "${tool.name}" twice`,
+          { details: { type: definition.type, tool: tool.name } },
+        );
+      }
+      names.add(tool.name);
+    }
+    byType.set(definition.type, definition);
+  }
+  return {
+    get(type) {
+      const definition = byType.get(type);
+      if (definition === undefined) {
+        throw new TeamError(
+          'UNKNOWN_AGENT_TYPE',
+          `no agent type "${type}" is registered (known: ${[...byType.keys()].join(', ') || 'none'})`,
+          { details: { type } },
+        );
+      }
+      return definition;
+    },
+    has: (type) => byType.has(type),
+    types: () => [...byType.keys()],
+  };
+}

@@ -1,0 +1,61 @@
+import type { ChatMessage, TranscriptEntry } from '../chat.js';
+import type { Clock } from '../clock.js';
+import { contentText } from '../content.js';
+import type { TranscriptStore } from '../ports/transcript-store.js';
+import { SCHEMA_VERSION } from '../records.js';
+
+/**
+ * One member's conversation: the in-memory copy the model is sent, kept equal to its durable
+ * transcript. A message enters memory only after the store made it durable, and the ids of every
+ * team message the transcript holds are indexed, so a message is never recorded twice.
+ */
+export class Conversation {
+  readonly messages: ChatMessage[] = [];
+  private readonly deliveredIds = new Set<string>();
+
+  constructor(
+    readonly memberId: string,
+    private readonly store: TranscriptStore,
+    private readonly clock: Clock,
+    /** Called before every write; throws to refuse it (the service is disposed or broken). */
+    private readonly guard: () => void,
+    entries: readonly TranscriptEntry[] = [],
+  ) {
+    for (const entry of entries) this.remember(entry.message);
+  }
+
+  /** True when the transcript already holds the team message `messageId`. */
+  holds(messageId: string): boolean {
+    return this.deliveredIds.has(messageId);
+  }
+
+  /** Appends durably, then to memory. */
+  async append(messages: readonly ChatMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    this.guard();
+    const at = this.clock.now();
+    const entries: TranscriptEntry[] = messages.map((message) => ({
+      schemaVersion: SCHEMA_VERSION,
+      at,
+      message,
+    }));
+    await this.store.append({ memberId: this.memberId, entries });
+    for (const message of messages) this.remember(message);
+  }
+
+  /** The text of the last assistant message ('' when there is none). */
+  lastAssistantText(): string {
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const message = this.messages[i];
+      if (message?.role === 'assistant') {
+        return contentText(message.content);
+      }
+    }
+    return '';
+  }
+
+  private remember(message: ChatMessage): void {
+    this.messages.push(message);
+    if (message.source?.kind === 'team-message') this.deliveredIds.add(message.source.messageId);
+  }
+}

@@ -1,0 +1,421 @@
+import { z } from 'zod';
+import { TeamError } from '../errors.js';
+import type { TeamRecord } from '../records.js';
+import { TaskStatus } from '../records.js';
+import type { TaskAction, TaskView } from '../state/index.js';
+import type { AgentRef, AgentTool, ToolContext } from './agents.js';
+import { defineTool } from './agents.js';
+import type { MemberInfo, TeamService } from './team-service.js';
+
+/** Names of the tools every member gets. */
+export const TEAM_TOOL_NAMES = [
+  'send_message',
+  'list_members',
+  'task_create',
+  'task_list',
+  'task_get',
+  'task_update',
+] as const;
+
+/** Names of the tools only the lead gets. */
+export const LEAD_TOOL_NAMES = [
+  'spawn_teammate',
+  'interrupt_teammate',
+  'shutdown_teammate',
+  'wait_for_team',
+] as const;
+
+const name = z.string().min(1).max(64);
+const taskId = z.string().regex(/^task-[1-9][0-9]*$/, 'a task id like task-3');
+
+/** Input of `send_message`. */
+export const SendMessageToolInput = z.object({
+  to: name.describe('The name of the member to message (see list_members).'),
+  message: z.string().min(1).describe('The message body.'),
+  summary: z.string().max(200).optional().describe('An optional one-line preview.'),
+  delivery: z
+    .enum(['wakeup', 'quiet'])
+    .optional()
+    .describe(
+      '"wakeup" (default) starts a turn of an idle recipient; "quiet" waits for its next step or turn (no need to wake them).',
+    ),
+});
+export type SendMessageToolInput = z.infer<typeof SendMessageToolInput>;
+
+/** Input of `list_members`. */
+export const ListMembersToolInput = z.object({});
+export type ListMembersToolInput = z.infer<typeof ListMembersToolInput>;
+
+/** Input of `task_create`. */
+export const TaskCreateToolInput = z.object({
+  subject: z.string().min(1).max(200),
+  description: z.string().min(1).max(16384),
+  blockedBy: z.array(taskId).optional().describe('Tasks that must be completed first.'),
+  writeScopes: z
+    .array(z.string().min(1))
+    .optional()
+    .describe('Relative path prefixes this task will write (advisory).'),
+});
+export type TaskCreateToolInput = z.infer<typeof TaskCreateToolInput>;
+
+/** Input of `task_list`. */
+export const TaskListToolInput = z.object({
+  status: z.union([TaskStatus, z.array(TaskStatus)]).optional(),
+  owner: name.optional().describe('Only tasks owned by this member.'),
+  unowned: z.boolean().optional().describe('Only tasks nobody owns (true).'),
+  ready: z.boolean().optional().describe('Only tasks that can be claimed now (or only not).'),
+  cursor: z.string().optional().describe('The nextCursor of a previous page.'),
+  limit: z.number().int().min(1).max(100).optional().describe('Page size, 1-100 (default 50).'),
+});
+export type TaskListToolInput = z.infer<typeof TaskListToolInput>;
+
+/** Input of `task_get`. */
+export const TaskGetToolInput = z.object({ taskId });
+export type TaskGetToolInput = z.infer<typeof TaskGetToolInput>;
+
+/** Input of `task_update`: one action, with the fields that action takes. */
+export const TaskUpdateToolInput = z.object({
+  taskId,
+  action: z
+    .enum([
+      'claim',
+      'release',
+      'complete',
+      'reopen',
+      'edit',
+      'set_dependencies',
+      'reassign',
+      'delete',
+    ])
+    .describe(
+      'claim: take a ready task; release: give it back; complete; reopen; edit: change subject/description/writeScopes; set_dependencies: replace blockedBy; reassign (lead only): give it to owner; delete.',
+    ),
+  expectedRevision: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Refuse the change unless the task is still at this revision.'),
+  subject: z.string().min(1).max(200).optional(),
+  description: z.string().min(1).max(16384).optional(),
+  writeScopes: z.array(z.string().min(1)).optional(),
+  blockedBy: z.array(taskId).optional(),
+  owner: name.optional().describe('For reassign: the new owner.'),
+});
+export type TaskUpdateToolInput = z.infer<typeof TaskUpdateToolInput>;
+
+/** Input of `interrupt_teammate`. */
+export const InterruptTeammateToolInput = z.object({ name });
+export type InterruptTeammateToolInput = z.infer<typeof InterruptTeammateToolInput>;
+
+/** Input of `shutdown_teammate`. */
+export const ShutdownTeammateToolInput = z.object({
+  name,
+  reason: z.string().max(2000).optional(),
+});
+export type ShutdownTeammateToolInput = z.infer<typeof ShutdownTeammateToolInput>;
+
+/** Input of `wait_for_team`. */
+export const WaitForTeamToolInput = z.object({
+  timeoutMs: z
+    .number()
+    .int()
+    .min(10_000)
+    .max(3_600_000)
+    .optional()
+    .describe('How long to wait for a change (default 600000).'),
+});
+export type WaitForTeamToolInput = z.infer<typeof WaitForTeamToolInput>;
+
+/** The `spawn_teammate` input schema, whose agent types are those of the registry. */
+export function spawnTeammateToolInput(agentTypes: readonly [string, ...string[]]) {
+  return z.object({
+    name: name.describe('A new, unique name: lowercase words joined by hyphens.'),
+    description: z.string().min(1).max(2000).describe('The teammate role, in one sentence.'),
+    prompt: z.string().min(1).describe('The first message the teammate gets from you.'),
+    agentType: z.enum(agentTypes).optional().describe(`The agent type (default ${agentTypes[0]}).`),
+    context: z
+      .enum(['fresh', 'fork'])
+      .optional()
+      .describe('"fresh" (default): an empty conversation; "fork": a copy of yours.'),
+  });
+}
+
+const DEFAULT_WAIT_MS = 600_000;
+
+/** A task as tools show it: owner by name, derived facts, no empty fields. */
+export function compactTask(
+  task: TaskView,
+  names: ReadonlyMap<string, string>,
+  detail: 'full' | 'summary',
+): Record<string, unknown> {
+  return {
+    id: task.id,
+    subject: task.subject,
+    status: task.status,
+    ...(task.ownerId === undefined ? {} : { owner: names.get(task.ownerId) ?? task.ownerId }),
+    ...(task.blockedBy.length > 0 ? { blockedBy: task.blockedBy } : {}),
+    ...(task.status === 'pending' ? { ready: task.ready } : {}),
+    revision: task.revision,
+    ...(detail === 'full'
+      ? {
+          description: task.description,
+          creator: names.get(task.creatorId) ?? task.creatorId,
+          ...(task.writeScopes.length > 0 ? { writeScopes: task.writeScopes } : {}),
+        }
+      : {}),
+    ...(task.warnings.length > 0 ? { warnings: task.warnings } : {}),
+  };
+}
+
+function memberNames(team: TeamService, agent: AgentRef): Map<string, string> {
+  return new Map(team.listMembers(agent).map((m) => [m.memberId, m.name]));
+}
+
+function memberIdByName(team: TeamService, agent: AgentRef, memberName: string): string {
+  const found = team.listMembers(agent).find((m) => m.name === memberName);
+  if (found === undefined) {
+    throw new TeamError('UNKNOWN_MEMBER', `no member named "${memberName}"`, {
+      details: { name: memberName },
+    });
+  }
+  return found.memberId;
+}
+
+function toAction(input: TaskUpdateToolInput, team: TeamService, agent: AgentRef): TaskAction {
+  switch (input.action) {
+    case 'edit':
+      return {
+        type: 'edit',
+        ...(input.subject === undefined ? {} : { subject: input.subject }),
+        ...(input.description === undefined ? {} : { description: input.description }),
+        ...(input.writeScopes === undefined ? {} : { writeScopes: input.writeScopes }),
+      };
+    case 'set_dependencies':
+      if (input.blockedBy === undefined) {
+        throw new TeamError('INVALID_ARGUMENT', 'set_dependencies needs blockedBy (may be [])');
+      }
+      return { type: 'set_dependencies', blockedBy: input.blockedBy };
+    case 'reassign':
+      if (input.owner === undefined) {
+        throw new TeamError('INVALID_ARGUMENT', 'reassign needs owner (a member name)');
+      }
+      return { type: 'reassign', ownerId: memberIdByName(team, agent, input.owner) };
+    default:
+      return { type: input.action };
+  }
+}
+
+function describeRecord(
+  record: TeamRecord,
+  names: ReadonlyMap<string, string>,
+): string | undefined {
+  switch (record.type) {
+    case 'member':
+      return `${record.member.name} is ${record.member.phase}`;
+    case 'task': {
+      const owner =
+        record.task.ownerId === undefined
+          ? ''
+          : ` (${names.get(record.task.ownerId) ?? record.task.ownerId})`;
+      return `${record.task.id} ${record.task.status}${owner}`;
+    }
+    case 'message.queued':
+      return `${record.message.kind.replace('_', ' ')} ${record.message.senderName} -> ${names.get(record.message.targetId) ?? record.message.targetId}`;
+    default:
+      return undefined;
+  }
+}
+
+function statusSummary(members: readonly MemberInfo[], self: string) {
+  return members.filter((m) => m.memberId !== self).map((m) => `${m.name}: ${m.status}`);
+}
+
+/**
+ * The team tools every member gets: messaging, the roster and the task board. Errors reach the
+ * model as tool errors carrying the `TeamError` code (the agent loop renders them).
+ */
+export function createTeamTools(): AgentTool<unknown>[] {
+  const tools = [
+    defineTool({
+      name: 'send_message',
+      description:
+        'Send a message to another team member by name. It is stored durably before this returns.',
+      inputSchema: SendMessageToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        return team.sendMessage(agent, {
+          to: input.to,
+          text: input.message,
+          ...(input.summary === undefined ? {} : { summary: input.summary }),
+          ...(input.delivery === undefined ? {} : { delivery: input.delivery }),
+        });
+      },
+    }),
+    defineTool({
+      name: 'list_members',
+      description: 'List the team members (lead first) with their role and status.',
+      inputSchema: ListMembersToolInput,
+      async execute(_input, { team, agent }: ToolContext) {
+        return team.listMembers(agent).map((m) => ({
+          name: m.name,
+          description: m.description,
+          agentType: m.agentType,
+          status: m.status,
+        }));
+      },
+    }),
+    defineTool({
+      name: 'task_create',
+      description: 'Create a task on the shared board. Returns the task with its id.',
+      inputSchema: TaskCreateToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        const task = await team.createTask(agent, {
+          subject: input.subject,
+          description: input.description,
+          ...(input.blockedBy === undefined ? {} : { blockedBy: input.blockedBy }),
+          ...(input.writeScopes === undefined ? {} : { writeScopes: input.writeScopes }),
+        });
+        return compactTask(task, memberNames(team, agent), 'summary');
+      },
+    }),
+    defineTool({
+      name: 'task_list',
+      description:
+        'List tasks in creation order, with filters. Pass nextCursor back as cursor for the next page.',
+      inputSchema: TaskListToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        if (input.owner !== undefined && input.unowned === true) {
+          throw new TeamError('INVALID_ARGUMENT', 'give owner or unowned, not both');
+        }
+        const ownerId =
+          input.owner !== undefined
+            ? memberIdByName(team, agent, input.owner)
+            : input.unowned === true
+              ? null
+              : undefined;
+        const page = team.listTasks(agent, {
+          ...(input.status === undefined ? {} : { status: input.status }),
+          ...(ownerId === undefined ? {} : { ownerId }),
+          ...(input.ready === undefined ? {} : { ready: input.ready }),
+          ...(input.cursor === undefined ? {} : { cursor: input.cursor }),
+          ...(input.limit === undefined ? {} : { limit: input.limit }),
+        });
+        const names = memberNames(team, agent);
+        return {
+          tasks: page.tasks.map((task) => compactTask(task, names, 'summary')),
+          ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+        };
+      },
+    }),
+    defineTool({
+      name: 'task_get',
+      description: 'Get one task with its description and write scopes.',
+      inputSchema: TaskGetToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        return compactTask(
+          team.getTask(agent, { taskId: input.taskId }),
+          memberNames(team, agent),
+          'full',
+        );
+      },
+    }),
+    defineTool({
+      name: 'task_update',
+      description:
+        'Change a task: claim, release, complete, reopen, edit, set_dependencies, reassign (lead only) or delete.',
+      inputSchema: TaskUpdateToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        const task = await team.updateTask(agent, {
+          taskId: input.taskId,
+          action: toAction(input, team, agent),
+          ...(input.expectedRevision === undefined
+            ? {}
+            : { expectedRevision: input.expectedRevision }),
+        });
+        return compactTask(task, memberNames(team, agent), 'summary');
+      },
+    }),
+  ];
+  return tools as AgentTool<unknown>[];
+}
+
+/** The tools only the lead gets: spawning, interrupting, shutting down and waiting. */
+export function createLeadTools(options: {
+  agentTypes: readonly [string, ...string[]];
+}): AgentTool<unknown>[] {
+  const tools = [
+    defineTool({
+      name: 'spawn_teammate',
+      description:
+        'Start a new teammate. It begins with your prompt as its first message and reports back when idle.',
+      inputSchema: spawnTeammateToolInput(options.agentTypes),
+      async execute(input, { team, agent }: ToolContext) {
+        return team.spawnTeammate(agent, {
+          name: input.name,
+          description: input.description,
+          prompt: input.prompt,
+          agentType: input.agentType ?? options.agentTypes[0],
+          context: input.context ?? 'fresh',
+        });
+      },
+    }),
+    defineTool({
+      name: 'interrupt_teammate',
+      description:
+        'Stop what a teammate is doing now. Its mail is kept; it waits for the next message.',
+      inputSchema: InterruptTeammateToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        if (input.name === agent.name) {
+          throw new TeamError('INVALID_ARGUMENT', 'you cannot interrupt yourself');
+        }
+        return team.interrupt(agent, { target: input.name });
+      },
+    }),
+    defineTool({
+      name: 'shutdown_teammate',
+      description:
+        'Ask a teammate to shut down. It stops at its next step, releases its tasks and leaves the team.',
+      inputSchema: ShutdownTeammateToolInput,
+      async execute(input, { team, agent }: ToolContext) {
+        return team.shutdown(agent, {
+          target: input.name,
+          ...(input.reason === undefined ? {} : { reason: input.reason }),
+        });
+      },
+    }),
+    defineTool({
+      name: 'wait_for_team',
+      description:
+        'Wait until something changes in the team (a message, a task, a member). Returns at once with noProgress when no teammate is working.',
+      inputSchema: WaitForTeamToolInput,
+      async execute(input, { team, agent, signal }: ToolContext) {
+        const members = team.listMembers(agent);
+        const working = members.some(
+          (m) =>
+            m.memberId !== agent.memberId &&
+            (m.status === 'running' || m.status === 'provisioning'),
+        );
+        if (!working) {
+          return {
+            noProgress: 'no other member is running or provisioning',
+            members: statusSummary(members, agent.memberId),
+          };
+        }
+        const result = await team.waitForChange(agent, {
+          timeoutMs: input.timeoutMs ?? DEFAULT_WAIT_MS,
+          signal,
+        });
+        const now = team.listMembers(agent);
+        const names = new Map(now.map((m) => [m.memberId, m.name]));
+        return {
+          changed: result.changed,
+          changes: result.records
+            .map((record) => describeRecord(record, names))
+            .filter((line): line is string => line !== undefined),
+          members: statusSummary(now, agent.memberId),
+        };
+      },
+    }),
+  ];
+  return tools as AgentTool<unknown>[];
+}

@@ -1,0 +1,30 @@
+import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
+import { TeamState } from './team-state.js';
+
+/** What a team log folds into. */
+export interface FoldedTeam {
+  /** Every member ever spawned, lead first, then in spawn order. */
+  roster: Member[];
+  /** Every task, tombstones included, in creation order. */
+  tasks: Task[];
+  /** Queued minus delivered, in log order: the recovery mailbox. */
+  pendingMail: QueuedMessage[];
+  /** The seq of the last record read (of any team). */
+  lastSeq: number;
+}
+
+/**
+ * Replays a team log into roster, tasks and pending mail. Strict: the first record that breaks
+ * an invariant throws `LOG_INVARIANT` naming its seq (see {@link TeamState.apply}). Records of
+ * other teams, the inherited prefix of a forked log, are skipped. Limits are not enforced on
+ * replay: a log written under higher limits still folds.
+ */
+export function foldTeam(records: Iterable<TeamRecord>, options: { teamId: string }): FoldedTeam {
+  const state = TeamState.fromRecords(records, { teamId: options.teamId });
+  return {
+    roster: state.members(),
+    tasks: state.allTasks(),
+    pendingMail: state.pendingMail(),
+    lastSeq: state.lastSeq,
+  };
+}

@@ -1,0 +1,310 @@
+import { describe, expect, it } from 'vitest';
+import type { ContentBlock } from '../content.js';
+import { textContent } from '../content.js';
+import type { TeamErrorCode } from '../errors.js';
+import type { MessageKind } from '../records.js';
+import type { QueueMessageInput } from './team-state.js';
+import type { TestTeam } from './test-fixtures.js';
+import { catchTeamError, createTestTeam, snapshot, TEAM_ID } from './test-fixtures.js';
+
+const LEAD = TEAM_ID;
+
+function setup(limits?: { maxPendingPerMember?: number; maxMessageBytes?: number }) {
+  const team = createTestTeam({ limits });
+  const alice = team.spawn('alice');
+  const bob = team.spawn('bob');
+  let n = 0;
+  const send = (input: Partial<QueueMessageInput> & { senderId: string; targetId: string }) =>
+    team.run((s) =>
+      s.queueMessage({
+        id: `msg-${++n}`,
+        kind: 'message',
+        delivery: 'wakeup',
+        content: textContent(`hello ${n}`),
+        ...input,
+      }),
+    );
+  return { team, alice, bob, send };
+}
+
+function expectRefused(team: TestTeam, fn: () => unknown, code: TeamErrorCode) {
+  const before = snapshot(team.state);
+  const error = catchTeamError(fn);
+  expect(error.code).toBe(code);
+  expect(snapshot(team.state)).toEqual(before);
+  return error;
+}
+
+const base = { kind: 'message' as const, delivery: 'quiet' as const, content: textContent('x') };
+
+describe('queueMessage', () => {
+  it('writes a message.queued record with the sender name filled in from the roster', () => {
+    const { team, alice } = setup();
+    const record = team.run((s) =>
+      s.queueMessage({
+        id: 'm1',
+        senderId: LEAD,
+        targetId: alice,
+        kind: 'task_assignment',
+        delivery: 'quiet',
+        content: textContent('take task-1'),
+        summary: 'assignment',
+        taskId: 'task-1',
+      }),
+    );
+    expect(record).toMatchObject({
+      type: 'message.queued',
+      seq: team.state.lastSeq,
+      message: {
+        id: 'm1',
+        senderId: LEAD,
+        senderName: 'lead',
+        targetId: alice,
+        kind: 'task_assignment',
+        delivery: 'quiet',
+        content: [{ type: 'text', text: 'take task-1' }],
+        summary: 'assignment',
+        taskId: 'task-1',
+      },
+    });
+    expect(record.message).not.toHaveProperty('summary', undefined);
+    expect(team.state.isPending('m1')).toBe(true);
+    expect(team.state.wasQueued('m1')).toBe(true);
+  });
+
+  it('leaves optional fields out when not given', () => {
+    const { alice, send } = setup();
+    const { message } = send({ senderId: LEAD, targetId: alice });
+    expect(Object.keys(message).sort()).toEqual(
+      ['content', 'delivery', 'id', 'kind', 'senderId', 'senderName', 'targetId'].sort(),
+    );
+  });
+
+  it('keeps unknown content blocks whole', () => {
+    const { alice, send } = setup();
+    const content = [
+      { type: 'text', text: 'see' },
+      { type: 'image', source: { kind: 'url', url: 'https://x/y.png' }, alt: 'y' },
+    ] as ContentBlock[];
+    const { message } = send({ senderId: LEAD, targetId: alice, content });
+    expect(message.content).toEqual(content);
+  });
+
+  it('lets a provisioning member send and receive', () => {
+    const { team, alice } = setup();
+    const carol = team.spawn('carol', { activate: false });
+    team.run((s) => s.queueMessage({ ...base, id: 'a', senderId: carol, targetId: alice }));
+    team.run((s) => s.queueMessage({ ...base, id: 'b', senderId: alice, targetId: carol }));
+    expect(team.state.pendingCount(carol)).toBe(1);
+  });
+
+  it('refuses an unknown or non-live sender with NOT_A_MEMBER', () => {
+    const { team, alice, bob } = setup();
+    expectRefused(
+      team,
+      () => team.state.queueMessage({ ...base, id: 'x', senderId: 'ghost', targetId: alice }),
+      'NOT_A_MEMBER',
+    );
+    team.run((s) => s.setMemberPhase(bob, 'retired'));
+    expectRefused(
+      team,
+      () => team.state.queueMessage({ ...base, id: 'x', senderId: bob, targetId: alice }),
+      'NOT_A_MEMBER',
+    );
+  });
+
+  it('refuses an unknown target with UNKNOWN_TARGET', () => {
+    const { team } = setup();
+    expectRefused(
+      team,
+      () => team.state.queueMessage({ ...base, id: 'x', senderId: LEAD, targetId: 'ghost' }),
+      'UNKNOWN_TARGET',
+    );
+  });
+
+  it('refuses a message to oneself with SELF_MESSAGE', () => {
+    const { team, alice } = setup();
+    expectRefused(
+      team,
+      () => team.state.queueMessage({ ...base, id: 'x', senderId: alice, targetId: alice }),
+      'SELF_MESSAGE',
+    );
+  });
+
+  it('refuses a retired or failed target with INVALID_PHASE', () => {
+    const { team, alice } = setup();
+    const carol = team.spawn('carol', { activate: false });
+    team.run((s) => s.setMemberPhase(alice, 'retired'));
+    team.run((s) => s.setMemberPhase(carol, 'failed', 'no model'));
+    for (const targetId of [alice, carol]) {
+      expectRefused(
+        team,
+        () => team.state.queueMessage({ ...base, id: 'x', senderId: LEAD, targetId }),
+        'INVALID_PHASE',
+      );
+    }
+  });
+
+  it('bounds UTF-8 bytes of the JSON content with MESSAGE_TOO_LARGE', () => {
+    const overhead = JSON.stringify(textContent('')).length;
+    // 'é' is 2 bytes, '😀' 4 bytes in UTF-8
+    const { team, alice } = setup({ maxMessageBytes: overhead + 6 });
+    team.run((s) =>
+      s.queueMessage({
+        ...base,
+        id: 'fits',
+        senderId: LEAD,
+        targetId: alice,
+        content: textContent('é😀'),
+      }),
+    );
+    const error = expectRefused(
+      team,
+      () =>
+        team.state.queueMessage({
+          ...base,
+          id: 'big',
+          senderId: LEAD,
+          targetId: alice,
+          content: textContent('éé😀'),
+        }),
+      'MESSAGE_TOO_LARGE',
+    );
+    expect(error.details).toEqual({ bytes: overhead + 8, limit: overhead + 6 });
+  });
+
+  it('bounds undelivered messages per target with MAILBOX_FULL, never control kinds', () => {
+    const { team, alice, bob, send } = setup({ maxPendingPerMember: 2 });
+    send({ senderId: LEAD, targetId: alice });
+    send({ senderId: bob, targetId: alice, kind: 'task_assignment' });
+    for (const kind of ['message', 'task_assignment'] as MessageKind[]) {
+      expectRefused(
+        team,
+        () => team.state.queueMessage({ ...base, kind, id: 'x', senderId: bob, targetId: alice }),
+        'MAILBOX_FULL',
+      );
+    }
+    send({ senderId: LEAD, targetId: alice, kind: 'shutdown_request' });
+    send({ senderId: bob, targetId: alice, kind: 'idle_notification' });
+    expect(team.state.pendingCount(alice)).toBe(4);
+    // another target has its own bound
+    send({ senderId: LEAD, targetId: bob });
+    // delivering one frees a slot
+    team.run((s) => s.markDelivered({ messageId: 'msg-1' }));
+    send({ senderId: LEAD, targetId: alice });
+  });
+
+  it('refuses a duplicate id with MESSAGE_STATE, even after delivery', () => {
+    const { team, alice, bob } = setup();
+    team.run((s) => s.queueMessage({ ...base, id: 'dup', senderId: LEAD, targetId: alice }));
+    expectRefused(
+      team,
+      () => team.state.queueMessage({ ...base, id: 'dup', senderId: bob, targetId: alice }),
+      'MESSAGE_STATE',
+    );
+    team.run((s) => s.markDelivered({ messageId: 'dup' }));
+    expectRefused(
+      team,
+      () => team.state.queueMessage({ ...base, id: 'dup', senderId: LEAD, targetId: alice }),
+      'MESSAGE_STATE',
+    );
+  });
+
+  it('refuses malformed content with INVALID_ARGUMENT', () => {
+    const { team, alice } = setup();
+    expectRefused(
+      team,
+      () =>
+        team.state.queueMessage({
+          ...base,
+          id: 'x',
+          senderId: LEAD,
+          targetId: alice,
+          content: [{ type: 'text', text: 5 }] as unknown as ContentBlock[],
+        }),
+      'INVALID_ARGUMENT',
+    );
+    expectRefused(
+      team,
+      () =>
+        team.state.queueMessage({
+          ...base,
+          id: 'x',
+          senderId: LEAD,
+          targetId: alice,
+          kind: 'gossip' as MessageKind,
+        }),
+      'INVALID_ARGUMENT',
+    );
+  });
+
+  it('detaches the stored message from the caller input', () => {
+    const { team, alice } = setup();
+    const content = textContent('original');
+    team.run((s) => s.queueMessage({ ...base, id: 'm', senderId: LEAD, targetId: alice, content }));
+    (content[0] as { text: string }).text = 'mutated';
+    expect(team.state.pending(alice)[0]?.content).toEqual(textContent('original'));
+  });
+});
+
+describe('pending mail and delivery', () => {
+  it('keeps pending per target and overall in queue order, minus delivered', () => {
+    const { team, alice, bob, send } = setup();
+    send({ senderId: LEAD, targetId: alice }); // msg-1
+    send({ senderId: LEAD, targetId: bob }); // msg-2
+    send({ senderId: bob, targetId: alice }); // msg-3
+    send({ senderId: alice, targetId: LEAD }); // msg-4
+    expect(team.state.pending(alice).map((m) => m.id)).toEqual(['msg-1', 'msg-3']);
+    expect(team.state.pendingMail().map((m) => m.id)).toEqual(['msg-1', 'msg-2', 'msg-3', 'msg-4']);
+    const delivered = team.run((s) => s.markDelivered({ messageId: 'msg-3' }));
+    expect(delivered).toMatchObject({
+      type: 'message.delivered',
+      messageId: 'msg-3',
+      targetId: alice,
+      seq: team.state.lastSeq,
+    });
+    expect(team.state.pending(alice).map((m) => m.id)).toEqual(['msg-1']);
+    expect(team.state.pendingCount(alice)).toBe(1);
+    expect(team.state.pendingMail().map((m) => m.id)).toEqual(['msg-1', 'msg-2', 'msg-4']);
+    expect(team.state.isPending('msg-3')).toBe(false);
+    expect(team.state.wasQueued('msg-3')).toBe(true);
+    expect(team.state.wasQueued('msg-9')).toBe(false);
+    expect(team.state.pending('nobody')).toEqual([]);
+    expect(team.state.pendingCount('nobody')).toBe(0);
+  });
+
+  it('returns the same frozen array until the inbox changes', () => {
+    const { team, alice, send } = setup();
+    send({ senderId: LEAD, targetId: alice });
+    const first = team.state.pending(alice);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(team.state.pending(alice)).toBe(first);
+    send({ senderId: LEAD, targetId: alice });
+    const second = team.state.pending(alice);
+    expect(second).not.toBe(first);
+    expect(first).toHaveLength(1);
+    expect(second).toHaveLength(2);
+  });
+
+  it('refuses delivering a message never queued or already delivered with MESSAGE_STATE', () => {
+    const { team, alice, send } = setup();
+    expectRefused(team, () => team.state.markDelivered({ messageId: 'nope' }), 'MESSAGE_STATE');
+    send({ senderId: LEAD, targetId: alice });
+    team.run((s) => s.markDelivered({ messageId: 'msg-1' }));
+    const error = expectRefused(
+      team,
+      () => team.state.markDelivered({ messageId: 'msg-1' }),
+      'MESSAGE_STATE',
+    );
+    expect(error.message).toContain('already delivered');
+  });
+
+  it('still delivers mail that was pending when its target retired', () => {
+    const { team, alice, send } = setup();
+    send({ senderId: LEAD, targetId: alice });
+    team.run((s) => s.setMemberPhase(alice, 'retired'));
+    expect(team.state.pendingCount(alice)).toBe(1);
+    team.run((s) => s.markDelivered({ messageId: 'msg-1' }));
+    expect(team.state.pendingCount(alice)).toBe(0);
+  });
+});

@@ -1,0 +1,88 @@
+import type { MessageKind, QueuedMessage } from '../records.js';
+
+/**
+ * Kinds counted against `maxPendingPerMember`. Control kinds (`shutdown_request`,
+ * `idle_notification`) are never refused for a full mailbox: a teammate must always be stoppable
+ * and the lead must always learn that a teammate went idle.
+ */
+export function isBoundedKind(kind: MessageKind): boolean {
+  return kind === 'message' || kind === 'task_assignment';
+}
+
+interface Inbox {
+  readonly messages: Map<string, QueuedMessage>;
+  bounded: number;
+  snapshot: readonly QueuedMessage[] | undefined;
+}
+
+const EMPTY: readonly QueuedMessage[] = Object.freeze([]);
+
+/**
+ * Pending mail, kept incrementally: queued minus delivered, per target and overall, in log order.
+ * A target's pending list is cached as a frozen array and rebuilt only after it changed, so a
+ * runner that polls `pending()` at every step boundary pays nothing for an unchanged inbox.
+ */
+export class Mailbox {
+  private readonly queued = new Set<string>();
+  private readonly all = new Map<string, QueuedMessage>();
+  private readonly inboxes = new Map<string, Inbox>();
+
+  /** True for any id ever queued, delivered or not. */
+  wasQueued(id: string): boolean {
+    return this.queued.has(id);
+  }
+
+  /** The pending message with that id, if it is still pending. */
+  get(id: string): QueuedMessage | undefined {
+    return this.all.get(id);
+  }
+
+  /** The target's pending messages in queue order, as a cached frozen array. */
+  pending(targetId: string): readonly QueuedMessage[] {
+    const inbox = this.inboxes.get(targetId);
+    if (inbox === undefined) return EMPTY;
+    if (inbox.snapshot === undefined) inbox.snapshot = Object.freeze([...inbox.messages.values()]);
+    return inbox.snapshot;
+  }
+
+  /** All pending messages of `targetId`, control kinds included. */
+  pendingCount(targetId: string): number {
+    return this.inboxes.get(targetId)?.messages.size ?? 0;
+  }
+
+  /** Pending messages of `targetId` that count against the mailbox bound. */
+  boundedCount(targetId: string): number {
+    return this.inboxes.get(targetId)?.bounded ?? 0;
+  }
+
+  /** Every pending message in log order. */
+  pendingAll(): QueuedMessage[] {
+    return [...this.all.values()];
+  }
+
+  /** Records a queued message; the caller has checked it was never queued before. */
+  enqueue(message: QueuedMessage): void {
+    this.queued.add(message.id);
+    this.all.set(message.id, message);
+    let inbox = this.inboxes.get(message.targetId);
+    if (inbox === undefined) {
+      inbox = { messages: new Map(), bounded: 0, snapshot: undefined };
+      this.inboxes.set(message.targetId, inbox);
+    }
+    inbox.messages.set(message.id, message);
+    if (isBoundedKind(message.kind)) inbox.bounded++;
+    inbox.snapshot = undefined;
+  }
+
+  /** Removes a pending message; the caller has checked it is pending for its target. */
+  deliver(id: string): void {
+    const message = this.all.get(id);
+    if (message === undefined) return;
+    this.all.delete(id);
+    const inbox = this.inboxes.get(message.targetId);
+    if (inbox === undefined) return;
+    inbox.messages.delete(id);
+    if (isBoundedKind(message.kind)) inbox.bounded--;
+    inbox.snapshot = undefined;
+  }
+}

@@ -1,0 +1,263 @@
+import type { TeamErrorCode } from '../errors.js';
+import type { Task, TaskStatus } from '../records.js';
+import { anyWriteScopeOverlaps } from './write-scopes.js';
+
+/** A task as callers see it: the stored snapshot plus facts derived from the rest of the board. */
+export interface TaskView extends Task {
+  /** `pending`, unowned, and every blocker `completed`: a member may claim it now. */
+  ready: boolean;
+  /**
+   * Advisory notes, e.g. `write scopes overlap with task-3` for every other `in_progress` task whose
+   * write scopes overlap this one's (computed for `pending` and `in_progress` tasks only).
+   */
+  warnings: string[];
+}
+
+/**
+ * A change to one task, as `TeamState.updateTask` accepts it. Each accepted action writes one whole
+ * `task` record with `revision + 1`.
+ */
+export type TaskAction =
+  /** `pending`, unowned, every blocker `completed` -> `in_progress`, owned by the actor. */
+  | { type: 'claim' }
+  /** `in_progress` -> `pending`, owner cleared. */
+  | { type: 'release' }
+  /** Changes text or write scopes; status and owner stay. At least one field must be given. */
+  | { type: 'edit'; subject?: string; description?: string; writeScopes?: string[] }
+  /** Replaces the blocker list (existing, non-deleted, no repeats, not itself, acyclic). */
+  | { type: 'set_dependencies'; blockedBy: string[] }
+  /** `pending | in_progress` -> `completed`; the owner is kept as the record of who did it. */
+  | { type: 'complete' }
+  /** `completed` -> `in_progress` when its owner is still live, else `pending` and unowned. */
+  | { type: 'reopen' }
+  /** Lead only: gives the task to a live member; `pending | in_progress` -> `in_progress`. */
+  | { type: 'reassign'; ownerId: string }
+  /** Writes a `deleted` tombstone; refused while a non-deleted task is blocked by this one. */
+  | { type: 'delete' };
+
+/** The names of {@link TaskAction}s. */
+export type TaskActionType = TaskAction['type'];
+
+/** Filters of `TeamState.listTasks`; all given filters must match. */
+export interface TaskListFilter {
+  /** One status or several. Deleted tasks are listed only when this asks for `deleted`. */
+  status?: TaskStatus | readonly TaskStatus[];
+  /** A member id, or `null` for unowned tasks. */
+  ownerId?: string | null;
+  ready?: boolean;
+}
+
+/** Why a task snapshot cannot be accepted; turned into a TeamError by the caller. */
+export interface TaskProblem {
+  code: TeamErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+/** The numeric part of a `task-<n>` id. */
+export function taskNumber(id: string): number {
+  return Number(id.slice('task-'.length));
+}
+
+/**
+ * The task board's storage and its derived indexes, kept incrementally: tasks in creation order,
+ * the next task number, the non-deleted count, a reverse index of blockers (so a delete check is
+ * O(1)), and the in-progress tasks that have write scopes (so overlap warnings never scan the
+ * whole board). It trusts its caller to have validated a snapshot with {@link checkBlockedBy}
+ * before {@link commit}.
+ */
+export class TaskBoard {
+  private readonly tasks = new Map<string, Task>();
+  /** blocker id -> ids of non-deleted tasks blocked by it. */
+  private readonly dependents = new Map<string, Set<string>>();
+  private readonly inProgressScoped = new Set<string>();
+  private nextNumber = 1;
+  private nonDeleted = 0;
+
+  /** The id the next created task must carry. */
+  get nextId(): string {
+    return `task-${this.nextNumber}`;
+  }
+
+  /** Tasks that are not deleted. */
+  get activeCount(): number {
+    return this.nonDeleted;
+  }
+
+  /** The stored snapshot (not a copy: callers must not change it). */
+  get(id: string): Task | undefined {
+    return this.tasks.get(id);
+  }
+
+  /** Every task, tombstones included, in creation order. */
+  values(): IterableIterator<Task> {
+    return this.tasks.values();
+  }
+
+  /** Ids of the non-deleted tasks blocked by `id`, in task order. */
+  dependentsOf(id: string): string[] {
+    const set = this.dependents.get(id);
+    if (set === undefined || set.size === 0) return [];
+    return [...set].sort((a, b) => taskNumber(a) - taskNumber(b));
+  }
+
+  /**
+   * Checks a proposed `blockedBy` list of task `taskId`: every entry names an existing,
+   * non-deleted task other than `taskId`, without repeats, and the edges keep the graph acyclic.
+   * The cycle search (O(tasks + edges)) is skipped when the set of blockers is unchanged.
+   */
+  checkBlockedBy(
+    taskId: string,
+    blockedBy: readonly string[],
+    previous?: readonly string[],
+  ): TaskProblem | undefined {
+    const seen = new Set<string>();
+    for (const blocker of blockedBy) {
+      if (blocker === taskId) {
+        return {
+          code: 'INVALID_DEPENDENCY',
+          message: `${taskId} cannot be blocked by itself`,
+          details: { taskId, blocker },
+        };
+      }
+      if (seen.has(blocker)) {
+        return {
+          code: 'INVALID_DEPENDENCY',
+          message: `${taskId} lists blocker ${blocker} twice`,
+          details: { taskId, blocker },
+        };
+      }
+      seen.add(blocker);
+      const found = this.tasks.get(blocker);
+      if (found === undefined) {
+        return {
+          code: 'INVALID_DEPENDENCY',
+          message: `blocker ${blocker} of ${taskId} does not exist`,
+          details: { taskId, blocker },
+        };
+      }
+      if (found.status === 'deleted') {
+        return {
+          code: 'INVALID_DEPENDENCY',
+          message: `blocker ${blocker} of ${taskId} is deleted`,
+          details: { taskId, blocker },
+        };
+      }
+    }
+    if (previous !== undefined && sameSet(previous, seen)) return undefined;
+    const cycle = this.findPath(blockedBy, taskId);
+    if (cycle !== undefined) {
+      return {
+        code: 'DEPENDENCY_CYCLE',
+        message: `blocking ${taskId} by ${cycle[0]} would close the cycle ${[taskId, ...cycle].join(' -> ')}`,
+        details: { taskId, cycle: [taskId, ...cycle] },
+      };
+    }
+    return undefined;
+  }
+
+  /**
+   * Stores a validated snapshot (new or next revision) and updates the indexes. Map order is
+   * creation order because a new task always carries the next number.
+   */
+  commit(task: Task): void {
+    const previous = this.tasks.get(task.id);
+    if (previous === undefined) {
+      this.nextNumber = Math.max(this.nextNumber, taskNumber(task.id) + 1);
+    } else if (previous.status !== 'deleted') {
+      this.nonDeleted--;
+      for (const blocker of previous.blockedBy) this.dependents.get(blocker)?.delete(task.id);
+    }
+    this.tasks.set(task.id, task);
+    if (task.status !== 'deleted') {
+      this.nonDeleted++;
+      for (const blocker of task.blockedBy) {
+        let set = this.dependents.get(blocker);
+        if (set === undefined) {
+          set = new Set();
+          this.dependents.set(blocker, set);
+        }
+        set.add(task.id);
+      }
+    }
+    if (task.status === 'in_progress' && task.writeScopes.length > 0) {
+      this.inProgressScoped.add(task.id);
+    } else {
+      this.inProgressScoped.delete(task.id);
+    }
+  }
+
+  /** True when every blocker of `task` is completed. */
+  blockersDone(task: Task): boolean {
+    for (const blocker of task.blockedBy) {
+      if (this.tasks.get(blocker)?.status !== 'completed') return false;
+    }
+    return true;
+  }
+
+  /** Whether `task` is claimable now (see {@link TaskView.ready}). */
+  isReady(task: Task): boolean {
+    return task.status === 'pending' && task.ownerId === undefined && this.blockersDone(task);
+  }
+
+  /** Builds the caller-facing view of `task`; arrays are copies, so callers may keep them. */
+  view(task: Task): TaskView {
+    const warnings: string[] = [];
+    if (
+      (task.status === 'pending' || task.status === 'in_progress') &&
+      task.writeScopes.length > 0 &&
+      this.inProgressScoped.size > 0
+    ) {
+      const overlapping: string[] = [];
+      for (const otherId of this.inProgressScoped) {
+        if (otherId === task.id) continue;
+        const other = this.tasks.get(otherId);
+        if (other && anyWriteScopeOverlaps(task.writeScopes, other.writeScopes)) {
+          overlapping.push(otherId);
+        }
+      }
+      overlapping.sort((a, b) => taskNumber(a) - taskNumber(b));
+      for (const id of overlapping) warnings.push(`write scopes overlap with ${id}`);
+    }
+    return {
+      ...task,
+      blockedBy: [...task.blockedBy],
+      writeScopes: [...task.writeScopes],
+      ready: this.isReady(task),
+      warnings,
+    };
+  }
+
+  /** Depth-first search along `blockedBy` edges from `starts`; the path to `target`, if any. */
+  private findPath(starts: readonly string[], target: string): string[] | undefined {
+    const parent = new Map<string, string | undefined>();
+    const stack: string[] = [];
+    for (const start of starts) {
+      if (!parent.has(start)) {
+        parent.set(start, undefined);
+        stack.push(start);
+      }
+    }
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (id === target) {
+        const path: string[] = [];
+        for (let at: string | undefined = id; at !== undefined; at = parent.get(at)) path.push(at);
+        return path.reverse();
+      }
+      for (const next of this.tasks.get(id)?.blockedBy ?? []) {
+        if (!parent.has(next)) {
+          parent.set(next, id);
+          stack.push(next);
+        }
+      }
+    }
+    return undefined;
+  }
+}
+
+function sameSet(list: readonly string[], set: ReadonlySet<string>): boolean {
+  if (list.length !== set.size) return false;
+  for (const item of list) if (!set.has(item)) return false;
+  return true;
+}

@@ -1,0 +1,77 @@
+import { TeamError } from '../errors.js';
+
+const DRIVE_LETTER = /^[A-Za-z]:/;
+
+/**
+ * Normalizes one write scope (a relative path prefix a task expects to write under) so that two
+ * spellings of the same folder compare equal: `\` becomes `/`, one leading `./` and one trailing
+ * `/` are stripped. Scopes that could escape or ignore the workspace root are refused with
+ * `INVALID_WRITE_SCOPE`: empty, absolute (`/x`, `\\server`), drive-lettered (`C:x`), or holding a
+ * `.`, `..` or empty segment.
+ */
+export function normalizeWriteScope(scope: string): string {
+  if (typeof scope !== 'string') {
+    throw new TeamError('INVALID_WRITE_SCOPE', 'a write scope must be a string', {
+      details: { scope },
+    });
+  }
+  let out = scope.replaceAll('\\', '/');
+  if (out.startsWith('./')) out = out.slice(2);
+  if (out.endsWith('/')) out = out.slice(0, -1);
+  const refuse = (why: string): never => {
+    throw new TeamError(
+      'INVALID_WRITE_SCOPE',
+      `invalid write scope ${JSON.stringify(scope)}: ${why}`,
+      {
+        details: { scope },
+      },
+    );
+  };
+  if (out.length === 0) refuse('it is empty');
+  if (out.startsWith('/')) refuse('it is absolute');
+  if (DRIVE_LETTER.test(out)) refuse('it has a drive letter');
+  for (const segment of out.split('/')) {
+    if (segment === '') refuse('it has an empty segment');
+    if (segment === '.' || segment === '..') refuse(`it has a "${segment}" segment`);
+  }
+  return out;
+}
+
+/**
+ * Normalizes every scope (see {@link normalizeWriteScope}) and drops repeats, keeping the first
+ * occurrence's position, so a task's scope list is canonical and comparable.
+ */
+export function normalizeWriteScopes(scopes: readonly string[]): string[] {
+  if (!Array.isArray(scopes)) {
+    throw new TeamError('INVALID_WRITE_SCOPE', 'write scopes must be an array of strings');
+  }
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const scope of scopes) {
+    const normalized = normalizeWriteScope(scope);
+    if (!seen.has(normalized)) {
+      seen.add(normalized);
+      out.push(normalized);
+    }
+  }
+  return out;
+}
+
+/**
+ * True when two normalized scopes overlap: equal, or one is a prefix of the other on whole path
+ * segments (`src` overlaps `src/a`, but not `srcx`).
+ */
+export function writeScopesOverlap(a: string, b: string): boolean {
+  if (a === b) return true;
+  return a.length < b.length ? b.startsWith(`${a}/`) : a.startsWith(`${b}/`);
+}
+
+/** True when any scope of `a` overlaps any scope of `b`. */
+export function anyWriteScopeOverlaps(a: readonly string[], b: readonly string[]): boolean {
+  for (const x of a) {
+    for (const y of b) {
+      if (writeScopesOverlap(x, y)) return true;
+    }
+  }
+  return false;
+}
