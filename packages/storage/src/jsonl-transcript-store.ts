@@ -1,7 +1,6 @@
 import { dirname, join } from 'node:path';
 import type { TranscriptEntry, TranscriptStore } from '@teamwire/core';
-import { parseTranscriptEntry, TeamError } from '@teamwire/core';
-import { repairTranscript } from '@teamwire/core';
+import { parseTranscriptEntry, repairTranscript, TeamError } from '@teamwire/core';
 import type { Durability } from './append-writer.js';
 import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
