@@ -116,6 +116,12 @@ export class BoardModel {
   }
 }
 
+/** Cuts a line to `max` columns, keeping its layout. */
+function fit(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** One line of at most `max` columns, whitespace folded (for free text from agents). */
 function clip(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
@@ -167,7 +173,7 @@ export function renderBoard(
   }
   lines.push('');
   lines.push(`${BOLD}Feed${RESET}`);
-  for (const line of model.feed) lines.push(`  ${clip(line, width - 2)}`);
+  for (const line of model.feed) lines.push(`  ${fit(line, width - 2)}`);
   lines.push('');
   lines.push(
     `turns ${model.turns}  messages ${model.messages}  tool calls ${model.toolCalls}  tokens ${model.inputTokens}/${model.outputTokens}`,

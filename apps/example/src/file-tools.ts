@@ -3,8 +3,10 @@ import { TeamError } from '@teamwire/core';
 import { z } from 'zod';
 import {
   describeFile,
+  type FileInfo,
   isBinary,
   type ReviewRoot,
+  readIfPresent,
   resolveInside,
   toRelative,
   walkFiles,
@@ -60,9 +62,10 @@ export async function listFiles(
   input: z.input<typeof ListFilesInput>,
 ): Promise<ListFilesResult> {
   const { path, limit } = ListFilesInput.parse(input);
-  const files = await walkFiles(root, resolveInside(root, path));
-  const shown = await Promise.all(files.slice(0, limit).map((file) => describeFile(root, file)));
-  return { files: shown, total: files.length, truncated: files.length > limit };
+  const all = await walkFiles(root, resolveInside(root, path));
+  const described = await Promise.all(all.map((file) => describeFile(root, file)));
+  const files = described.filter((f): f is FileInfo => f !== undefined);
+  return { files: files.slice(0, limit), total: files.length, truncated: files.length > limit };
 }
 
 export interface ReadFileResult {
@@ -122,8 +125,8 @@ export async function searchText(
   let searched = 0;
   for (const file of files) {
     if (extensions && !extensions.some((ext) => file.endsWith(ext))) continue;
-    const buffer = await readFile(file);
-    if (isBinary(buffer)) continue;
+    const buffer = await readIfPresent(file);
+    if (buffer === undefined || isBinary(buffer)) continue;
     searched++;
     const lines = buffer.toString('utf8').split('\n');
     for (let i = 0; i < lines.length; i++) {

@@ -115,13 +115,20 @@ function estimateUsage(request: ModelRequest, text: string, calls: readonly Tool
   return { inputTokens: Math.ceil(chars / 4), outputTokens: Math.ceil(out / 4) };
 }
 
-/** Messages of the current turn: everything after the last assistant message that ended a turn. */
+/**
+ * Messages of the current turn: everything after the last assistant message that ended a turn,
+ * or from the last host prompt or task claim (a turn cut off by a crash never ended).
+ */
 function currentTurn(messages: readonly ChatMessage[]): ChatMessage[] {
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
     if (m?.role === 'assistant' && m.toolCalls.length === 0 && m.source === undefined) {
       start = i + 1;
+      break;
+    }
+    if (m?.role === 'user' && (m.source?.kind === 'host' || m.source?.kind === 'task-claim')) {
+      start = i;
       break;
     }
   }
@@ -374,6 +381,16 @@ function leadStep(messages: readonly ChatMessage[], options: PolicyOptions): Ste
   const tasks = currentTasks(done, (board.value as { tasks: TaskLite[] }).tasks ?? []);
   const summary = [...tasks.values()].find((t) => t.subject === SUMMARY_SUBJECT);
   if (summary?.status === 'completed') {
+    // the roster read at the start of the turn predates the spawns: read it again first
+    const completedAt = done.findIndex(
+      (o) =>
+        o.call.name === 'task_update' &&
+        (o.value as TaskLite).id === summary.id &&
+        (o.value as TaskLite).status === 'completed',
+    );
+    if (completedAt > done.indexOf(members)) {
+      return { toolCalls: [{ name: 'list_members', input: {} }] };
+    }
     const live = roster.filter((m) => m.name !== 'lead' && isLive(m));
     const asked = new Set(
       done

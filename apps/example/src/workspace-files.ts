@@ -3,15 +3,48 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TeamError } from '@teamwire/core';
 
-/** Folders never listed, besides those the root `.gitignore` names as `name/`. */
+/** Folders never listed, whatever `.gitignore` says. */
 const ALWAYS_IGNORED = ['.git', 'node_modules'];
 
 /** A directory the review is confined to. Every path the tools take is resolved inside it. */
 export interface ReviewRoot {
   /** Absolute, symlink-free path of the root. */
   readonly dir: string;
-  /** Folder names skipped at any depth. */
-  readonly ignored: ReadonlySet<string>;
+  /** Whether a path (relative, `/`-separated) is skipped: see {@link parseIgnoreFile}. */
+  ignores(relative: string, isDirectory: boolean): boolean;
+}
+
+interface IgnoreRule {
+  regex: RegExp;
+  /** Matched against the whole relative path (pattern had an inner `/`), else the base name. */
+  anchored: boolean;
+  directoryOnly: boolean;
+}
+
+/**
+ * The common subset of `.gitignore` rules: `name`, `*.ext`, `dir/`, `path/to/x` and `/rooted`
+ * patterns with `*` and `?`. Negations (`!`) and `**` are not supported and are skipped, so a
+ * file they would re-include stays ignored.
+ */
+export function parseIgnoreFile(text: string): IgnoreRule[] {
+  const rules: IgnoreRule[] = [];
+  for (const raw of text.split('\n')) {
+    let line = raw.trim();
+    if (!line || line.startsWith('#') || line.startsWith('!') || line.includes('**')) continue;
+    const directoryOnly = line.endsWith('/');
+    if (directoryOnly) line = line.slice(0, -1);
+    const anchored = line.includes('/');
+    if (line.startsWith('/')) line = line.slice(1);
+    if (!line) continue;
+    const body = line
+      .split('')
+      .map((c) =>
+        c === '*' ? '[^/]*' : c === '?' ? '[^/]' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&'),
+      )
+      .join('');
+    rules.push({ regex: new RegExp(`^${body}$`), anchored, directoryOnly });
+  }
+  return rules;
 }
 
 export function openReviewRoot(dir: string): ReviewRoot {
@@ -24,17 +57,23 @@ export function openReviewRoot(dir: string): ReviewRoot {
   if (!statSync(real).isDirectory()) {
     throw new TeamError('INVALID_ARGUMENT', `review directory ${dir} is not a directory`);
   }
-  const ignored = new Set(ALWAYS_IGNORED);
+  let rules: IgnoreRule[] = [];
   try {
-    for (const raw of readFileSync(path.join(real, '.gitignore'), 'utf8').split('\n')) {
-      const line = raw.trim();
-      const match = /^\/?([^/*!#\s]+)\/$/.exec(line);
-      if (match?.[1]) ignored.add(match[1]);
-    }
+    rules = parseIgnoreFile(readFileSync(path.join(real, '.gitignore'), 'utf8'));
   } catch {
     // no .gitignore: only the fixed names are skipped
   }
-  return { dir: real, ignored };
+  return {
+    dir: real,
+    ignores(relative, isDirectory) {
+      const base = relative.slice(relative.lastIndexOf('/') + 1);
+      if (isDirectory && ALWAYS_IGNORED.includes(base)) return true;
+      return rules.some(
+        (rule) =>
+          (isDirectory || !rule.directoryOnly) && rule.regex.test(rule.anchored ? relative : base),
+      );
+    },
+  };
 }
 
 /**
@@ -94,18 +133,34 @@ export async function walkFiles(root: ReviewRoot, absolute: string): Promise<str
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
     const full = path.join(absolute, entry.name);
+    const relative = toRelative(root, full);
     if (entry.isDirectory()) {
-      if (root.ignored.has(entry.name)) continue;
+      if (root.ignores(relative, true)) continue;
       out.push(...(await walkFiles(root, full)));
-    } else if (entry.isFile()) {
+    } else if (entry.isFile() && !root.ignores(relative, false)) {
       out.push(full);
     }
   }
   return out;
 }
 
-export async function describeFile(root: ReviewRoot, absolute: string): Promise<FileInfo> {
-  const buffer = await readFile(absolute);
+/** Reads a file, or `undefined` when it vanished since it was listed. */
+export async function readIfPresent(absolute: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(absolute);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Size and line count of a file; `undefined` when it vanished since it was listed. */
+export async function describeFile(
+  root: ReviewRoot,
+  absolute: string,
+): Promise<FileInfo | undefined> {
+  const buffer = await readIfPresent(absolute);
+  if (buffer === undefined) return undefined;
   return {
     path: toRelative(root, absolute),
     bytes: buffer.length,

@@ -1,0 +1,132 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BoardModel, renderBoard } from './board.js';
+import { CLI, makeFixtureRepo, tempDir } from './test-support.js';
+
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+if (!hasTmux && process.env.CI !== 'true') {
+  console.warn('tmux is not installed: skipping the terminal board test (install tmux to run it)');
+}
+
+describe('the board model', () => {
+  it('folds records and events into roster, board and feed', () => {
+    const board = new BoardModel({ feedSize: 3 });
+    const base = { at: 0, teamId: 'T', schemaVersion: 1 as const };
+    const member = (seq: number, name: string, phase: 'provisioning' | 'active' | 'retired') => ({
+      ...base,
+      seq,
+      type: 'member' as const,
+      member: {
+        id: `id-${name}`,
+        name,
+        description: '',
+        agentType: 'reviewer',
+        provider: 'p',
+        context: 'fresh' as const,
+        phase,
+      },
+    });
+    board.apply('lead', { type: 'record', record: member(1, 'reviewer-1', 'provisioning') });
+    board.apply('lead', { type: 'record', record: member(2, 'reviewer-1', 'active') });
+    board.apply('reviewer-1', { type: 'status', status: 'running' });
+    const task = {
+      id: 'task-1',
+      revision: 1,
+      subject: 'Review a',
+      description: 'd',
+      status: 'pending' as const,
+      creatorId: 'T',
+      blockedBy: [],
+      writeScopes: [],
+    };
+    board.apply('lead', { type: 'record', record: { ...base, seq: 3, type: 'task', task } });
+    board.apply('reviewer-1', {
+      type: 'record',
+      record: {
+        ...base,
+        seq: 4,
+        type: 'task',
+        task: { ...task, revision: 2, status: 'completed', ownerId: 'id-reviewer-1' },
+      },
+    });
+    board.apply('reviewer-1', {
+      type: 'model.step',
+      step: 1,
+      usage: { inputTokens: 10, outputTokens: 2 },
+    });
+    expect(board.progress()).toEqual({ done: 1, total: 1 });
+    expect(board.feed).toEqual([
+      'reviewer-1 joins the team',
+      'lead created task-1 "Review a"',
+      'task-1 pending -> completed (reviewer-1)',
+    ]);
+    const screen = renderBoard(board, { title: 'T', width: 80, elapsedMs: 1500 });
+    expect(screen).toContain('reviewer-1');
+    expect(screen).toContain('running');
+    expect(screen).toContain('[##############################] 1/1');
+    expect(screen).toContain('tokens 10/2');
+  });
+});
+
+describe.skipIf(!hasTmux && process.env.CI !== 'true')('the live terminal board', () => {
+  it('renders roster, board and feed in a terminal and updates them', async () => {
+    const work = tempDir('tty');
+    const repo = path.join(work, 'repo');
+    makeFixtureRepo(repo, { extraUnits: 2 });
+    const session = `teamwire-board-${process.pid}`;
+    const command = [
+      process.execPath,
+      CLI,
+      '--dir',
+      repo,
+      '--state-dir',
+      path.join(work, 'state'),
+      '--report',
+      path.join(work, 'r.md'),
+      '--pace',
+      '40',
+      '--durability',
+      'buffered',
+    ]
+      .map((a) => `'${a}'`)
+      .join(' ');
+    execFileSync('tmux', [
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '120',
+      '-y',
+      '50',
+      `${command}; sleep 30`,
+    ]);
+    const capture = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session]).toString();
+    const screens: string[] = [];
+    try {
+      // poll the screen until the run is over; a deadline bounds the wait
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        const screen = capture();
+        if (screens.at(-1) !== screen) screens.push(screen);
+        if (screen.includes('Review finished.')) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      spawnSync('tmux', ['kill-session', '-t', session]);
+    }
+    const final = screens.at(-1) ?? '';
+    expect(final).toContain('Review finished.');
+    expect(final).toMatch(/Tasks\s+\[#+\] 7\/7/);
+    for (const name of ['lead', 'reviewer-1', 'reviewer-2', 'reviewer-3'])
+      expect(final).toContain(name);
+    expect(final).toContain('Feed');
+    // the board was redrawn while the team worked: progress moved through intermediate states
+    const progress = new Set(
+      screens.map((s) => /Tasks\s+\[[#.]+\] (\d+)\/7/.exec(s)?.[1]).filter(Boolean),
+    );
+    expect(progress.size).toBeGreaterThanOrEqual(3);
+    expect(screens.some((s) => /reviewer-\d\s+running/.test(s))).toBe(true);
+  });
+});

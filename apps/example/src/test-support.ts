@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built CLI; the example's tests run after its build (see turbo.json). */
+export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(tmpdir(), `teamwire-example-${prefix}-`));
+}
+
+function put(root: string, file: string, text: string): void {
+  const full = path.join(root, file);
+  mkdirSync(path.dirname(full), { recursive: true });
+  writeFileSync(full, text);
+}
+
+/**
+ * A small repository whose review numbers are known by construction: two workspace packages, two
+ * plain folders, plus content every review must skip (ignored, hidden, root files).
+ */
+export function makeFixtureRepo(root: string, options: { extraUnits?: number } = {}): void {
+  put(root, '.gitignore', 'dist/\ncoverage/\n');
+  put(root, 'README.md', '# fixture\nTODO not in any unit\n');
+  put(root, 'packages/alpha/package.json', '{ "name": "alpha" }\n');
+  put(
+    root,
+    'packages/alpha/src/index.ts',
+    'export const a = 1;\nexport function b() {}\n// TODO: more\n',
+  );
+  put(
+    root,
+    'packages/alpha/src/big.ts',
+    `${Array.from({ length: 30 }, (_, i) => `const x${i} = ${i};`).join('\n')}\n`,
+  );
+  put(root, 'packages/alpha/src/index.test.ts', "import { a } from './index';\n");
+  put(root, 'packages/alpha/dist/index.js', 'export const a = 1; // TODO ignored\n');
+  put(root, 'packages/beta/package.json', '{ "name": "beta" }\n');
+  put(
+    root,
+    'packages/beta/lib/main.js',
+    'export class C {}\n// FIXME y\n// TODO z\nexport default 1;',
+  );
+  put(root, 'packages/notes.md', 'a loose file in a package container\n');
+  put(root, 'docs/guide.md', '# Guide\nTODO write the guide\n\nend\n');
+  put(root, 'tools/run.sh', '#!/bin/sh\necho run\n');
+  put(root, 'tools/bin/blob.bin', 'a\0b\0c');
+  put(root, '.hidden/secret.txt', 'TODO hidden\n');
+  put(root, 'node_modules/dep/index.js', 'export const dep = 1; // TODO dep\n');
+  for (let i = 1; i <= (options.extraUnits ?? 0); i++) {
+    for (let f = 1; f <= 4; f++) {
+      put(root, `extra${i}/file${f}.ts`, `export const v${f} = ${f};\n// TODO ${i}.${f}\n`);
+    }
+  }
+}
+
+/** What the fixture's review must report, unit by unit: files, lines, TODO/FIXME, exports. */
+export const FIXTURE_EXPECTED: Record<
+  string,
+  { files: number; lines: number; todo: number; exports: number }
+> = {
+  docs: { files: 1, lines: 4, todo: 1, exports: 0 },
+  'packages/alpha': { files: 4, lines: 1 + 3 + 30 + 1, todo: 1, exports: 2 },
+  'packages/beta': { files: 2, lines: 1 + 4, todo: 2, exports: 1 },
+  tools: { files: 2, lines: 2, todo: 0, exports: 0 },
+};
+
+export interface ReportRow {
+  unit: string;
+  files: number;
+  lines: number;
+  todo: number;
+  exports: number;
+  reviewer: string;
+}
+
+/** Reads the table at the top of a team report. */
+export function parseReportTable(markdown: string): ReportRow[] {
+  const rows: ReportRow[] = [];
+  for (const line of markdown.split('\n')) {
+    const m = /^\| ([^|*]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| ([^|]+) \|$/.exec(line);
+    if (m) {
+      rows.push({
+        unit: m[1] as string,
+        files: Number(m[2]),
+        lines: Number(m[3]),
+        todo: Number(m[4]),
+        exports: Number(m[5]),
+        reviewer: (m[6] as string).trim(),
+      });
+    }
+  }
+  return rows;
+}
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI to completion. */
+export function runCli(args: readonly string[], options: { cwd: string }): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, INIT_CWD: options.cwd },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
