@@ -171,16 +171,6 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
   const root = openReviewRoot(settings.dir);
   const protocol = PROTOCOLS[settings.protocol];
 
-  const store = await openJsonlTeamStore({
-    teamId,
-    dir: teamDir,
-    durability: command.durability,
-    create: !command.resume,
-  });
-  if (!command.resume) {
-    await writeFile(path.join(teamDir, SETTINGS_FILE), `${JSON.stringify(settings, null, 2)}\n`);
-  }
-
   let reportWritten = false;
   const models: { lead: ModelAdapter; reviewer: ModelAdapter } = settings.model
     ? { lead: createModel(settings.model), reviewer: createModel(settings.model) }
@@ -194,6 +184,16 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
         }),
         reviewer: createPolicyModel({ role: 'reviewer', protocol, paceMs: command.paceMs }),
       };
+  const store = await openJsonlTeamStore({
+    teamId,
+    dir: teamDir,
+    durability: command.durability,
+    create: !command.resume,
+  });
+  if (!command.resume) {
+    await writeFile(path.join(teamDir, SETTINGS_FILE), `${JSON.stringify(settings, null, 2)}\n`);
+  }
+
   const definitions: AgentDefinition[] = [
     {
       type: 'lead',
