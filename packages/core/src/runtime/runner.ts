@@ -34,6 +34,8 @@ export interface RunnerHost {
   readonly closed: boolean;
   /** Appends records the state already applied, then publishes them under `actorName`. */
   commit(actorName: string, records: readonly TeamRecord[]): Promise<void>;
+  /** Pending mail of `memberId` whose `message.queued` record is already durable, in queue order. */
+  deliverable(memberId: string): readonly QueuedMessage[];
   /** Routes a queued message to its target (notify a live runner or wake a stopped one). */
   dispatch(message: QueuedMessage): 'accepted' | 'queued';
   refFor(memberId: string): AgentRef;
@@ -232,7 +234,7 @@ export class AgentRunner {
   /** The turn-boundary decision; synchronous, so no mail can slip between look and park. */
   private nextWork(): Work | undefined {
     const { state, protocol } = this.host;
-    const pending = state.pending(this.member.id);
+    const pending = this.host.deliverable(this.member.id);
     if (!this.isLead) {
       const shutdown = pending.find((m) => m.kind === 'shutdown_request');
       if (shutdown !== undefined) return { type: 'shutdown', message: shutdown };
@@ -376,7 +378,7 @@ export class AgentRunner {
   private async stepBoundary(): Promise<'continue' | 'stop'> {
     if (this.stopping) return 'stop';
     const { state, protocol } = this.host;
-    let pending = [...state.pending(this.member.id)];
+    let pending = [...this.host.deliverable(this.member.id)];
     if (pending.length === 0) return 'continue';
     if (!this.isLead && pending.some((m) => m.kind === 'shutdown_request')) return 'stop';
     const ordered: QueuedMessage[] = [];

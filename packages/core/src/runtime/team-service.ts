@@ -260,6 +260,8 @@ class TeamServiceImpl implements TeamService, RunnerHost {
   private readonly changeWaiters = new Set<ChangeWaiter>();
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
   private readonly inflight = new Set<Promise<void>>();
+  /** Ids of messages whose `message.queued` append has not resolved yet. */
+  private readonly unconfirmed = new Set<string>();
   private readonly waker: Waker;
   private readonly teamTools;
   private readonly leadTools;
@@ -348,6 +350,13 @@ class TeamServiceImpl implements TeamService, RunnerHost {
 
   async commit(actorName: string, records: readonly TeamRecord[]): Promise<void> {
     if (records.length === 0) return;
+    const queued: string[] = [];
+    for (const record of records) {
+      if (record.type === 'message.queued') {
+        queued.push(record.message.id);
+        this.unconfirmed.add(record.message.id);
+      }
+    }
     const appending = this.log.append({ records });
     const tracked = appending.then(
       () => undefined,
@@ -361,10 +370,22 @@ class TeamServiceImpl implements TeamService, RunnerHost {
       throw this.broken;
     } finally {
       this.inflight.delete(tracked);
+      for (const id of queued) this.unconfirmed.delete(id);
     }
     for (const record of records) this.events.publish(actorName, { type: 'record', record });
     this.afterRecords(records);
     this.runnerChanged();
+  }
+
+  /**
+   * The mail of `memberId` a runner may act on: pending messages whose `message.queued` record is
+   * durable. A message still being appended stays invisible, so no transcript can hold a message
+   * that a crash then erases from the log.
+   */
+  deliverable(memberId: string): readonly QueuedMessage[] {
+    const pending = this.state.pending(memberId);
+    if (this.unconfirmed.size === 0) return pending;
+    return pending.filter((message) => !this.unconfirmed.has(message.id));
   }
 
   private breakDown(cause: unknown): void {
