@@ -1,0 +1,180 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { foldTeam, openTeam, parseTeamRecord, type TeamRecord } from '@teamwire/core';
+import { createScriptedModel } from '@teamwire/core/testing';
+import { xmlProtocol } from '@teamwire/protocol';
+import { openJsonlTeamStore } from '@teamwire/storage';
+import { type Bench, sizeLabel } from './context.js';
+import { type Figure, figure } from './report.js';
+import { collectGarbage, median, pairedRuns } from './stats.js';
+import { benchAgents } from './team-fixture.js';
+import { BENCH_TEAM_ID, generateJsonlLog, type JsonlLog, LEAD_TYPE, lineAt } from './team-log.js';
+
+/** Keeps results observable so the engine cannot drop the work that made them. */
+let sink = 0;
+
+/** A checksum of everything the replay benchmark computed (it exists to be observable). */
+export function replayChecksum(): number {
+  return sink;
+}
+
+/** The floor: decode each line and `JSON.parse` it, nothing else. */
+function bareParse(log: JsonlLog): void {
+  const count = log.offsets.length - 1;
+  let seqs = 0;
+  for (let i = 0; i < count; i++) seqs += (JSON.parse(lineAt(log, i)) as { seq: number }).seq;
+  sink ^= seqs;
+}
+
+/** What recovery does with each line: decode, `JSON.parse`, validate the record, fold it. */
+function* validatedRecords(log: JsonlLog): Generator<TeamRecord> {
+  const count = log.offsets.length - 1;
+  for (let i = 0; i < count; i++) yield parseTeamRecord(JSON.parse(lineAt(log, i)));
+}
+
+function foldLog(log: JsonlLog): void {
+  sink ^= foldTeam(validatedRecords(log), { teamId: BENCH_TEAM_ID }).lastSeq;
+}
+
+/** Opening the team from disk as an application does: the store's recovery, then `openTeam`. */
+async function reopenTeam(dir: string): Promise<void> {
+  const store = await openJsonlTeamStore({ teamId: BENCH_TEAM_ID, dir, durability: 'fsync' });
+  try {
+    const team = await openTeam({
+      teamId: BENCH_TEAM_ID,
+      log: store.log,
+      transcripts: store.transcripts,
+      protocol: xmlProtocol,
+      agents: benchAgents(createScriptedModel()),
+      lead: { agentType: LEAD_TYPE },
+    });
+    sink ^= team.listMembers(team.lead).length;
+    await team.dispose();
+  } finally {
+    await store.close();
+  }
+}
+
+interface Plan {
+  size: number;
+  repeats: number;
+  warmups: number;
+  /** Also time a whole reopen from disk (store recovery + openTeam). */
+  reopen: boolean;
+}
+
+/**
+ * Replay: `foldTeam` over realistic logs against the bare `JSON.parse` of the same lines. The
+ * headline figure times what recovery does per record (parse, schema validation, fold), because
+ * a fold never sees records that were not validated; the fold alone and a whole reopen from disk
+ * are shown beside it.
+ */
+export const replayBench: Bench = {
+  name: 'replay',
+  title: 'foldTeam over 10^4..10^6-record logs vs bare JSON.parse of the same lines',
+  async run({ quick, log: say }) {
+    const plans: Plan[] = quick
+      ? [
+          { size: 1_000, repeats: 9, warmups: 2, reopen: true },
+          { size: 10_000, repeats: 5, warmups: 1, reopen: true },
+        ]
+      : [
+          { size: 10_000, repeats: 11, warmups: 2, reopen: true },
+          { size: 100_000, repeats: 5, warmups: 1, reopen: true },
+          { size: 1_000_000, repeats: 3, warmups: 1, reopen: true },
+        ];
+    const figures: Figure[] = [];
+    for (const plan of plans) {
+      const label = sizeLabel(plan.size);
+      say(`replay: generating a ${label}-record log`);
+      let log: JsonlLog | undefined = generateJsonlLog({ records: plan.size });
+      const records = log.stats.records;
+      const mib = log.bytes.length / 2 ** 20;
+      say(`replay: ${records} records, ${mib.toFixed(1)} MiB; parse+validate+fold vs parse`);
+      const current = log;
+      const full = await pairedRuns({
+        repeats: plan.repeats,
+        warmups: plan.warmups,
+        subject: () => foldLog(current),
+        baseline: () => bareParse(current),
+        between: collectGarbage,
+      });
+      const parseMs = median(full.baseline);
+      const foldMs = median(full.subject);
+      figures.push(
+        figure({
+          bench: 'replay',
+          name: `fold ${label} records (parse+validate+fold)`,
+          subject: { label: 'fold', value: foldMs, unit: 'ms' },
+          baseline: { label: 'JSON.parse', value: parseMs, unit: 'ms' },
+          ratioOf: 'fold / parse',
+          ratio: foldMs / parseMs,
+          target: { op: '<=', value: 2 },
+          note: `${records} records, ${mib.toFixed(1)} MiB of JSONL; median of ${plan.repeats}`,
+        }),
+      );
+
+      say('replay: fold of pre-validated records');
+      let parsed: TeamRecord[] | undefined = [...validatedRecords(current)];
+      const held = parsed;
+      const foldOnly = await pairedRuns({
+        repeats: plan.repeats,
+        warmups: plan.warmups,
+        subject: () => {
+          sink ^= foldTeam(held, { teamId: BENCH_TEAM_ID }).lastSeq;
+        },
+        baseline: () => bareParse(current),
+        between: collectGarbage,
+      });
+      parsed = undefined;
+      const onlyMs = median(foldOnly.subject);
+      const parseMs2 = median(foldOnly.baseline);
+      figures.push(
+        figure({
+          bench: 'replay',
+          name: `fold only ${label} records (pre-validated)`,
+          subject: { label: 'fold', value: onlyMs, unit: 'ms' },
+          baseline: { label: 'JSON.parse', value: parseMs2, unit: 'ms' },
+          ratioOf: 'fold / parse',
+          ratio: onlyMs / parseMs2,
+          note: 'TeamState.apply alone: records already parsed and validated',
+        }),
+      );
+
+      if (plan.reopen) {
+        say('replay: reopen from disk (store recovery + openTeam)');
+        const dir = await mkdtemp(join(tmpdir(), 'teamwire-bench-replay-'));
+        try {
+          await writeFile(join(dir, 'log.jsonl'), current.bytes);
+          const reopen = await pairedRuns({
+            repeats: Math.max(2, Math.ceil(plan.repeats / 2)),
+            // The smaller sizes have warmed this path up already.
+            warmups: plan === plans[0] ? 1 : 0,
+            subject: () => reopenTeam(dir),
+            baseline: () => bareParse(current),
+            between: collectGarbage,
+          });
+          const reopenMs = median(reopen.subject);
+          const parseMs3 = median(reopen.baseline);
+          figures.push(
+            figure({
+              bench: 'replay',
+              name: `reopen ${label}-record team from disk`,
+              subject: { label: 'reopen', value: reopenMs, unit: 'ms' },
+              baseline: { label: 'JSON.parse', value: parseMs3, unit: 'ms' },
+              ratioOf: 'reopen / parse',
+              ratio: reopenMs / parseMs3,
+              note: 'openJsonlTeamStore (reads + validates the file) then openTeam (reads + folds)',
+            }),
+          );
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      }
+      log = undefined;
+      collectGarbage();
+    }
+    return figures;
+  },
+};

@@ -1,0 +1,179 @@
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Bench, BenchContext } from './context.js';
+import { durableMessagingBench } from './durable-messaging.js';
+import { eventHubBench } from './event-hub.js';
+import { opCostBench } from './op-cost.js';
+import { replayBench } from './replay.js';
+import {
+  type Figure,
+  machineInfo,
+  markdownTable,
+  type RunReport,
+  textTable,
+  writeReport,
+} from './report.js';
+import { scaleBench } from './scale.js';
+import { tokenEconomyBench } from './token-economy.js';
+
+/** Every benchmark, in the order of the issue that asked for them. */
+export const BENCHES: readonly Bench[] = [
+  replayBench,
+  opCostBench,
+  durableMessagingBench,
+  eventHubBench,
+  scaleBench,
+  tokenEconomyBench,
+];
+
+interface CliOptions {
+  quick: boolean;
+  only: string[];
+  out: string | undefined;
+  markdown: boolean;
+  help: boolean;
+}
+
+const USAGE = `Usage: node --expose-gc dist/run.js [--quick] [--only <name>[,<name>...]] [--out <file>] [--markdown]
+
+  --quick      smaller sizes, for CI (under a minute on 2 cores)
+  --only       run only these benchmarks: ${BENCHES.map((b) => b.name).join(', ')}
+  --out        where to write the JSON results (default: results/latest.json for a full run of
+               every benchmark, results/quick.json for --quick, results/partial.json with --only)
+  --markdown   also print the table as Markdown (for the README's Performance section)`;
+
+function parseArgs(argv: readonly string[]): CliOptions {
+  const options: CliOptions = {
+    quick: false,
+    only: [],
+    out: undefined,
+    markdown: false,
+    help: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? arg.split(/=(.*)/s) : [arg];
+    const value = () => {
+      const next = inline ?? argv[++i];
+      if (next === undefined) throw new Error(`${flag} needs a value`);
+      return next;
+    };
+    switch (flag) {
+      case '--quick':
+        options.quick = true;
+        break;
+      case '--only':
+        options.only.push(...value().split(',').filter(Boolean));
+        break;
+      case '--out':
+        options.out = value();
+        break;
+      case '--markdown':
+        options.markdown = true;
+        break;
+      case '--help':
+      case '-h':
+        options.help = true;
+        break;
+      default:
+        throw new Error(`unknown argument ${arg}`);
+    }
+  }
+  return options;
+}
+
+async function main(): Promise<number> {
+  let options: CliOptions;
+  try {
+    options = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (options.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const unknown = options.only.filter((name) => !BENCHES.some((b) => b.name === name));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown benchmark ${unknown.join(', ')}\n${USAGE}\n`);
+    return 2;
+  }
+  const selected =
+    options.only.length > 0 ? BENCHES.filter((b) => options.only.includes(b.name)) : BENCHES;
+  const machine = machineInfo();
+  if (!machine.exposeGc) {
+    process.stderr.write('note: run with node --expose-gc for settled heap figures\n');
+  }
+  const started = Date.now();
+  const context: BenchContext = {
+    quick: options.quick,
+    log: (message) =>
+      process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`),
+  };
+  const figures: Figure[] = [];
+  const failures: RunReport['failures'] = [];
+  for (const bench of selected) {
+    context.log(`== ${bench.name}: ${bench.title}`);
+    try {
+      figures.push(...(await bench.run(context)));
+    } catch (error) {
+      const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      context.log(`${bench.name} failed: ${text}`);
+      failures.push({ bench: bench.name, error: text });
+    }
+  }
+  const wallSeconds = (Date.now() - started) / 1000;
+  const summary = {
+    met: figures.filter((f) => f.verdict === 'met').length,
+    missed: figures.filter((f) => f.verdict === 'missed').length,
+    info: figures.filter((f) => f.verdict === 'info').length,
+  };
+  const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  const defaultName =
+    options.only.length > 0 ? 'partial.json' : options.quick ? 'quick.json' : 'latest.json';
+  const out = resolve(options.out ?? join(benchDir, 'results', defaultName));
+  const report: RunReport = {
+    format: 1,
+    startedAt: new Date(started).toISOString(),
+    wallSeconds,
+    mode: options.quick ? 'quick' : 'full',
+    command: `node ${process.execArgv.join(' ')} dist/run.js ${process.argv.slice(2).join(' ')}`
+      .replace(/\s+/g, ' ')
+      .trim(),
+    machine,
+    benches: selected.map((b) => b.name),
+    figures,
+    summary,
+    failures,
+  };
+  await writeReport(out, report);
+
+  const gib = (machine.memoryBytes / 2 ** 30).toFixed(1);
+  process.stdout.write(
+    `\nteamwire bench (${report.mode}) — ${machine.cpus} × ${machine.cpuModel}, ${gib} GiB, node ${machine.node}, ${machine.platform}/${machine.arch}\n\n`,
+  );
+  process.stdout.write(`${textTable(figures)}\n\n`);
+  if (options.markdown) process.stdout.write(`${markdownTable(figures)}\n\n`);
+  for (const f of figures.filter((x) => x.note !== undefined)) {
+    process.stdout.write(`  ${f.bench} / ${f.name}: ${f.note}\n`);
+  }
+  process.stdout.write(
+    `\n${summary.met} met, ${summary.missed} missed, ${summary.info} informational; ${failures.length} failed; ${wallSeconds.toFixed(1)} s; results in ${out}\n`,
+  );
+  return failures.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+    // Whatever a failed benchmark left open (a team that never settled) must not hold the run.
+    setTimeout(() => process.exit(code), 5000).unref();
+  },
+  (error: unknown) => {
+    process.stderr.write(
+      `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 1;
+  },
+);

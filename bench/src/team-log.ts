@@ -1,0 +1,276 @@
+import {
+  type Clock,
+  type Member,
+  TeamError,
+  type TeamRecord,
+  TeamState,
+  textContent,
+} from '@teamwire/core';
+import { createRandom, createUlidLike, prose } from './random.js';
+
+/** The team every generated log belongs to; also a safe folder name for the JSONL store. */
+export const BENCH_TEAM_ID = '01JC0BENCH0TEAM0000000000A';
+/** The agent type of generated teammates (the bench registers it in every team it opens). */
+export const WORKER_TYPE = 'worker';
+/** The lead's agent type. */
+export const LEAD_TYPE = 'lead-agent';
+
+/** What a generated log holds, by record type. */
+export interface LogStats {
+  records: number;
+  bytes: number;
+  byType: Record<TeamRecord['type'], number>;
+  members: number;
+  tasks: number;
+  messages: number;
+}
+
+/** Options of {@link generateTeamLog}. */
+export interface GenerateOptions {
+  /** Records to generate; the log ends at the first work-cycle boundary at or after this. */
+  records: number;
+  seed?: number;
+  /** Live teammates at any time (default 6, inside the default limit of 8). */
+  teammates?: number;
+  /** Work cycles a teammate serves before it is retired and replaced (default 1000). */
+  cyclesPerTeammate?: number;
+}
+
+const COLORS = ['blue', 'green', 'yellow', 'purple', 'orange', 'pink', 'cyan', 'red'];
+const SCOPES = [
+  'src/http/',
+  'src/store/',
+  'packages/core/src/',
+  'docs/',
+  'test/fixtures/',
+  'bench/',
+];
+
+/**
+ * Generates a realistic team log through `TeamState`'s own commands, so every record is one the
+ * runtime could have written and the default limits hold throughout. A work cycle is what a team
+ * does most: the lead files a task and messages a teammate (queued, then delivered), the teammate
+ * claims it, sometimes edits it, reports back (queued, delivered), completes it and goes idle
+ * (idle notification queued, delivered); old completed tasks are deleted to keep the board near
+ * 100 tasks. Every `cyclesPerTeammate` cycles one teammate is shut down and a new one spawned.
+ * A cycle is about ten records; the log always ends between cycles, with no pending mail, no task
+ * in progress and no ready task, so a team opened on it revives nobody.
+ *
+ * Records are handed to `onRecord` as they are made and not kept, so a million-record log costs
+ * no more memory than its consumer keeps.
+ */
+export function generateTeamLog(
+  options: GenerateOptions,
+  onRecord: (record: TeamRecord) => void,
+): LogStats {
+  const random = createRandom(options.seed ?? 0x7ea3);
+  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
+  const clock: Clock = { now: () => time, setTimer: () => () => {} };
+  const ids = createUlidLike(random, () => time);
+  const state = new TeamState({ teamId: BENCH_TEAM_ID, clock });
+  const stats: LogStats = {
+    records: 0,
+    bytes: 0,
+    byType: { member: 0, task: 0, 'message.queued': 0, 'message.delivered': 0 },
+    members: 0,
+    tasks: 0,
+    messages: 0,
+  };
+  const emit = (record: TeamRecord) => {
+    stats.records++;
+    stats.byType[record.type]++;
+    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
+    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
+    if (record.type === 'message.queued') stats.messages++;
+    time += random.int(5, 4000);
+    onRecord(record);
+  };
+  const leadId = BENCH_TEAM_ID;
+  for (const record of state.createLead({
+    id: leadId,
+    agentType: LEAD_TYPE,
+    provider: 'scripted:scripted-1',
+    description: 'Plans the work and reviews what the team hands in.',
+  })) {
+    emit(record);
+  }
+
+  let spawned = 0;
+  const deliver = (messageId: string) => emit(state.markDelivered({ messageId }));
+  const send = (
+    from: string,
+    to: string,
+    kind: 'message' | 'idle_notification' | 'shutdown_request',
+    text: string,
+    summary?: string,
+  ) => {
+    const record = state.queueMessage({
+      id: ids.next(),
+      senderId: from,
+      targetId: to,
+      kind,
+      delivery: 'wakeup',
+      content: text === '' ? [] : textContent(text),
+      ...(summary === undefined ? {} : { summary }),
+    });
+    emit(record);
+    return record.message.id;
+  };
+  const spawn = (): Member => {
+    spawned++;
+    const id = ids.next();
+    const name = `worker-${spawned}`;
+    emit(
+      state.spawnMember(leadId, {
+        id,
+        name,
+        description: `Implements and tests changes in area ${spawned % 7}.`,
+        agentType: WORKER_TYPE,
+        provider: 'scripted:scripted-1',
+        context: 'fresh',
+        color: COLORS[spawned % COLORS.length] as string,
+      }),
+    );
+    const prompt = send(leadId, id, 'message', prose(random, random.int(200, 900)));
+    emit(state.setMemberPhase(id, 'active'));
+    deliver(prompt);
+    return state.member(id) as Member;
+  };
+  const retire = (member: Member) => {
+    deliver(send(leadId, member.id, 'shutdown_request', 'The work of this area is done.'));
+    for (const record of state.releaseTasksOf(member.id)) emit(record);
+    emit(state.setMemberPhase(member.id, 'retired'));
+  };
+
+  const teammates: Member[] = [];
+  for (let i = 0; i < (options.teammates ?? 6); i++) teammates.push(spawn());
+  const cyclesPerTeammate = options.cyclesPerTeammate ?? 1000;
+  const completed: string[] = [];
+  let previousTask: string | undefined;
+  let cycle = 0;
+
+  while (stats.records < options.records) {
+    cycle++;
+    if (cycle % cyclesPerTeammate === 0) {
+      retire(teammates.shift() as Member);
+      teammates.push(spawn());
+    }
+    const worker = teammates[cycle % teammates.length] as Member;
+    const blockedBy =
+      previousTask !== undefined &&
+      state.task(previousTask)?.status !== 'deleted' &&
+      random.chance(0.2)
+        ? [previousTask]
+        : [];
+    const created = state.createTask(leadId, {
+      subject: prose(random, random.int(20, 70)).slice(0, 200),
+      description: prose(random, random.int(80, 500)),
+      blockedBy,
+      writeScopes: random.chance(0.5) ? [random.pick(SCOPES)] : [],
+    });
+    emit(created);
+    const taskId = created.task.id;
+    deliver(
+      send(
+        leadId,
+        worker.id,
+        'message',
+        `Please take ${taskId}. ${prose(random, random.int(60, 500))}`,
+      ),
+    );
+    emit(state.updateTask(worker.id, { taskId, action: { type: 'claim' } }));
+    if (random.chance(0.3)) {
+      emit(
+        state.updateTask(worker.id, {
+          taskId,
+          action: { type: 'edit', description: prose(random, random.int(80, 500)) },
+        }),
+      );
+    }
+    deliver(
+      send(
+        worker.id,
+        leadId,
+        'message',
+        prose(random, random.int(100, 1500)),
+        random.chance(0.4) ? prose(random, 40).slice(0, 60) : undefined,
+      ),
+    );
+    emit(state.updateTask(worker.id, { taskId, action: { type: 'complete' } }));
+    deliver(
+      send(worker.id, leadId, 'idle_notification', random.chance(0.7) ? prose(random, 60) : ''),
+    );
+    completed.push(taskId);
+    previousTask = taskId;
+    if (state.taskCount() > 100) deleteOldest(state, leadId, completed, emit);
+  }
+  return stats;
+}
+
+/** Deletes the oldest completed task nothing depends on any more (FIFO, skipping blockers). */
+function deleteOldest(
+  state: TeamState,
+  leadId: string,
+  completed: string[],
+  emit: (record: TeamRecord) => void,
+): void {
+  for (let tries = 0; tries < completed.length; tries++) {
+    const taskId = completed.shift() as string;
+    try {
+      emit(state.updateTask(leadId, { taskId, action: { type: 'delete' } }));
+      return;
+    } catch (error) {
+      if (!TeamError.hasCode(error, 'TASK_HAS_DEPENDENTS')) throw error;
+      completed.push(taskId);
+    }
+  }
+}
+
+/** A generated log as JSONL bytes, exactly as the JSONL store keeps it on disk. */
+export interface JsonlLog {
+  bytes: Buffer;
+  /** Byte offset where line `i` starts; the last entry is the total length. */
+  offsets: Uint32Array | Float64Array;
+  stats: LogStats;
+}
+
+/** Generates a log and serializes it as JSONL, one record per line. */
+export function generateJsonlLog(options: GenerateOptions): JsonlLog {
+  const chunks: Buffer[] = [];
+  const lengths: number[] = [];
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  const flush = () => {
+    if (pending.length === 0) return;
+    chunks.push(Buffer.from(pending.join(''), 'utf8'));
+    pending = [];
+    pendingBytes = 0;
+  };
+  const stats = generateTeamLog(options, (record) => {
+    const line = `${JSON.stringify(record)}\n`;
+    const size = Buffer.byteLength(line, 'utf8');
+    lengths.push(size);
+    pending.push(line);
+    pendingBytes += size;
+    if (pendingBytes > 1 << 22) flush();
+  });
+  flush();
+  const bytes = Buffer.concat(chunks);
+  stats.bytes = bytes.length;
+  const offsets =
+    bytes.length < 2 ** 32
+      ? new Uint32Array(lengths.length + 1)
+      : new Float64Array(lengths.length + 1);
+  let at = 0;
+  lengths.forEach((length, i) => {
+    offsets[i] = at;
+    at += length;
+  });
+  offsets[lengths.length] = at;
+  return { bytes, offsets, stats };
+}
+
+/** The line `i` of a JSONL log, without its newline. */
+export function lineAt(log: JsonlLog, i: number): string {
+  return log.bytes.toString('utf8', log.offsets[i] as number, (log.offsets[i + 1] as number) - 1);
+}
