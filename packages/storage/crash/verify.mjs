@@ -149,7 +149,9 @@ export async function checkTeamFolder({ dir, teamId, acknowledged, final = false
       if (message === undefined) {
         // Runners only deliver mail whose `message.queued` record is durable, so a transcript can
         // never hold a message the log lost.
-        violations.push(`message ${id} is in ${member.name}'s transcript but not queued in the log`);
+        violations.push(
+          `message ${id} is in ${member.name}'s transcript but not queued in the log`,
+        );
       } else if (message.targetId !== memberId) {
         violations.push(
           `message ${id} for ${nameOf(members, message.targetId)} is in ${member.name}'s transcript`,
