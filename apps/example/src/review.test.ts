@@ -7,6 +7,7 @@ import { readTeamLog } from '@teamwire/storage';
 import { describe, expect, it } from 'vitest';
 import { runReview } from './app.js';
 import { parseArgs } from './args.js';
+import { inspectTeam } from './inspect.js';
 import {
   FIXTURE_EXPECTED,
   makeFixtureRepo,
@@ -68,6 +69,19 @@ describe('a review on the offline policy model', () => {
       ]);
       expect(summary.tasks).toEqual({ done: 5, total: 5 });
       expect(out.text()).toContain('reviewer-1 list_files');
+
+      // inspect prints the same team from its folder, without taking the lock
+      const printed = await inspectTeam(
+        { command: 'inspect', teamId: summary.teamId, stateDir: '.teamwire' },
+        { cwd: work },
+      );
+      expect(printed).toMatch(/^ {2}reviewer-2 +retired +reviewer$/m);
+      expect(printed).toMatch(/^ {2}task-5 +completed +lead +r3 Write the team report$/m);
+      expect(printed).toContain('Pending mail: 0');
+      expect(printed).toMatch(/Transcript of lead \(\d+ entries\):\n {2}user: Review the codebase/);
+      expect(printed).toContain(
+        'assistant: All 4 folders are reviewed; writing the report. -> write_report(',
+      );
     });
   }
 });
