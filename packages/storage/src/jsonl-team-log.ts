@@ -144,7 +144,7 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
     const lines: string[] = [];
     let expected = this.#nextSeq;
     for (const record of records) {
-      const copy = parseTeamRecord(toJson(record));
+      const copy = parseTeamRecord(record);
       if (copy.seq !== expected) {
         throw new TeamError(
           'LOG_INVARIANT',
@@ -161,7 +161,7 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
       }
       expected++;
       copies.push(copy);
-      lines.push(JSON.stringify(copy));
+      lines.push(toLine(copy));
     }
     const lengths = lines.map((line) => Buffer.byteLength(line, 'utf8') + 1);
     const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
@@ -261,10 +261,14 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
   }
 }
 
-/** A JSON round trip, refusing values JSON cannot carry (cycles, BigInt) as `INVALID_RECORD`. */
-export function toJson(value: unknown): unknown {
+/**
+ * One JSONL line for an already validated value. A value JSON cannot hold (a bigint, a cycle
+ * inside a tool call's free-form input) is refused as `INVALID_RECORD` instead of escaping as a
+ * TypeError.
+ */
+export function toLine(value: unknown): string {
   try {
-    return JSON.parse(JSON.stringify(value) ?? 'null');
+    return JSON.stringify(value);
   } catch (error) {
     throw new TeamError('INVALID_RECORD', `value cannot be stored as JSON: ${String(error)}`, {
       cause: error,

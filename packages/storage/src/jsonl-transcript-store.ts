@@ -6,7 +6,7 @@ import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, exists, ioError, syncDirectory } from './fs-seam.js';
 import { iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
-import { repairTail, toJson } from './jsonl-team-log.js';
+import { repairTail, toLine } from './jsonl-team-log.js';
 
 /** A torn transcript tail cut away when the member's file was first opened. */
 export interface TranscriptRepair {
@@ -96,7 +96,8 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     this.#assertWritable();
     checkSafeId('memberId', memberId);
     if (entries.length === 0) return;
-    const lines = entries.map((entry) => JSON.stringify(parseTranscriptEntry(toJson(entry))));
+    // Validation builds a fresh copy; one stringify writes it.
+    const lines = entries.map((entry) => toLine(parseTranscriptEntry(entry)));
     const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
     const open = this.#open.get(memberId);
     if (open && !this.#waiting.has(memberId)) return open.writer.enqueue(bytes, noop);

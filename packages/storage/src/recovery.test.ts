@@ -295,10 +295,20 @@ describe('validation on append', () => {
     const invalid = { ...entry, message: { role: 'robot' } } as unknown as typeof entry;
     const future = { ...entry, schemaVersion: 2 } as unknown as typeof entry;
     const unserializable = { ...entry, at: 10n } as unknown as typeof entry;
+    // free-form tool input passes the schema but cannot be written as JSON
+    const bigInput = {
+      ...entry,
+      message: {
+        role: 'assistant',
+        content: [],
+        toolCalls: [{ id: 'c1', name: 'count', input: { n: 10n } }],
+      },
+    } as unknown as typeof entry;
     for (const [bad, code] of [
       [invalid, 'INVALID_RECORD'],
       [future, 'UNSUPPORTED_SCHEMA_VERSION'],
       [unserializable, 'INVALID_RECORD'],
+      [bigInput, 'INVALID_RECORD'],
     ] as const) {
       const error = await caught(
         store.transcripts.append({ memberId: ALICE, entries: [entry, bad] }),
