@@ -3,11 +3,11 @@ import {
   decodeJsonEnvelope,
   encodeJsonEnvelope,
   JSON_ENVELOPE_GUIDE,
-  toJsonEnvelope,
+  messageEnvelope,
 } from './json-envelope.js';
 import { pickPriority } from './priority.js';
 import type { ProtocolOptions } from './protocol-options.js';
-import { messageText, requireSenderName, teamMessageSource } from './shared.js';
+import { teamMessageSource } from './shared.js';
 import {
   formatAssignmentNotice,
   formatIdleNotice,
@@ -30,14 +30,7 @@ export function createJsonProtocol(options: ProtocolOptions = {}): ProtocolHooks
     specificationVersion: 'v1',
     name: 'json',
     formatMessage({ message, sender }) {
-      requireSenderName(sender.name);
-      const envelope = toJsonEnvelope({
-        kind: message.kind,
-        from: sender.name,
-        text: messageText(message),
-        color: sender.color,
-        summary: message.summary,
-      });
+      const envelope = messageEnvelope(message, sender);
       const entry: ChatMessage = {
         role: 'user',
         content: textContent(encodeJsonEnvelope(envelope)),

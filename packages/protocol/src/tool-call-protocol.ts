@@ -10,11 +10,11 @@ import {
   decodeJsonEnvelope,
   encodeJsonEnvelope,
   JSON_ENVELOPE_GUIDE,
-  toJsonEnvelope,
+  messageEnvelope,
 } from './json-envelope.js';
 import { pickPriority } from './priority.js';
 import type { ProtocolOptions } from './protocol-options.js';
-import { isRecord, messageText, requireSenderName, teamMessageSource } from './shared.js';
+import { isRecord, teamMessageSource } from './shared.js';
 import {
   formatAssignmentNotice,
   formatIdleNotice,
@@ -63,15 +63,8 @@ export function createToolCallProtocol(options: ProtocolOptions = {}): ProtocolH
     specificationVersion: 'v1',
     name: 'tool-call',
     formatMessage({ message, sender }) {
-      requireSenderName(sender.name);
+      const envelope = messageEnvelope(message, sender);
       const id = teammateMessageCallId(message.id);
-      const envelope = toJsonEnvelope({
-        kind: message.kind,
-        from: sender.name,
-        text: messageText(message),
-        color: sender.color,
-        summary: message.summary,
-      });
       const call: AssistantMessage = {
         role: 'assistant',
         content: [],
