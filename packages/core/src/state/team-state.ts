@@ -123,7 +123,8 @@ export class TeamState {
   private seq = 0;
   private lead: string | undefined;
   private readonly roster = new Map<string, Member>();
-  private readonly names = new Set<string>();
+  /** Every name ever used (names are never reused), to the member's id. */
+  private readonly names = new Map<string, string>();
   private liveTeammates = 0;
   private readonly board = new TaskBoard();
   private readonly mailbox = new Mailbox();
@@ -225,7 +226,7 @@ export class TeamState {
       if (isLivePhase(member.phase)) this.liveTeammates++;
     }
     this.roster.set(member.id, member);
-    this.names.add(member.name);
+    this.names.set(member.name, member.id);
     if (isLead) this.lead = member.id;
   }
 
@@ -317,12 +318,10 @@ export class TeamState {
     return found === undefined ? undefined : { ...found };
   }
 
-  /** O(members): names are few and this is not on a hot path. */
+  /** The member that has (or had) this name; names are immutable and never reused. */
   memberByName(name: string): Member | undefined {
-    for (const member of this.roster.values()) {
-      if (member.name === name) return { ...member };
-    }
-    return undefined;
+    const id = this.names.get(name);
+    return id === undefined ? undefined : this.member(id);
   }
 
   /** Every member ever spawned, lead first, then in spawn order. */
