@@ -8,7 +8,12 @@ import type {
   ToolCall,
   Usage,
 } from '@teamwire/core';
-import { contentText, TeamError } from '@teamwire/core';
+import {
+  contentText,
+  INTERRUPTED_TOOL_RESULT,
+  TERMINATED_TOOL_RESULT,
+  TeamError,
+} from '@teamwire/core';
 import {
   type Findings,
   formatFindingsMessage,
@@ -164,6 +169,13 @@ function outcomes(messages: readonly ChatMessage[]): ToolOutcome[] {
 const last = (list: readonly ToolOutcome[], name: string) =>
   list.filter((o) => o.call.name === name).at(-1);
 
+/**
+ * A call cut off by an interrupt or a process termination: it may or may not have changed the
+ * team, so the policy neither trusts it nor counts it as a failure.
+ */
+const outcomeUnknown = (o: ToolOutcome) =>
+  !o.ok && (o.text === TERMINATED_TOOL_RESULT || o.text === INTERRUPTED_TOOL_RESULT);
+
 // ---------------------------------------------------------------- reviewer
 
 interface ListResult {
@@ -190,7 +202,9 @@ function reviewerStep(messages: readonly ChatMessage[]): Step {
       toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
     };
   }
-  const done = outcomes(turn);
+  // a call whose outcome is unknown is made again: reads are harmless, a second findings message
+  // replaces the first in the lead's report, and completing a completed task is refused
+  const done = outcomes(turn).filter((o) => !outcomeUnknown(o));
   const failed = done.find((o) => !o.ok);
   if (failed) {
     if (last(done, 'task_update')) return { text: `Stopped on ${taskId}: ${failed.text}` };
@@ -358,15 +372,24 @@ export function unitsFromPaths(paths: readonly string[]): string[] {
 
 function leadStep(messages: readonly ChatMessage[], options: PolicyOptions): Step {
   const turn = currentTurn(messages);
-  const done = outcomes(turn);
+  const all = outcomes(turn);
   const teammates = options.teammates ?? 3;
+  // After a call whose outcome is unknown (a kill or an interrupt cut it off) the files, the roster
+  // and the board read before it may be stale: read them again before deciding anything, so a
+  // resumed lead never creates a task or spawns a reviewer twice.
+  let cut = -1;
+  all.forEach((o, i) => {
+    if (outcomeUnknown(o)) cut = i;
+  });
+  const fresh = all.slice(cut + 1);
+  const done = all.filter((o) => !outcomeUnknown(o));
   const failed = done.filter((o) => !o.ok && o.call.name !== 'wait_for_team');
   const fatal = failed.find((o) => ['list_files', 'write_report'].includes(o.call.name));
   if (fatal) return { text: `The review stopped: ${fatal.call.name} failed: ${fatal.text}` };
 
-  const files = last(done, 'list_files');
-  const members = last(done, 'list_members');
-  const board = last(done, 'task_list');
+  const files = last(fresh, 'list_files');
+  const members = last(fresh, 'list_members');
+  const board = last(fresh, 'task_list');
   if (!files || !members || !board) {
     return {
       toolCalls: [

@@ -1,0 +1,233 @@
+import {
+  type AssistantMessage,
+  type ChatMessage,
+  INTERRUPTED_TOOL_RESULT,
+  TERMINATED_TOOL_RESULT,
+  type ToolCall,
+} from '@teamwire/core';
+import { xmlProtocol } from '@teamwire/protocol';
+import { describe, expect, it } from 'vitest';
+import { createPolicyModel, type PolicyOptions, SUMMARY_SUBJECT } from './policy-model.js';
+
+/** The policy's next answer to a conversation. */
+async function nextStep(
+  role: PolicyOptions['role'],
+  messages: ChatMessage[],
+): Promise<AssistantMessage> {
+  const model = createPolicyModel({ role, protocol: xmlProtocol, teammates: 1 });
+  let message: AssistantMessage | undefined;
+  for await (const event of model.stream({ system: [], messages, tools: [] })) {
+    if (event.type === 'finish') message = event.message;
+  }
+  if (!message) throw new Error('the policy finished without a message');
+  return message;
+}
+
+/** A conversation builder: each step is the model's tool calls and the results they got. */
+function conversation(start: ChatMessage) {
+  const messages: ChatMessage[] = [start];
+  let n = 0;
+  return {
+    messages,
+    step(calls: { name: string; input: unknown; result: unknown; isError?: boolean }[]) {
+      const toolCalls: ToolCall[] = calls.map((c) => ({
+        id: `call_${++n}`,
+        name: c.name,
+        input: c.input,
+      }));
+      messages.push({ role: 'assistant', content: [], toolCalls, stopReason: 'tool_calls' });
+      calls.forEach((c, i) => {
+        const call = toolCalls[i] as ToolCall;
+        messages.push({
+          role: 'tool',
+          toolCallId: call.id,
+          toolName: call.name,
+          content: [
+            {
+              type: 'text',
+              text: typeof c.result === 'string' ? c.result : JSON.stringify(c.result),
+            },
+          ],
+          ...(c.isError ? { isError: true } : {}),
+        });
+      });
+      return this;
+    },
+  };
+}
+
+const files = {
+  files: [
+    { path: 'a/index.ts', lines: 3 },
+    { path: 'b/index.ts', lines: 4 },
+  ],
+  total: 2,
+};
+const reviewer = { name: 'reviewer-1', status: 'idle' };
+const task = (id: string, subject: string, status = 'pending', owner?: string) => ({
+  id,
+  subject,
+  status,
+  ...(owner ? { owner } : {}),
+});
+const board = [
+  task('task-1', 'Review a'),
+  task('task-2', 'Review b'),
+  task('task-3', SUMMARY_SUBJECT, 'pending', 'lead'),
+];
+
+/** A lead that read the team, spawned its reviewer, created the board and waited once. */
+function leadAfterPlanning() {
+  return conversation({
+    role: 'user',
+    content: [{ type: 'text', text: 'review this codebase' }],
+    source: { kind: 'host' },
+  })
+    .step([
+      { name: 'list_files', input: { path: '.' }, result: files },
+      { name: 'list_members', input: {}, result: [{ name: 'lead', status: 'running' }] },
+      { name: 'task_list', input: {}, result: { tasks: [] } },
+    ])
+    .step([{ name: 'spawn_teammate', input: { name: 'reviewer-1' }, result: { ok: true } }])
+    .step([
+      { name: 'task_create', input: {}, result: board[0] },
+      { name: 'task_create', input: {}, result: board[1] },
+    ])
+    .step([{ name: 'task_create', input: {}, result: task('task-3', SUMMARY_SUBJECT) }])
+    .step([{ name: 'task_update', input: {}, result: board[2] }])
+    .step([{ name: 'wait_for_team', input: {}, result: { noProgress: undefined } }]);
+}
+
+const names = (m: AssistantMessage) => m.toolCalls.map((c) => c.name);
+
+describe('the offline lead policy after a call whose outcome is unknown', () => {
+  it('waits on a board it has read in full', async () => {
+    const lead = leadAfterPlanning().step([
+      { name: 'task_list', input: {}, result: { tasks: board } },
+    ]);
+    expect(names(await nextStep('lead', lead.messages))).toEqual(['wait_for_team']);
+  });
+
+  for (const [label, text] of [
+    ['a process termination', TERMINATED_TOOL_RESULT],
+    ['an interrupt', INTERRUPTED_TOOL_RESULT],
+  ] as const) {
+    it(`reads the team again when ${label} cut off its board read, instead of creating the tasks again`, async () => {
+      const lead = leadAfterPlanning().step([
+        { name: 'task_list', input: {}, result: text, isError: true },
+      ]);
+      const next = await nextStep('lead', lead.messages);
+      expect(names(next)).toEqual(['list_files', 'list_members', 'task_list']);
+    });
+  }
+
+  it('reads the board again before re-creating a task whose creation was cut off', async () => {
+    const lead = conversation({
+      role: 'user',
+      content: [{ type: 'text', text: 'review this codebase' }],
+      source: { kind: 'host' },
+    })
+      .step([
+        { name: 'list_files', input: { path: '.' }, result: files },
+        { name: 'list_members', input: {}, result: [reviewer] },
+        { name: 'task_list', input: {}, result: { tasks: [] } },
+      ])
+      .step([
+        { name: 'task_create', input: {}, result: board[0] },
+        { name: 'task_create', input: {}, result: TERMINATED_TOOL_RESULT, isError: true },
+      ]);
+    expect(names(await nextStep('lead', lead.messages))).toEqual([
+      'list_files',
+      'list_members',
+      'task_list',
+    ]);
+    // the creation had landed: the fresh board shows it, so only the summary task is left
+    lead.step([
+      { name: 'list_files', input: { path: '.' }, result: files },
+      { name: 'list_members', input: {}, result: [reviewer] },
+      { name: 'task_list', input: {}, result: { tasks: board.slice(0, 2) } },
+    ]);
+    const next = await nextStep('lead', lead.messages);
+    expect(next.toolCalls.map((c) => [c.name, (c.input as { subject?: string }).subject])).toEqual([
+      ['task_create', SUMMARY_SUBJECT],
+    ]);
+  });
+
+  it('does not stop the review when its file listing was cut off', async () => {
+    const lead = conversation({
+      role: 'user',
+      content: [{ type: 'text', text: 'review this codebase' }],
+      source: { kind: 'host' },
+    }).step([
+      { name: 'list_files', input: { path: '.' }, result: TERMINATED_TOOL_RESULT, isError: true },
+      { name: 'list_members', input: {}, result: [reviewer] },
+      { name: 'task_list', input: {}, result: { tasks: [] } },
+    ]);
+    expect(names(await nextStep('lead', lead.messages))).toEqual([
+      'list_files',
+      'list_members',
+      'task_list',
+    ]);
+  });
+
+  it('asks a teammate to shut down again when the first request was cut off', async () => {
+    const completed = board.map((t) => ({ ...t, status: 'completed' }));
+    const lead = conversation({
+      role: 'user',
+      content: [{ type: 'text', text: 'review this codebase' }],
+      source: { kind: 'host' },
+    })
+      .step([
+        { name: 'list_files', input: { path: '.' }, result: files },
+        { name: 'list_members', input: {}, result: [reviewer] },
+        { name: 'task_list', input: {}, result: { tasks: completed } },
+      ])
+      .step([
+        {
+          name: 'shutdown_teammate',
+          input: { name: 'reviewer-1' },
+          result: TERMINATED_TOOL_RESULT,
+          isError: true,
+        },
+      ])
+      .step([
+        { name: 'list_files', input: { path: '.' }, result: files },
+        { name: 'list_members', input: {}, result: [reviewer] },
+        { name: 'task_list', input: {}, result: { tasks: completed } },
+      ]);
+    const next = await nextStep('lead', lead.messages);
+    expect(next.toolCalls.map((c) => [c.name, c.input])).toEqual([
+      ['shutdown_teammate', { name: 'reviewer-1', reason: 'The review is complete.' }],
+    ]);
+  });
+});
+
+describe('the offline reviewer policy after a call whose outcome is unknown', () => {
+  it('makes the call again rather than giving its task up', async () => {
+    const review = conversation({
+      role: 'user',
+      content: [{ type: 'text', text: 'Claimed task-1: Review a (path: a)' }],
+      source: { kind: 'task-claim', taskId: 'task-1' },
+    }).step([
+      { name: 'list_files', input: { path: 'a' }, result: TERMINATED_TOOL_RESULT, isError: true },
+    ]);
+    const next = await nextStep('reviewer', review.messages);
+    expect(next.toolCalls.map((c) => [c.name, c.input])).toEqual([
+      ['list_files', { path: 'a', limit: 2000 }],
+    ]);
+  });
+
+  it('still gives its task up when a call really failed', async () => {
+    const review = conversation({
+      role: 'user',
+      content: [{ type: 'text', text: 'Claimed task-1: Review a (path: a)' }],
+      source: { kind: 'task-claim', taskId: 'task-1' },
+    }).step([
+      { name: 'list_files', input: { path: 'a' }, result: 'PATH_OUTSIDE_ROOT', isError: true },
+    ]);
+    const next = await nextStep('reviewer', review.messages);
+    expect(next.toolCalls.map((c) => [c.name, c.input])).toEqual([
+      ['task_update', { taskId: 'task-1', action: 'release' }],
+    ]);
+  });
+});
