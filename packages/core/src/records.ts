@@ -1,13 +1,21 @@
 import { z } from 'zod';
 import { ContentBlock } from './content.js';
 import { TeamError } from './errors.js';
+import {
+  MEMBER_NAME_MAX,
+  TASK_DESCRIPTION_MAX,
+  TASK_ID_PATTERN,
+  TASK_SUBJECT_MAX,
+} from './limits.js';
+import { copyValidRecord } from './record-copy.js';
+
+export { MEMBER_NAME_MAX, TASK_ID_PATTERN };
 
 /** The schema version this code writes and the newest it reads. */
 export const SCHEMA_VERSION = 1 as const;
 
 /** Member names: lowercase words joined by single hyphens, at most 64 characters. */
 export const MEMBER_NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
-export const MEMBER_NAME_MAX = 64;
 /** The name of the team lead; reserved (any case) for it alone. */
 export const LEAD_NAME = 'lead';
 
@@ -40,15 +48,13 @@ export type Member = z.infer<typeof Member>;
 export const TaskStatus = z.enum(['pending', 'in_progress', 'completed', 'deleted']);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
-export const TASK_ID_PATTERN = /^task-[1-9][0-9]*$/;
-
 /** A task on the board, as a whole snapshot. */
 export const Task = z.object({
   id: z.string().regex(TASK_ID_PATTERN),
   /** Compare-and-set value: 1 at creation, +1 per change. */
   revision: z.number().int().min(1),
-  subject: z.string().min(1).max(200),
-  description: z.string().min(1).max(16384),
+  subject: z.string().min(1).max(TASK_SUBJECT_MAX),
+  description: z.string().min(1).max(TASK_DESCRIPTION_MAX),
   status: TaskStatus,
   creatorId: z.string().min(1),
   ownerId: z.string().min(1).optional(),
@@ -131,11 +137,13 @@ export type TeamRecord = z.infer<typeof TeamRecord>;
 export type TeamRecordType = TeamRecord['type'];
 
 /**
- * Validates an untrusted value as a {@link TeamRecord}. A `schemaVersion` newer than
- * {@link SCHEMA_VERSION} is refused with `UNSUPPORTED_SCHEMA_VERSION` before anything else is
- * checked, so an old reader never misreads a newer log.
+ * Validates an untrusted value as a {@link TeamRecord} and returns a detached copy. A
+ * `schemaVersion` newer than {@link SCHEMA_VERSION} is refused with `UNSUPPORTED_SCHEMA_VERSION`
+ * before anything else is checked, so an old reader never misreads a newer log.
  */
 export function parseTeamRecord(value: unknown): TeamRecord {
+  const exact = copyValidRecord(value);
+  if (exact) return exact;
   checkSchemaVersion(value);
   const parsed = TeamRecord.safeParse(value);
   if (!parsed.success) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TeamError } from '../errors.js';
+import { TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
 import type { TeamRecord } from '../records.js';
 import { TaskStatus } from '../records.js';
 import type { TaskAction, TaskView } from '../state/index.js';
@@ -48,8 +49,8 @@ export type ListMembersToolInput = z.infer<typeof ListMembersToolInput>;
 
 /** Input of `task_create`. */
 export const TaskCreateToolInput = z.object({
-  subject: z.string().min(1).max(200),
-  description: z.string().min(1).max(16384),
+  subject: z.string().min(1).max(TASK_SUBJECT_MAX),
+  description: z.string().min(1).max(TASK_DESCRIPTION_MAX),
   blockedBy: z.array(taskId).optional().describe('Tasks that must be completed first.'),
   writeScopes: z
     .array(z.string().min(1))
@@ -96,8 +97,8 @@ export const TaskUpdateToolInput = z.object({
     .min(1)
     .optional()
     .describe('Refuse the change unless the task is still at this revision.'),
-  subject: z.string().min(1).max(200).optional(),
-  description: z.string().min(1).max(16384).optional(),
+  subject: z.string().min(1).max(TASK_SUBJECT_MAX).optional(),
+  description: z.string().min(1).max(TASK_DESCRIPTION_MAX).optional(),
   writeScopes: z.array(z.string().min(1)).optional(),
   blockedBy: z.array(taskId).optional(),
   owner: name.optional().describe('For reassign: the new owner.'),

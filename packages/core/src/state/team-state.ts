@@ -3,6 +3,8 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
+import { TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
+import { copyValidRecord } from '../record-copy.js';
 import type {
   Member,
   MemberContext,
@@ -103,9 +105,6 @@ export interface QueueMessageInput {
   summary?: string;
   taskId?: string;
 }
-
-const SUBJECT_MAX = 200;
-const DESCRIPTION_MAX = 16384;
 
 /**
  * The state of one team, kept incrementally from its team log: roster, task board and pending
@@ -524,8 +523,8 @@ export class TeamState {
    */
   createTask(actorId: string, input: CreateTaskInput): TaskRecord {
     this.requireLive(actorId);
-    checkText('subject', input.subject, SUBJECT_MAX);
-    checkText('description', input.description, DESCRIPTION_MAX);
+    checkText('subject', input.subject, TASK_SUBJECT_MAX);
+    checkText('description', input.description, TASK_DESCRIPTION_MAX);
     const blockedBy = checkIdList(input.blockedBy ?? []);
     const writeScopes = normalizeWriteScopes(input.writeScopes ?? []);
     if (this.board.activeCount >= this.limits.maxTasks) {
@@ -665,11 +664,11 @@ export class TeamState {
     }
     const changes: Partial<Task> = {};
     if (action.subject !== undefined) {
-      checkText('subject', action.subject, SUBJECT_MAX);
+      checkText('subject', action.subject, TASK_SUBJECT_MAX);
       changes.subject = action.subject;
     }
     if (action.description !== undefined) {
-      checkText('description', action.description, DESCRIPTION_MAX);
+      checkText('description', action.description, TASK_DESCRIPTION_MAX);
       changes.description = action.description;
     }
     if (action.writeScopes !== undefined) {
@@ -857,6 +856,8 @@ export class TeamState {
 
   /** Schema-checks a built record (`INVALID_ARGUMENT` on bad input) and returns the parsed copy. */
   private checkRecord<R extends TeamRecord>(record: R): R {
+    const exact = copyValidRecord(record);
+    if (exact) return exact as R;
     const parsed = TeamRecord.safeParse(record);
     if (!parsed.success) {
       throw new TeamError('INVALID_ARGUMENT', `invalid input: ${z.prettifyError(parsed.error)}`, {

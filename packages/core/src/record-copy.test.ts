@@ -1,0 +1,345 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TeamError } from './errors.js';
+import { copyValidRecord } from './record-copy.js';
+import { parseTeamRecord, TeamRecord } from './records.js';
+
+/*
+ * The fast path must give exactly zod's verdict and zod's output: it accepts a value exactly when
+ * zod does, and returns what zod returns (same values, same key order, unknown keys stripped,
+ * detached from the input where zod's copy is).
+ */
+
+/** Strings that sit on the schemas' bounds, in UTF-16 units and in code points. */
+const around = (n: number) =>
+  fc.constantFrom(
+    'x'.repeat(n - 1),
+    'x'.repeat(n),
+    'x'.repeat(n + 1),
+    '😀'.repeat(n),
+    '😀'.repeat(n + 1),
+    `${'x'.repeat(n - 1)}😀`,
+    `${'x'.repeat(n)}\uD800`,
+  );
+const text = fc.oneof(
+  { weight: 4, arbitrary: fc.string({ maxLength: 12 }) },
+  { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 8 }) },
+  { weight: 1, arbitrary: fc.constantFrom('', '\uD83D', '😀', '__proto__', 'constructor') },
+);
+const nonEmpty = text.filter((s) => s.length > 0);
+const taskId = fc.oneof(
+  fc.integer({ min: 1, max: 10_000 }).map((n) => `task-${n}`),
+  fc.constantFrom('task-0', 'task-01', 'Task-1', 'task-1 ', ''),
+);
+
+const member = fc.record(
+  {
+    id: nonEmpty,
+    name: fc.oneof(nonEmpty, around(64)),
+    description: text,
+    agentType: nonEmpty,
+    provider: text,
+    context: fc.constantFrom('fresh', 'fork'),
+    phase: fc.constantFrom('provisioning', 'active', 'failed', 'retired'),
+    color: text,
+    error: text,
+  },
+  { requiredKeys: ['id', 'name', 'description', 'agentType', 'provider', 'context', 'phase'] },
+);
+const task = fc.record(
+  {
+    id: taskId,
+    revision: fc.integer({ min: 1, max: 1000 }),
+    subject: fc.oneof(nonEmpty, around(200)),
+    description: fc.oneof(nonEmpty, around(16384)),
+    status: fc.constantFrom('pending', 'in_progress', 'completed', 'deleted'),
+    creatorId: nonEmpty,
+    ownerId: nonEmpty,
+    blockedBy: fc.array(taskId, { maxLength: 3 }),
+    writeScopes: fc.array(nonEmpty, { maxLength: 3 }),
+  },
+  {
+    requiredKeys: [
+      'id',
+      'revision',
+      'subject',
+      'description',
+      'status',
+      'creatorId',
+      'blockedBy',
+      'writeScopes',
+    ],
+  },
+);
+const block = fc.oneof(
+  fc.record({ type: fc.constant('text'), text }),
+  fc.record(
+    { type: fc.constant('thinking'), thinking: text, signature: text },
+    { requiredKeys: ['type', 'thinking'] },
+  ),
+  fc.record({ type: fc.constant('redacted_thinking'), data: text }),
+  // a block of a type this version does not know, with whatever fields it carries
+  fc
+    .tuple(
+      fc.constantFrom('image', 'tool_reference', 'text ', 'x'),
+      fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue(), { maxKeys: 3 }),
+    )
+    .map(([type, rest]) => ({ ...rest, type })),
+);
+const message = fc.record(
+  {
+    id: nonEmpty,
+    senderId: nonEmpty,
+    senderName: nonEmpty,
+    targetId: nonEmpty,
+    kind: fc.constantFrom('message', 'idle_notification', 'shutdown_request', 'task_assignment'),
+    delivery: fc.constantFrom('quiet', 'wakeup'),
+    content: fc.array(block, { maxLength: 3 }),
+    summary: text,
+    taskId: text,
+  },
+  {
+    requiredKeys: ['id', 'senderId', 'senderName', 'targetId', 'kind', 'delivery', 'content'],
+  },
+);
+const head = {
+  seq: fc.integer({ min: 1, max: 2 ** 40 }),
+  at: fc.oneof(fc.integer({ min: 0, max: 2 ** 45 }), fc.double({ noNaN: true })),
+  teamId: nonEmpty,
+  schemaVersion: fc.constant(1),
+};
+/** Values shaped like records, mostly valid: the interesting cases sit near the valid ones. */
+const recordLike = fc.oneof(
+  fc.record({ ...head, type: fc.constant('member'), member }),
+  fc.record({ ...head, type: fc.constant('task'), task }),
+  fc.record({ ...head, type: fc.constant('message.queued'), message }),
+  fc.record({
+    ...head,
+    type: fc.constant('message.delivered'),
+    messageId: nonEmpty,
+    targetId: nonEmpty,
+  }),
+);
+
+const BASE = { seq: 7, at: 1_700_000_000_000, teamId: 'T', schemaVersion: 1 };
+/** One record of each type with every optional field set, and a block of each kind. */
+const TYPICAL = [
+  {
+    ...BASE,
+    type: 'member',
+    member: {
+      id: 'M',
+      name: 'alice',
+      description: 'd',
+      agentType: 'worker',
+      provider: 'scripted',
+      context: 'fresh',
+      phase: 'failed',
+      color: 'blue',
+      error: 'boom',
+    },
+  },
+  {
+    ...BASE,
+    type: 'task',
+    task: {
+      id: 'task-3',
+      revision: 2,
+      subject: 's',
+      description: 'd',
+      status: 'in_progress',
+      creatorId: 'T',
+      ownerId: 'M',
+      blockedBy: ['task-1'],
+      writeScopes: ['src'],
+    },
+  },
+  {
+    ...BASE,
+    type: 'message.queued',
+    message: {
+      id: 'X',
+      senderId: 'T',
+      senderName: 'lead',
+      targetId: 'M',
+      kind: 'task_assignment',
+      delivery: 'wakeup',
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'thinking', thinking: 'hmm', signature: 'sig' },
+        { type: 'redacted_thinking', data: 'opaque' },
+        { type: 'image', source: { data: 'b64' } },
+      ],
+      summary: 'one line',
+      taskId: 'task-3',
+    },
+  },
+  { ...BASE, type: 'message.delivered', messageId: 'X', targetId: 'M' },
+];
+const DROP = Symbol('drop');
+/** Values that sit next to the valid ones: empty, wrong type, out of range, other enum values. */
+const PROBES: unknown[] = [
+  '',
+  'x',
+  '😀'.repeat(65),
+  'task-0',
+  'task-9',
+  'pending',
+  'retired',
+  'fork',
+  'quiet',
+  'shutdown_request',
+  'text',
+  'image',
+  0,
+  1,
+  2,
+  -1,
+  1.5,
+  2 ** 53,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  true,
+  null,
+  undefined,
+  [],
+  ['task-1'],
+  [''],
+  {},
+];
+
+type Json = Record<string, unknown>;
+/** Every object of `v` (itself included), with its path. */
+function objectsOf(v: unknown, path: string[] = [], out: [string[], Json][] = []) {
+  if (typeof v === 'object' && v !== null) {
+    out.push([path, v as Json]);
+    for (const [k, child] of Object.entries(v)) objectsOf(child, [...path, k], out);
+  }
+  return out;
+}
+
+/** One edit anywhere in the value: drop a key, replace a value, add a key, or set `undefined`. */
+const mutated = fc
+  .tuple(
+    recordLike,
+    fc.nat(),
+    fc.nat(),
+    fc.constantFrom('drop', 'replace', 'add', 'undefine'),
+    fc.oneof(
+      fc.anything({ maxDepth: 2 }),
+      fc.constantFrom(
+        0,
+        -1,
+        1.5,
+        2 ** 53,
+        Number.NaN,
+        Number.POSITIVE_INFINITY,
+        null,
+        [],
+        {},
+        '',
+        'x',
+      ),
+    ),
+    fc.string({ maxLength: 6 }),
+  )
+  .map(([value, where, which, edit, replacement, extraKey]) => {
+    const copy = structuredClone(value) as Json;
+    const objects = objectsOf(copy);
+    const [, target] = objects[where % objects.length] as [string[], Json];
+    const keys = Object.keys(target);
+    const key = keys[which % Math.max(1, keys.length)];
+    if (edit === 'add') target[extraKey] = replacement;
+    else if (key === undefined) target[extraKey] = replacement;
+    else if (edit === 'drop') delete target[key];
+    else if (edit === 'undefine') target[key] = undefined;
+    else target[key] = replacement;
+    return copy;
+  });
+
+/** Key order matters too: the log's bytes come from the copy. */
+const keyOrder = (v: unknown): unknown =>
+  typeof v === 'object' && v !== null
+    ? Array.isArray(v)
+      ? v.map(keyOrder)
+      : Object.entries(v).map(([k, child]) => [k, keyOrder(child)])
+    : v;
+
+function agreesWithZod(value: unknown): void {
+  const copy = copyValidRecord(value);
+  const zod = TeamRecord.safeParse(value);
+  expect(copy !== undefined).toBe(zod.success);
+  if (copy === undefined) return;
+  expect(copy).toStrictEqual(zod.data);
+  expect(keyOrder(copy)).toEqual(keyOrder(zod.data));
+  // detached as zod's copy is: new objects everywhere but inside blocks of unknown types, whose
+  // fields both pass through
+  const inputs = new Set(objectsOf(value).map(([, o]) => o));
+  const zodShares = new Map(
+    objectsOf(zod.data).map(([path, o]) => [path.join('.'), inputs.has(o)]),
+  );
+  for (const [path, o] of objectsOf(copy)) {
+    expect(inputs.has(o), path.join('.')).toBe(zodShares.get(path.join('.')));
+  }
+}
+
+describe('copyValidRecord, the fast path of record validation', () => {
+  it('takes every well-formed record and returns what zod returns', () => {
+    fc.assert(
+      fc.property(recordLike, (value) => {
+        agreesWithZod(value);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('agrees with zod on records with one edit anywhere', () => {
+    fc.assert(
+      fc.property(mutated, (value) => {
+        agreesWithZod(value);
+      }),
+      { numRuns: 4000 },
+    );
+  });
+
+  it('accepts a typical record of each type, and strips keys it does not know', () => {
+    for (const record of TYPICAL) {
+      expect(copyValidRecord(record)).toStrictEqual(record);
+      expect(copyValidRecord({ ...record, extra: true })).toStrictEqual(record);
+      agreesWithZod(record);
+    }
+  });
+
+  it('agrees with zod when any one field of a typical record is removed or replaced', () => {
+    let cases = 0;
+    for (const record of TYPICAL) {
+      for (const [path, object] of objectsOf(record)) {
+        for (const key of Object.keys(object)) {
+          for (const probe of [DROP, ...PROBES]) {
+            const copy = structuredClone(record) as Json;
+            const target = path.reduce<Json>((o, k) => o[k] as Json, copy);
+            if (probe === DROP) delete target[key];
+            else target[key] = probe;
+            agreesWithZod(copy);
+            cases++;
+          }
+        }
+      }
+    }
+    expect(cases).toBeGreaterThan(1500);
+  });
+
+  it('leaves refusals, with their codes and messages, to zod', () => {
+    const bad = { seq: 1, at: 0, teamId: 'T', schemaVersion: 1, type: 'task', task: {} };
+    expect(copyValidRecord(bad)).toBeUndefined();
+    expect(() => parseTeamRecord(bad)).toThrow(/invalid team record at seq 1/);
+    const newer = { ...bad, schemaVersion: 2 };
+    expect(copyValidRecord(newer)).toBeUndefined();
+    try {
+      parseTeamRecord(newer);
+      expect.unreachable();
+    } catch (error) {
+      expect(TeamError.isInstance(error) && error.code).toBe('UNSUPPORTED_SCHEMA_VERSION');
+    }
+  });
+});
