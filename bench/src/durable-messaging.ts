@@ -196,7 +196,7 @@ async function sendAndDeliver(
   };
   const rendered: ChatMessage[] = xmlProtocol
     .formatMessage({ message: queued.message, sender: { name: sender.name } })
-    .map((entry) => ({ ...entry, source }));
+    .map((entry): ChatMessage => Object.assign({}, entry, { source }));
   await store.transcripts.append({
     memberId: target.id,
     entries: rendered.map((message) => ({

@@ -249,8 +249,8 @@ const mutated = fc
     const [, target] = objects[where % objects.length] as [string[], Json];
     const keys = Object.keys(target);
     const key = keys[which % Math.max(1, keys.length)];
-    if (edit === 'add') target[extraKey] = replacement;
-    else if (key === undefined) target[extraKey] = replacement;
+    if (Array.isArray(target) && (edit === 'add' || key === undefined)) target.push(replacement);
+    else if (edit === 'add' || key === undefined) target[extraKey] = replacement;
     else if (edit === 'drop') delete target[key];
     else if (edit === 'undefine') target[key] = undefined;
     else target[key] = replacement;

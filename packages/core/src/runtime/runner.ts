@@ -441,7 +441,7 @@ export class AgentRunner {
         message: shown,
         sender: { name: message.senderName, ...(senderColor ? { color: senderColor } : {}) },
       })
-      .map((entry) => ({ ...entry, source }));
+      .map((entry): ChatMessage => Object.assign({}, entry, { source }));
   }
 
   private async notifyIdle(content: ContentBlock[]): Promise<void> {

@@ -106,6 +106,9 @@ export interface QueueMessageInput {
   taskId?: string;
 }
 
+/** The fields every record carries, stamped by `emit`. */
+type RecordHeader = Pick<TeamRecord, 'seq' | 'at' | 'teamId' | 'schemaVersion'>;
+
 /**
  * The state of one team, kept incrementally from its team log: roster, task board and pending
  * mail. Replay feeds records to {@link apply}; commands validate a request, build the one record
@@ -366,9 +369,8 @@ export class TeamState {
       phase: 'provisioning',
       ...(input.color === undefined ? {} : { color: input.color }),
     };
-    const first = this.emit<MemberRecord>({ ...this.header(), type: 'member', member });
+    const first = this.emit<MemberRecord>({ type: 'member', member });
     const second = this.emit<MemberRecord>({
-      ...this.header(),
       type: 'member',
       member: { ...member, phase: 'active' },
     });
@@ -404,7 +406,6 @@ export class TeamState {
     }
     this.refuseKnownMemberId(input.id);
     return this.emit<MemberRecord>({
-      ...this.header(),
       type: 'member',
       member: {
         id: input.id,
@@ -443,7 +444,6 @@ export class TeamState {
     }
     const { error: _previousError, ...rest } = current;
     return this.emit<MemberRecord>({
-      ...this.header(),
       type: 'member',
       member: { ...rest, phase, ...(error === undefined ? {} : { error }) },
     });
@@ -792,10 +792,10 @@ export class TeamState {
       kind: input.kind,
       delivery: input.delivery,
       content: input.content,
-      ...(input.summary === undefined ? {} : { summary: input.summary }),
-      ...(input.taskId === undefined ? {} : { taskId: input.taskId }),
     };
-    return this.emit<MessageQueuedRecord>({ ...this.header(), type: 'message.queued', message });
+    if (input.summary !== undefined) message.summary = input.summary;
+    if (input.taskId !== undefined) message.taskId = input.taskId;
+    return this.emit<MessageQueuedRecord>({ type: 'message.queued', message });
   }
 
   /** Marks a pending message delivered (`MESSAGE_STATE` if it is not pending). */
@@ -811,7 +811,6 @@ export class TeamState {
       );
     }
     return this.emit<MessageDeliveredRecord>({
-      ...this.header(),
       type: 'message.delivered',
       messageId: message.id,
       targetId: message.targetId,
@@ -845,15 +844,6 @@ export class TeamState {
 
   // ---------------------------------------------------------------- helpers
 
-  private header(): { seq: number; at: number; teamId: string; schemaVersion: 1 } {
-    return {
-      seq: this.seq + 1,
-      at: this.clock.now(),
-      teamId: this.teamId,
-      schemaVersion: SCHEMA_VERSION,
-    };
-  }
-
   /** Schema-checks a built record (`INVALID_ARGUMENT` on bad input) and returns the parsed copy. */
   private checkRecord<R extends TeamRecord>(record: R): R {
     const exact = copyValidRecord(record);
@@ -867,15 +857,26 @@ export class TeamState {
     return parsed.data as R;
   }
 
-  /** Validates, applies and returns a record; the parsed copy detaches it from caller objects. */
-  private emit<R extends TeamRecord>(record: R): R {
-    const checked = this.checkRecord(record);
+  /**
+   * Stamps `body` as the next record of the team (seq, time, team, schema version), validates it,
+   * applies it and returns it; the validated copy detaches it from caller objects.
+   */
+  private emit<R extends TeamRecord>(body: Omit<R, keyof RecordHeader>): R {
+    // Object.assign, not `{ ...header, ...body }`: V8 takes a slow path when a spread is
+    // followed by new keys, and every record of a team goes through here
+    const header: RecordHeader = {
+      seq: this.seq + 1,
+      at: this.clock.now(),
+      teamId: this.teamId,
+      schemaVersion: SCHEMA_VERSION,
+    };
+    const checked = this.checkRecord(Object.assign(header, body) as R);
     this.apply(checked);
     return checked;
   }
 
   private emitTask(task: Task): TaskRecord {
-    return this.emit<TaskRecord>({ ...this.header(), type: 'task', task });
+    return this.emit<TaskRecord>({ type: 'task', task });
   }
 
   /** The next snapshot of `task`; an `ownerId: undefined` change removes the owner key. */
