@@ -65,8 +65,14 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const historySize = sizeOption('historySize', options.historySize, DEFAULT_HISTORY_SIZE, 1);
   const bufferSize = sizeOption('bufferSize', options.bufferSize, DEFAULT_BUFFER_SIZE, 1);
   const resumeWindow = sizeOption('resumeWindow', options.resumeWindow, historySize * 4, 0);
+  if (options.epoch !== undefined && !isEpoch(options.epoch)) {
+    throw new TeamError('INVALID_ARGUMENT', 'epoch must be 1 to 64 of A-Z a-z 0-9 _ -', {
+      details: { epoch: options.epoch },
+    });
+  }
   return new Hub(
     options.teamId,
+    options.epoch ?? globalThis.crypto.randomUUID().replaceAll('-', '').slice(0, 16),
     historySize,
     bufferSize,
     resumeWindow,
@@ -84,6 +90,13 @@ function sizeOption(name: string, value: number | undefined, fallback: number, m
     });
   }
   return value;
+}
+
+const EPOCH_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** True for a valid hub epoch (safe in an SSE `id:` line and a URL). */
+export function isEpoch(value: unknown): value is string {
+  return typeof value === 'string' && EPOCH_PATTERN.test(value);
 }
 
 function cursorOption(name: string, value: number | undefined): number | undefined {
@@ -120,6 +133,7 @@ class Hub implements EventHub {
 
   constructor(
     readonly teamId: string,
+    readonly epoch: string,
     private readonly historySize: number,
     private readonly bufferSize: number,
     private readonly resumeWindow: number,
@@ -288,9 +302,17 @@ class Hub implements EventHub {
         ? [...this.agents.values()]
         : [...filter.agents].flatMap((name) => this.agents.get(name) ?? []);
 
+    if (options.epoch !== undefined && typeof options.epoch !== 'string') {
+      throw new TeamError('INVALID_ARGUMENT', 'epoch must be a string', {
+        details: { epoch: options.epoch },
+      });
+    }
     let from = fromSeq ?? (afterSeq === undefined ? undefined : afterSeq + 1);
     const prelude: PreludeEntry[] = [];
-    if (from !== undefined && from > this.seq + 1) {
+    if (from !== undefined && options.epoch !== undefined && options.epoch !== this.epoch) {
+      prelude.push({ kind: 'item', item: { type: 'reset', reason: 'hub-restarted' } });
+      from = undefined;
+    } else if (from !== undefined && from > this.seq + 1) {
       prelude.push({ kind: 'item', item: { type: 'reset', reason: 'unknown-cursor' } });
       from = undefined;
     } else if (

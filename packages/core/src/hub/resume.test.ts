@@ -207,6 +207,32 @@ describe('event hub cursor resume', () => {
     await expectIdle(current);
   });
 
+  it('a cursor from another epoch (a restarted hub) yields a reset, then the rings', async () => {
+    const hub = createEventHub({ teamId: TEAM, epoch: 'now', historySize: 3 });
+    expect(hub.epoch).toBe('now');
+    for (let i = 1; i <= 4; i++) hub.publish('lead', delta(String(i))); // seqs 2..5
+    // the old cursor is below this hub's latest seq, so without the epoch it would be misread
+    const stale = hub.subscribe({ afterSeq: 3, epoch: 'before' });
+    expect(summary(await take(stale, 4))).toEqual(['reset(hub-restarted)', '3:2', '4:3', '5:4']);
+    await expectIdle(stale);
+    const same = hub.subscribe({ afterSeq: 3, epoch: 'now' });
+    expect(summary(await take(same, 2))).toEqual(['4:3', '5:4']);
+    await expectIdle(same);
+    // an epoch without a cursor changes nothing: a fresh subscriber gets the rings
+    const fresh = hub.subscribe({ epoch: 'before' });
+    expect(summary(await take(fresh, 3))).toEqual(['3:2', '4:3', '5:4']);
+    await expectIdle(fresh);
+  });
+
+  it('refuses an epoch that could not travel in an SSE id', () => {
+    for (const epoch of ['', 'a:b', 'new\nline', 'x'.repeat(65)]) {
+      expect(() => createEventHub({ teamId: TEAM, epoch })).toThrow(/epoch must be/);
+    }
+    const generated = [createEventHub({ teamId: TEAM }), createEventHub({ teamId: TEAM })];
+    expect(generated[0]?.epoch).toMatch(/^[0-9a-f]{16}$/);
+    expect(generated[0]?.epoch).not.toBe(generated[1]?.epoch);
+  });
+
   it('property: a resume from any cursor hands out every later event once, or counts it', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -142,7 +142,7 @@ async function serve(hub: EventHub, options: SseHandlerOptions) {
 describe('createSseHandler', () => {
   it('resumes with Last-Event-ID after a disconnect and delivers every event exactly once', async () => {
     const clock: ManualClock = createManualClock();
-    const hub = createEventHub({ teamId: TEAM, clock });
+    const hub = createEventHub({ teamId: TEAM, clock, epoch: 'run1' });
     const { port, closed } = await serve(hub, { clock, heartbeatMs: 1_000, retryMs: 500 });
 
     hub.publish('alice', delta('1')); // seq 2 (1: presence)
@@ -168,7 +168,7 @@ describe('createSseHandler', () => {
     hub.publish('alice', delta('4')); // seq 5, while nobody listens
     hub.publish('bob', delta('5')); //   seq 7 (6: bob started)
     const lastId = first.frames.filter((frame) => frame.id !== undefined).at(-1)?.id;
-    expect(lastId).toBe('4');
+    expect(lastId).toBe('run1:4');
 
     const second = await connect(port, { lastEventId: lastId });
     await second.until((frames) => deltas(frames).length === 2);
@@ -176,7 +176,14 @@ describe('createSseHandler', () => {
     await second.until((frames) => deltas(frames).length === 3);
 
     const everything = [...deltas(first.frames), ...deltas(second.frames)];
-    expect(everything).toEqual(['2:1', '3:2', '4:3', '5:4', '7:5', '8:6']);
+    expect(everything).toEqual([
+      'run1:2:1',
+      'run1:3:2',
+      'run1:4:3',
+      'run1:5:4',
+      'run1:7:5',
+      'run1:8:6',
+    ]);
 
     second.disconnect();
     await closed(2);
@@ -184,7 +191,7 @@ describe('createSseHandler', () => {
   });
 
   it('filters by agent and adds presence from the query string', async () => {
-    const hub = createEventHub({ teamId: TEAM });
+    const hub = createEventHub({ teamId: TEAM, epoch: 'e' });
     const { port } = await serve(hub, { heartbeatMs: 0 });
     hub.publish('alice', delta('a'));
     hub.publish('bob', delta('b'));
@@ -195,8 +202,8 @@ describe('createSseHandler', () => {
     const items = client.frames.filter((frame) => frame.data !== undefined);
     expect(items.map((frame) => [frame.id, frame.data?.type])).toEqual([
       [undefined, 'presence.snapshot'],
-      ['4', 'event'],
-      ['6', 'presence'],
+      ['e:4', 'event'],
+      ['e:6', 'presence'],
     ]);
     // The snapshot restates state and must not move the client's cursor.
     expect(items[0]?.data).toMatchObject({ active: [{ name: 'bob', active: true }] });
@@ -204,20 +211,61 @@ describe('createSseHandler', () => {
   });
 
   it('ends the stream when the hub closes, after what was buffered', async () => {
-    const hub = createEventHub({ teamId: TEAM });
+    const hub = createEventHub({ teamId: TEAM, epoch: 'e' });
     const { port } = await serve(hub, { heartbeatMs: 0 });
     const client = await connect(port, { path: '/events?lastEventId=0' });
     hub.publish('alice', delta('last words'));
     hub.close();
     await client.ended;
-    expect(deltas(client.frames)).toEqual(['2:last words']);
+    expect(deltas(client.frames)).toEqual(['e:2:last words']);
+  });
+
+  it('tells a client that reconnects to a restarted hub to rebuild its view', async () => {
+    const before = createEventHub({ teamId: TEAM, epoch: 'before' });
+    const { port } = await serve(before, { heartbeatMs: 0 });
+    for (let i = 1; i <= 5; i++) before.publish('alice', delta(`old ${i}`)); // seqs 2..6
+    const client = await connect(port);
+    await client.until((frames) => deltas(frames).length === 5);
+    const lastId = client.frames.filter((frame) => frame.id !== undefined).at(-1)?.id;
+    expect(lastId).toBe('before:6');
+    client.disconnect();
+    before.close();
+    server?.closeAllConnections();
+    await new Promise<void>((resolve) => server?.close(() => resolve()));
+
+    // The process restarted: a new hub whose seqs began again, already past the old cursor.
+    const after = createEventHub({ teamId: TEAM, epoch: 'after' });
+    for (let i = 1; i <= 7; i++) after.publish('alice', delta(`new ${i}`)); // seqs 2..8
+    const restarted = await serve(after, { heartbeatMs: 0 });
+    const again = await connect(restarted.port, { lastEventId: lastId });
+    await again.until((frames) => deltas(frames).length === 7);
+    const items = again.frames.filter((frame) => frame.data !== undefined);
+    // not "everything after seq 6" (which would skip `new 1`..`new 5`): a reset, then everything
+    expect(items[0]?.data).toEqual({ type: 'reset', reason: 'hub-restarted' });
+    expect(items[0]?.id).toBeUndefined();
+    expect(deltas(again.frames)).toEqual(
+      [2, 3, 4, 5, 6, 7, 8].map((seq) => `after:${seq}:new ${seq - 1}`),
+    );
+
+    // a cursor of this hub, with or without its epoch, resumes exactly
+    const resumed = await connect(restarted.port, { lastEventId: 'after:6' });
+    await resumed.until((frames) => deltas(frames).length === 2);
+    const bare = await connect(restarted.port, { lastEventId: '6' });
+    await bare.until((frames) => deltas(frames).length === 2);
+    for (const client of [resumed, bare]) {
+      expect(client.frames.some((frame) => frame.data?.type === 'reset')).toBe(false);
+      expect(deltas(client.frames)).toEqual(['after:7:new 6', 'after:8:new 7']);
+      client.disconnect();
+    }
   });
 
   it('refuses other methods, a malformed Last-Event-ID and a closed hub', async () => {
     const hub = createEventHub({ teamId: TEAM });
     const { port } = await serve(hub, { heartbeatMs: 0 });
     expect((await connect(port, { method: 'POST' })).status).toBe(405);
-    expect((await connect(port, { lastEventId: 'abc' })).status).toBe(400);
+    for (const lastEventId of ['abc', 'e:', ':5', 'e:5:6', 'a b:5', `${'x'.repeat(65)}:5`]) {
+      expect((await connect(port, { lastEventId })).status, lastEventId).toBe(400);
+    }
     hub.close();
     expect((await connect(port)).status).toBe(503);
   });

@@ -28,8 +28,9 @@ export type SseHandler = (req: IncomingMessage, res: ServerResponse) => Promise<
 /**
  * Streams hub items as Server-Sent Events, for web UIs (`EventSource`). Each item is one
  * unnamed event whose `data` is the item as JSON (switch on its `type`); events and presence
- * transitions carry `id: <seq>`, so a browser reconnecting with `Last-Event-ID` resumes exactly
- * after the last item it saw. Query string: `agent` (repeat it or separate with commas),
+ * transitions carry `id: <epoch>:<seq>`, so a browser reconnecting with `Last-Event-ID` resumes
+ * exactly after the last item it saw, and one reconnecting to a restarted hub gets a `reset`
+ * instead of a misread cursor. Query string: `agent` (repeat it or separate with commas),
  * `presence=1`, `events=0`, and `lastEventId` for clients that cannot set the header.
  */
 export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {}): SseHandler {
@@ -91,7 +92,7 @@ export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {})
     try {
       for await (const item of subscription) {
         if (!open) break;
-        const frame = formatFrame(item, onError);
+        const frame = formatFrame(item, onError, hub.epoch);
         if (frame === undefined) continue;
         if (!res.write(frame) && open) {
           await new Promise<void>((resolve) => {
@@ -120,17 +121,22 @@ function parseRequest(req: IncomingMessage, defaultPresence: boolean) {
   const header = req.headers['last-event-id'];
   const raw = (Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('lastEventId');
   let afterSeq: number | undefined;
+  let epoch: string | undefined;
   if (raw !== undefined && raw !== null && raw.trim() !== '') {
-    if (!/^\d+$/.test(raw.trim())) {
-      throw new TeamError('INVALID_ARGUMENT', 'Last-Event-ID must be a hub seq', {
+    // `<epoch>:<seq>` as this handler writes it, or a bare `<seq>` taken to be this hub's
+    const match = /^(?:([A-Za-z0-9_-]{1,64}):)?(\d{1,15})$/.exec(raw.trim());
+    if (match === null) {
+      throw new TeamError('INVALID_ARGUMENT', 'Last-Event-ID must be <epoch>:<seq> or a hub seq', {
         details: { lastEventId: raw },
       });
     }
-    afterSeq = Number(raw.trim());
+    epoch = match[1];
+    afterSeq = Number(match[2]);
   }
   return {
     ...(agents.length > 0 ? { agent: agents } : {}),
     ...(afterSeq === undefined ? {} : { afterSeq }),
+    ...(epoch === undefined ? {} : { epoch }),
     presence: flag(url.searchParams.get('presence'), defaultPresence),
     events: flag(url.searchParams.get('events'), true),
   };
@@ -142,10 +148,15 @@ function flag(value: string | null, fallback: boolean): boolean {
 }
 
 /**
- * One SSE frame. Only items with a cursor get an `id:` line: a snapshot, gap or reset restates
- * or reports rather than advances, and must not move the client's `Last-Event-ID`.
+ * One SSE frame. Only items with a cursor get an `id:` line (`<epoch>:<seq>`, or the bare seq
+ * without an epoch): a snapshot, gap or reset restates or reports rather than advances, and must
+ * not move the client's `Last-Event-ID`.
  */
-export function formatFrame(item: HubItem, onError: (error: unknown) => void = () => {}) {
+export function formatFrame(
+  item: HubItem,
+  onError: (error: unknown) => void = () => {},
+  epoch?: string,
+) {
   let data: string;
   try {
     data = JSON.stringify(item);
@@ -153,6 +164,7 @@ export function formatFrame(item: HubItem, onError: (error: unknown) => void = (
     onError(error);
     return undefined;
   }
-  const id = item.type === 'event' || item.type === 'presence' ? `id: ${item.seq}\n` : '';
+  const cursor = epoch === undefined ? '' : `${epoch}:`;
+  const id = item.type === 'event' || item.type === 'presence' ? `id: ${cursor}${item.seq}\n` : '';
   return `${id}data: ${data}\n\n`;
 }

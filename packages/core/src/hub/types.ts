@@ -75,13 +75,14 @@ export interface HubGap {
 }
 
 /**
- * The cursor could not be honoured: it is newer than anything this hub published (the hub was
- * restarted), or older than what the hub still remembers. What follows is what a fresh subscriber
- * gets (the history rings, then live); an observer should rebuild its view from it.
+ * The cursor could not be honoured: it came from another run of seqs (`hub-restarted`: its epoch
+ * is not this hub's), it is newer than anything this hub published (`unknown-cursor`), or it is
+ * older than what the hub still remembers (`cursor-expired`). What follows is what a fresh
+ * subscriber gets (the history rings, then live); an observer should rebuild its view from it.
  */
 export interface HubReset {
   type: 'reset';
-  reason: 'unknown-cursor' | 'cursor-expired';
+  reason: 'hub-restarted' | 'unknown-cursor' | 'cursor-expired';
 }
 
 /** Everything a subscription yields. Only `event` and `presence` items carry a cursor `seq`. */
@@ -90,6 +91,12 @@ export type HubItem = HubEvent | HubPresenceEvent | HubPresenceSnapshot | HubGap
 /** Options of {@link createEventHub}. */
 export interface EventHubOptions {
   teamId: string;
+  /**
+   * Names this hub's run of seqs, which start again at 1 in every hub: a cursor saved with another
+   * epoch (before a restart) gets a `reset` instead of being misread. 1 to 64 of `A-Z a-z 0-9 _ -`.
+   * Default: a fresh random id per hub.
+   */
+  epoch?: string;
   /** Events kept per agent for late subscribers; the ring outlives the agent. Default 1000. */
   historySize?: number;
   /** Live items queued per subscription before the oldest are dropped. Default 1024. */
@@ -123,6 +130,12 @@ export interface SubscribeOptions {
   fromSeq?: number;
   /** Resume strictly after this seq: the last seq you received (an SSE `Last-Event-ID`). */
   afterSeq?: number;
+  /**
+   * The hub `epoch` the cursor was saved under. When it is not this hub's, the hub restarted since
+   * and the cursor means nothing here: the subscription starts with a `hub-restarted` reset.
+   * Without it the cursor is taken to be this hub's.
+   */
+  epoch?: string;
   /**
    * Include presence: first a `presence.snapshot` of the active agents, then live transitions.
    * Default false.
@@ -170,6 +183,8 @@ export interface DisplayNameLease {
  */
 export interface EventHub extends EventSink {
   readonly teamId: string;
+  /** This hub's run of seqs; save it with a cursor and pass it back to `subscribe`. */
+  readonly epoch: string;
   /** Never blocks, never throws; a no-op once the hub is closed. */
   publish(agentName: string, event: AgentEvent): void;
   /** The runner of `agentName` ended: emits `stopped` if it was active. */
