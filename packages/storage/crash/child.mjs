@@ -176,7 +176,14 @@ const model = {
   },
 };
 
-const store = await openJsonlTeamStore({ teamId, dir, durability: 'fsync' });
+// Fewer open transcript files than members, so the kills also land while files are being closed
+// to make room and reopened.
+const store = await openJsonlTeamStore({
+  teamId,
+  dir,
+  durability: 'fsync',
+  maxOpenTranscripts: 2,
+});
 team = await openTeam({
   teamId,
   log: store.log,

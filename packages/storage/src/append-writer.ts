@@ -63,6 +63,11 @@ export class AppendWriter {
     return this.#length;
   }
 
+  /** Nothing queued or in flight and not closed: the file can be closed without waiting. */
+  get idle(): boolean {
+    return this.#queue.length === 0 && this.#flushing === undefined && !this.#closed;
+  }
+
   /** The write failure that stopped this writer, if any. */
   get failure(): TeamError | undefined {
     return this.#failure;

@@ -8,11 +8,16 @@ import { tempDir } from './test-support.js';
 
 const TEAM = '01JTEAMCONFORMANCE00000000';
 
-async function subject(durability: Durability) {
+async function subject(durability: Durability, maxOpenTranscripts?: number) {
   const dir = await tempDir();
   const stores: JsonlTeamStore[] = [];
   const open = async () => {
-    const store = await openJsonlTeamStore({ teamId: TEAM, dir: dir.path, durability });
+    const store = await openJsonlTeamStore({
+      teamId: TEAM,
+      dir: dir.path,
+      durability,
+      ...(maxOpenTranscripts === undefined ? {} : { maxOpenTranscripts }),
+    });
     stores.push(store);
     return store;
   };
@@ -64,3 +69,21 @@ for (const durability of ['fsync', 'buffered'] as const) {
     );
   });
 }
+
+// The same contract while the store can keep only one member file open, closing and reopening
+// files between appends of different members.
+describe('JSONL transcript store (fsync, one open file at a time)', () => {
+  defineTranscriptStoreConformance(
+    { describe, it },
+    {
+      create: async () => {
+        const s = await subject('fsync', 1);
+        return {
+          store: s.first.transcripts,
+          reopen: async (): Promise<TranscriptStore> => (await s.reopenStore()).transcripts,
+          cleanup: s.cleanup,
+        };
+      },
+    },
+  );
+});

@@ -51,12 +51,21 @@ interface MemberFile {
   writer: AppendWriter;
 }
 
-/** Creates the transcript store of a team folder; member files are opened lazily. */
+/** How many member files a store keeps open at most, by default. */
+export const DEFAULT_MAX_OPEN_TRANSCRIPTS = 128;
+
+/**
+ * Creates the transcript store of a team folder. Member files are opened lazily and at most
+ * `maxOpenFiles` stay open: the least recently used idle one is closed to make room (a team of a
+ * thousand teammates must not hold a thousand descriptors), and reopened without a re-scan, since
+ * this process is the only writer and knows its length.
+ */
 export function createJsonlTranscriptStore(options: {
   fs: StorageFs;
   dir: string;
   durability: Durability;
   onClosed: () => void;
+  maxOpenFiles?: number;
 }): JsonlTranscriptStore {
   return new JsonlTranscriptStoreImpl(options);
 }
@@ -67,7 +76,12 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   readonly #fs: StorageFs;
   readonly #durability: Durability;
   readonly #onClosed: () => void;
+  readonly #maxOpen: number;
+  /** Open member files, least recently used first. */
   readonly #open = new Map<string, MemberFile>();
+  /** Member files scanned and repaired this session, then closed to bound open descriptors. */
+  readonly #known = new Map<string, { path: string; length: number }>();
+  readonly #evicting = new Set<Promise<void>>();
   readonly #opening = new Map<string, Promise<MemberFile | undefined>>();
   readonly #waiting = new Map<string, Waiter[]>();
   readonly #repairs: TranscriptRepair[] = [];
@@ -79,11 +93,13 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     dir: string;
     durability: Durability;
     onClosed: () => void;
+    maxOpenFiles?: number;
   }) {
     this.#fs = options.fs;
     this.dir = options.dir;
     this.#durability = options.durability;
     this.#onClosed = options.onClosed;
+    this.#maxOpen = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_TRANSCRIPTS;
   }
 
   async append({
@@ -100,7 +116,10 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     const lines = entries.map((entry) => toLine(parseTranscriptEntry(entry)));
     const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
     const open = this.#open.get(memberId);
-    if (open && !this.#waiting.has(memberId)) return open.writer.enqueue(bytes, noop);
+    if (open && !this.#waiting.has(memberId)) {
+      this.#touch(memberId, open);
+      return open.writer.enqueue(bytes, noop);
+    }
     // Appends that arrive while the member's file is being opened wait in one list, released in
     // call order in a single step, so no later append can overtake them.
     return new Promise<void>((resolve, reject) => {
@@ -170,6 +189,7 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
       try {
         await Promise.allSettled(this.#opening.values());
         await Promise.all([...this.#open.values()].map((file) => file.writer.close()));
+        await Promise.all(this.#evicting);
       } finally {
         this.#onClosed();
       }
@@ -212,6 +232,8 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   async #openMember(memberId: string, create: boolean): Promise<MemberFile | undefined> {
     const already = this.#open.get(memberId);
     if (already) return already;
+    const known = this.#known.get(memberId);
+    if (known) return this.#reopen(memberId, known);
     const path = join(this.dir, `${memberId}.jsonl`);
     const fs = this.#fs;
     let handle: StorageFileHandle | undefined;
@@ -244,23 +266,67 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
         this.#repairs.push({ memberId, path, tornBytes: outcome.tornBytes });
       }
       if (this.#closing) throw this.#closedError();
-      const file: MemberFile = {
-        path,
-        writer: new AppendWriter({
-          handle,
-          path,
-          length,
-          durability: this.#durability,
-          label: 'transcript',
-          onFailure: (failure) => this.#fail(failure),
-        }),
-      };
-      if (this.#failure) file.writer.stop(this.#failure);
-      this.#open.set(memberId, file);
-      return file;
+      return this.#adopt(memberId, path, handle, length);
     } catch (error) {
       await handle.close().catch(() => undefined);
       throw error;
+    }
+  }
+
+  /** Opens a member file closed earlier this session: its content was checked then. */
+  async #reopen(memberId: string, known: { path: string; length: number }): Promise<MemberFile> {
+    let handle: StorageFileHandle;
+    try {
+      handle = await this.#fs.open(known.path, 'r+');
+    } catch (error) {
+      throw ioError('opening', known.path, error);
+    }
+    if (this.#closing) {
+      await handle.close().catch(() => undefined);
+      throw this.#closedError();
+    }
+    this.#known.delete(memberId);
+    return this.#adopt(memberId, known.path, handle, known.length);
+  }
+
+  #adopt(memberId: string, path: string, handle: StorageFileHandle, length: number): MemberFile {
+    const file: MemberFile = {
+      path,
+      writer: new AppendWriter({
+        handle,
+        path,
+        length,
+        durability: this.#durability,
+        label: 'transcript',
+        onFailure: (failure) => this.#fail(failure),
+      }),
+    };
+    if (this.#failure) file.writer.stop(this.#failure);
+    this.#open.set(memberId, file);
+    this.#evictIdle(memberId);
+    return file;
+  }
+
+  /** Marks a member file most recently used. */
+  #touch(memberId: string, file: MemberFile): void {
+    this.#open.delete(memberId);
+    this.#open.set(memberId, file);
+  }
+
+  /**
+   * Closes least recently used idle member files until at most `maxOpenFiles` are open. Busy files
+   * stay open (the bound is exceeded only while more than that many members write at once).
+   */
+  #evictIdle(keep: string): void {
+    if (this.#open.size <= this.#maxOpen) return;
+    for (const [memberId, file] of this.#open) {
+      if (this.#open.size <= this.#maxOpen) break;
+      if (memberId === keep || !file.writer.idle || this.#waiting.has(memberId)) continue;
+      this.#open.delete(memberId);
+      this.#known.set(memberId, { path: file.path, length: file.writer.length });
+      const closing = file.writer.close();
+      this.#evicting.add(closing);
+      void closing.finally(() => this.#evicting.delete(closing));
     }
   }
 

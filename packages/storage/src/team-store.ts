@@ -7,7 +7,11 @@ import { errnoCode, exists, ioError, nodeFs, syncDirectory } from './fs-seam.js'
 import type { JsonlTeamLog } from './jsonl-team-log.js';
 import { openJsonlTeamLog } from './jsonl-team-log.js';
 import type { JsonlTranscriptStore } from './jsonl-transcript-store.js';
-import { checkSafeId, createJsonlTranscriptStore } from './jsonl-transcript-store.js';
+import {
+  checkSafeId,
+  createJsonlTranscriptStore,
+  DEFAULT_MAX_OPEN_TRANSCRIPTS,
+} from './jsonl-transcript-store.js';
 import type { LockOwner, ProcessProbe } from './lock.js';
 import { acquireOwnerLock, currentProcess } from './lock.js';
 
@@ -34,6 +38,11 @@ export interface OpenJsonlTeamStoreOptions {
   process?: ProcessProbe;
   /** Stamps the lock file. Default: the system clock. */
   clock?: Clock;
+  /**
+   * At most this many transcript files stay open; the least recently used idle one is closed to
+   * make room. Default 128.
+   */
+  maxOpenTranscripts?: number;
 }
 
 /** What opening a team folder found and repaired. */
@@ -88,6 +97,12 @@ export async function openJsonlTeamStore(
       `durability must be 'fsync' or 'buffered', got ${JSON.stringify(durability)}`,
     );
   }
+  const maxOpenFiles = options.maxOpenTranscripts ?? DEFAULT_MAX_OPEN_TRANSCRIPTS;
+  if (!Number.isSafeInteger(maxOpenFiles) || maxOpenFiles < 1) {
+    throw new TeamError('INVALID_ARGUMENT', 'maxOpenTranscripts must be an integer >= 1', {
+      details: { maxOpenTranscripts: options.maxOpenTranscripts },
+    });
+  }
   const fs = options.fs ?? nodeFs;
   const sync = durability === 'fsync';
   const dir = resolve(options.dir ?? join(DEFAULT_TEAMS_ROOT, teamId));
@@ -139,6 +154,7 @@ export async function openJsonlTeamStore(
       dir: join(dir, TRANSCRIPTS_DIR),
       durability,
       onClosed: partClosed,
+      maxOpenFiles,
     });
     const recovered: RecoveryReport = {
       created: !logExists,
