@@ -56,6 +56,22 @@ function conversation(start: ChatMessage) {
   };
 }
 
+/** The lead's turn as the host starts it. */
+const leadConversation = () =>
+  conversation({
+    role: 'user',
+    content: [{ type: 'text', text: 'review this codebase' }],
+    source: { kind: 'host' },
+  });
+
+/** A reviewer's turn started by claiming the review of folder `a`. */
+const claimConversation = () =>
+  conversation({
+    role: 'user',
+    content: [{ type: 'text', text: 'Claimed task-1: Review a (path: a)' }],
+    source: { kind: 'task-claim', taskId: 'task-1' },
+  });
+
 const files = {
   files: [
     { path: 'a/index.ts', lines: 3 },
@@ -78,11 +94,7 @@ const board = [
 
 /** A lead that read the team, spawned its reviewer, created the board and waited once. */
 function leadAfterPlanning() {
-  return conversation({
-    role: 'user',
-    content: [{ type: 'text', text: 'review this codebase' }],
-    source: { kind: 'host' },
-  })
+  return leadConversation()
     .step([
       { name: 'list_files', input: { path: '.' }, result: files },
       { name: 'list_members', input: {}, result: [{ name: 'lead', status: 'running' }] },
@@ -122,11 +134,7 @@ describe('the offline lead policy after a call whose outcome is unknown', () => 
   }
 
   it('reads the board again before re-creating a task whose creation was cut off', async () => {
-    const lead = conversation({
-      role: 'user',
-      content: [{ type: 'text', text: 'review this codebase' }],
-      source: { kind: 'host' },
-    })
+    const lead = leadConversation()
       .step([
         { name: 'list_files', input: { path: '.' }, result: files },
         { name: 'list_members', input: {}, result: [reviewer] },
@@ -154,11 +162,7 @@ describe('the offline lead policy after a call whose outcome is unknown', () => 
   });
 
   it('does not stop the review when its file listing was cut off', async () => {
-    const lead = conversation({
-      role: 'user',
-      content: [{ type: 'text', text: 'review this codebase' }],
-      source: { kind: 'host' },
-    }).step([
+    const lead = leadConversation().step([
       { name: 'list_files', input: { path: '.' }, result: TERMINATED_TOOL_RESULT, isError: true },
       { name: 'list_members', input: {}, result: [reviewer] },
       { name: 'task_list', input: {}, result: { tasks: [] } },
@@ -172,11 +176,7 @@ describe('the offline lead policy after a call whose outcome is unknown', () => 
 
   it('asks a teammate to shut down again when the first request was cut off', async () => {
     const completed = board.map((t) => ({ ...t, status: 'completed' }));
-    const lead = conversation({
-      role: 'user',
-      content: [{ type: 'text', text: 'review this codebase' }],
-      source: { kind: 'host' },
-    })
+    const lead = leadConversation()
       .step([
         { name: 'list_files', input: { path: '.' }, result: files },
         { name: 'list_members', input: {}, result: [reviewer] },
@@ -204,11 +204,7 @@ describe('the offline lead policy after a call whose outcome is unknown', () => 
 
 describe('the offline reviewer policy after a call whose outcome is unknown', () => {
   it('makes the call again rather than giving its task up', async () => {
-    const review = conversation({
-      role: 'user',
-      content: [{ type: 'text', text: 'Claimed task-1: Review a (path: a)' }],
-      source: { kind: 'task-claim', taskId: 'task-1' },
-    }).step([
+    const review = claimConversation().step([
       { name: 'list_files', input: { path: 'a' }, result: TERMINATED_TOOL_RESULT, isError: true },
     ]);
     const next = await nextStep('reviewer', review.messages);
@@ -218,11 +214,7 @@ describe('the offline reviewer policy after a call whose outcome is unknown', ()
   });
 
   it('still gives its task up when a call really failed', async () => {
-    const review = conversation({
-      role: 'user',
-      content: [{ type: 'text', text: 'Claimed task-1: Review a (path: a)' }],
-      source: { kind: 'task-claim', taskId: 'task-1' },
-    }).step([
+    const review = claimConversation().step([
       { name: 'list_files', input: { path: 'a' }, result: 'PATH_OUTSIDE_ROOT', isError: true },
     ]);
     const next = await nextStep('reviewer', review.messages);

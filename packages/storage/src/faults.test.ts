@@ -3,23 +3,19 @@ import { join } from 'node:path';
 import type { TeamRecord } from '@teamwire/core';
 import { TeamError } from '@teamwire/core';
 import { conformanceRecords } from '@teamwire/core/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readTeamLog } from './inspect.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
 import { openJsonlTeamStore } from './team-store.js';
 import type { FaultPlan } from './test-support.js';
-import { gate, instrumentedFs, systemError, tempDir } from './test-support.js';
+import { eachTestInTempDir, gate, instrumentedFs, systemError } from './test-support.js';
 
 const TEAM = '01JTEAMFAULTS0000000000000';
 const ALICE = '01JALICE0000000000000000AA';
 
 let dir: string;
-let remove: () => Promise<void>;
-beforeEach(async () => {
-  ({ path: dir, remove } = await tempDir());
-});
-afterEach(async () => {
-  await remove();
+eachTestInTempDir((path) => {
+  dir = path;
 });
 
 const logPath = () => join(dir, 'log.jsonl');

@@ -4,21 +4,17 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { TeamError } from '@teamwire/core';
 import { conformanceRecords, createManualClock } from '@teamwire/core/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ProcessProbe } from './lock.js';
 import { currentProcess, LOCK_FILE } from './lock.js';
 import { openJsonlTeamStore } from './team-store.js';
-import { tempDir } from './test-support.js';
+import { eachTestInTempDir } from './test-support.js';
 
 const TEAM = '01JTEAMLOCKS00000000000000';
 
 let dir: string;
-let remove: () => Promise<void>;
-beforeEach(async () => {
-  ({ path: dir, remove } = await tempDir());
-});
-afterEach(async () => {
-  await remove();
+eachTestInTempDir((path) => {
+  dir = path;
 });
 
 /** A process on `hostname` with `pid`, which sees only `alive` pids as running. */

@@ -3,22 +3,18 @@ import { join } from 'node:path';
 import type { TeamRecord } from '@teamwire/core';
 import { TeamError } from '@teamwire/core';
 import { conformanceRecords } from '@teamwire/core/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listTeams, readTeamLog } from './inspect.js';
 import { LOCK_FILE } from './lock.js';
 import { openJsonlTeamStore } from './team-store.js';
-import { tempDir } from './test-support.js';
+import { eachTestInTempDir } from './test-support.js';
 
 const TEAM = '01JTEAMRECOVERY00000000000';
 const ALICE = '01JALICE0000000000000000AA';
 
 let dir: string;
-let remove: () => Promise<void>;
-beforeEach(async () => {
-  ({ path: dir, remove } = await tempDir());
-});
-afterEach(async () => {
-  await remove();
+eachTestInTempDir((path) => {
+  dir = path;
 });
 
 const open = (durability: 'fsync' | 'buffered' = 'buffered') =>

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { nodeFs } from './fs-seam.js';
 
@@ -8,6 +9,17 @@ import { nodeFs } from './fs-seam.js';
 export async function tempDir(): Promise<{ path: string; remove: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), 'teamwire-storage-'));
   return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+/** Gives every test of the file a fresh temporary folder (passed to `use`), removed after it. */
+export function eachTestInTempDir(use: (path: string) => void): void {
+  let remove = async () => {};
+  beforeEach(async () => {
+    const made = await tempDir();
+    remove = made.remove;
+    use(made.path);
+  });
+  afterEach(() => remove());
 }
 
 /** A Node system error with `code`, as the fs layer throws it. */

@@ -2,22 +2,18 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TranscriptEntry } from '@teamwire/core';
 import { TeamError } from '@teamwire/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { nodeFs } from './fs-seam.js';
 import { openJsonlTeamStore } from './team-store.js';
-import { tempDir } from './test-support.js';
+import { eachTestInTempDir } from './test-support.js';
 
 const TEAM = '01JTEAMFILES00000000000000';
 const MEMBERS = ['m-0', 'm-1', 'm-2', 'm-3', 'm-4', 'm-5'];
 
 let dir: string;
-let remove: () => Promise<void>;
-beforeEach(async () => {
-  ({ path: dir, remove } = await tempDir());
-});
-afterEach(async () => {
-  await remove();
+eachTestInTempDir((path) => {
+  dir = path;
 });
 
 /** The real file system, tracking how many transcript files are open for appending at once. */
