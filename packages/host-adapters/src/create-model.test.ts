@@ -66,6 +66,8 @@ describe('parseModelSpec', () => {
 describe('createModel', () => {
   it('resolves OpenAI, Anthropic and local servers to the right adapter', () => {
     vi.stubEnv('OPENAI_BASE_URL', '');
+    vi.stubEnv('OPENAI_API_KEY', 'sk-env');
+    vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-env');
     const openai = createModel('openai:gpt-4.1-mini');
     expect([openai.provider, openai.modelId, openai.specificationVersion]).toEqual([
       'openai',
@@ -76,6 +78,38 @@ describe('createModel', () => {
     expect([anthropic.provider, anthropic.modelId]).toEqual(['anthropic', 'claude-sonnet-4-5']);
     const ollama = createModel('ollama:qwen3:8b');
     expect([ollama.provider, ollama.modelId]).toEqual(['ollama', 'qwen3:8b']);
+  });
+
+  it('refuses a hosted provider with no key at once, and lets keyless servers through', () => {
+    for (const name of [
+      'OPENAI_API_KEY',
+      'ANTHROPIC_API_KEY',
+      'OPENROUTER_API_KEY',
+      'OPENAI_BASE_URL',
+    ]) {
+      vi.stubEnv(name, '');
+    }
+    for (const [spec, env] of [
+      ['openai:gpt-4.1-mini', 'OPENAI_API_KEY'],
+      ['anthropic:claude-sonnet-4-5', 'ANTHROPIC_API_KEY'],
+      ['openrouter:openai/gpt-4.1-mini', 'OPENROUTER_API_KEY'],
+    ] as const) {
+      let error: unknown;
+      try {
+        createModel(spec);
+      } catch (e) {
+        error = e;
+      }
+      expect(TeamError.hasCode(error, 'MODEL_AUTH'), spec).toBe(true);
+      expect((error as Error).message).toContain(env);
+    }
+    // a key from the options, a server of one's own, or a local provider needs nothing more
+    expect(createModel('openai:gpt-4.1-mini', { apiKey: 'sk' }).provider).toBe('openai');
+    expect(createModel('openai:gpt-4.1-mini', { baseURL: server.baseURL }).provider).toBe('openai');
+    expect(createModel(`anthropic:claude-haiku-4-5@${server.baseURL}`).provider).toBe('anthropic');
+    expect(createModel('ollama:qwen3:8b').provider).toBe('ollama');
+    vi.stubEnv('OPENAI_BASE_URL', server.baseURL);
+    expect(createModel('openai:gpt-4.1-mini').provider).toBe('openai');
   });
 
   it('refuses an openai-compatible spec without a base URL', () => {

@@ -23,6 +23,8 @@ interface CompatibleProvider {
   /** False for APIs known to refuse fields they do not define. */
   sendPromptCacheKey?: boolean;
   includeUsage?: boolean;
+  /** A hosted API that refuses every call without a key (at its default base URL). */
+  needsKey?: boolean;
 }
 
 const COMPATIBLE: Record<string, CompatibleProvider> = {
@@ -30,26 +32,37 @@ const COMPATIBLE: Record<string, CompatibleProvider> = {
     baseURL: OPENAI_DEFAULT_BASE_URL,
     apiKeyEnv: 'OPENAI_API_KEY',
     baseURLEnv: 'OPENAI_BASE_URL',
+    needsKey: true,
   },
   'openai-compatible': {
     baseURL: undefined,
     apiKeyEnv: 'OPENAI_API_KEY',
     baseURLEnv: 'OPENAI_BASE_URL',
   },
-  openrouter: { baseURL: 'https://openrouter.ai/api/v1', apiKeyEnv: 'OPENROUTER_API_KEY' },
+  openrouter: {
+    baseURL: 'https://openrouter.ai/api/v1',
+    apiKeyEnv: 'OPENROUTER_API_KEY',
+    needsKey: true,
+  },
   groq: {
     baseURL: 'https://api.groq.com/openai/v1',
     apiKeyEnv: 'GROQ_API_KEY',
     sendPromptCacheKey: false,
+    needsKey: true,
   },
-  deepseek: { baseURL: 'https://api.deepseek.com/v1', apiKeyEnv: 'DEEPSEEK_API_KEY' },
+  deepseek: {
+    baseURL: 'https://api.deepseek.com/v1',
+    apiKeyEnv: 'DEEPSEEK_API_KEY',
+    needsKey: true,
+  },
   mistral: {
     baseURL: 'https://api.mistral.ai/v1',
     apiKeyEnv: 'MISTRAL_API_KEY',
     sendPromptCacheKey: false,
     includeUsage: false,
+    needsKey: true,
   },
-  xai: { baseURL: 'https://api.x.ai/v1', apiKeyEnv: 'XAI_API_KEY' },
+  xai: { baseURL: 'https://api.x.ai/v1', apiKeyEnv: 'XAI_API_KEY', needsKey: true },
   ollama: {
     baseURL: 'http://127.0.0.1:11434/v1',
     apiKeyEnv: undefined,
@@ -106,12 +119,16 @@ export function parseModelSpec(spec: string): ModelSpec {
  * Resolves a model from a string such as `openai:gpt-4.1-mini`,
  * `anthropic:claude-sonnet-4-5`, `openai-compatible:qwen3-8b@http://127.0.0.1:8000/v1`,
  * `ollama:qwen3:8b` or `openrouter:openai/gpt-4.1-mini`. Keys come from each provider's usual
- * environment variable unless `options.apiKey` is given. Bad specs throw `MODEL_UNKNOWN`.
+ * environment variable unless `options.apiKey` is given. Bad specs throw `MODEL_UNKNOWN`; a hosted
+ * provider at its own address with no key throws `MODEL_AUTH` here, before any call.
  */
 export function createModel(spec: string, options: CreateModelOptions = {}): ModelAdapter {
   const parsed = parseModelSpec(spec);
   const { apiKey, baseURL, headers, ...transport } = options;
   if (parsed.provider === 'anthropic') {
+    if ((baseURL ?? parsed.baseURL) === undefined) {
+      requireKey(spec, apiKey ?? process.env.ANTHROPIC_API_KEY, 'ANTHROPIC_API_KEY');
+    }
     return createAnthropic({
       ...transport,
       model: parsed.model,
@@ -131,6 +148,9 @@ export function createModel(spec: string, options: CreateModelOptions = {}): Mod
     );
   }
   const envKey = entry.apiKeyEnv === undefined ? undefined : process.env[entry.apiKeyEnv];
+  if (entry.needsKey && resolvedBase === entry.baseURL) {
+    requireKey(spec, apiKey ?? envKey, entry.apiKeyEnv as string);
+  }
   return createOpenAICompatible({
     ...transport,
     model: parsed.model,
@@ -141,4 +161,17 @@ export function createModel(spec: string, options: CreateModelOptions = {}): Mod
     ...(entry.includeUsage === false ? { includeUsage: false } : {}),
     ...(headers === undefined ? {} : { headers }),
   });
+}
+
+/**
+ * A hosted API at its own address refuses every call without a key: say so when the model is
+ * resolved, before a team is opened, instead of after the first call's retries.
+ */
+function requireKey(spec: string, key: string | undefined, envName: string): void {
+  if (key !== undefined && key !== '') return;
+  throw new TeamError(
+    'MODEL_AUTH',
+    `${spec} needs an API key: set ${envName} or pass apiKey (a base URL override, for a server that needs no key, skips this check)`,
+    { details: { spec, env: envName } },
+  );
 }
