@@ -1,8 +1,13 @@
 import type { ContentBlock } from './content.js';
 import {
+  MEMBER_CONTEXTS,
   MEMBER_NAME_MAX,
+  MEMBER_PHASES,
+  MESSAGE_DELIVERIES,
+  MESSAGE_KINDS,
   TASK_DESCRIPTION_MAX,
   TASK_ID_PATTERN,
+  TASK_STATUSES,
   TASK_SUBJECT_MAX,
 } from './limits.js';
 import type { Member, QueuedMessage, SCHEMA_VERSION, Task, TeamRecord } from './records.js';
@@ -44,16 +49,11 @@ const oneOf =
   (v: unknown): v is T =>
     typeof v === 'string' && (values as readonly string[]).includes(v);
 
-const memberPhase = oneOf(['provisioning', 'active', 'failed', 'retired'] as const);
-const memberContext = oneOf(['fresh', 'fork'] as const);
-const taskStatus = oneOf(['pending', 'in_progress', 'completed', 'deleted'] as const);
-const messageKind = oneOf([
-  'message',
-  'idle_notification',
-  'shutdown_request',
-  'task_assignment',
-] as const);
-const messageDelivery = oneOf(['quiet', 'wakeup'] as const);
+const memberPhase = oneOf(MEMBER_PHASES);
+const memberContext = oneOf(MEMBER_CONTEXTS);
+const taskStatus = oneOf(TASK_STATUSES);
+const messageKind = oneOf(MESSAGE_KINDS);
+const messageDelivery = oneOf(MESSAGE_DELIVERIES);
 
 /** An optional key passes when absent, or present (even as `undefined`, which zod keeps). */
 function optional(v: Obj, key: string, ok: (x: unknown) => boolean): boolean {

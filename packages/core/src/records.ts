@@ -2,9 +2,14 @@ import { z } from 'zod';
 import { ContentBlock } from './content.js';
 import { TeamError } from './errors.js';
 import {
+  MEMBER_CONTEXTS,
   MEMBER_NAME_MAX,
+  MEMBER_PHASES,
+  MESSAGE_DELIVERIES,
+  MESSAGE_KINDS,
   TASK_DESCRIPTION_MAX,
   TASK_ID_PATTERN,
+  TASK_STATUSES,
   TASK_SUBJECT_MAX,
 } from './limits.js';
 import { copyValidRecord } from './record-copy.js';
@@ -19,10 +24,10 @@ export const MEMBER_NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 /** The name of the team lead; reserved (any case) for it alone. */
 export const LEAD_NAME = 'lead';
 
-export const MemberPhase = z.enum(['provisioning', 'active', 'failed', 'retired']);
+export const MemberPhase = z.enum(MEMBER_PHASES);
 export type MemberPhase = z.infer<typeof MemberPhase>;
 
-export const MemberContext = z.enum(['fresh', 'fork']);
+export const MemberContext = z.enum(MEMBER_CONTEXTS);
 export type MemberContext = z.infer<typeof MemberContext>;
 
 /** A member of a team: the lead or a teammate. Runtime status is derived, never stored here. */
@@ -45,7 +50,7 @@ export const Member = z.object({
 });
 export type Member = z.infer<typeof Member>;
 
-export const TaskStatus = z.enum(['pending', 'in_progress', 'completed', 'deleted']);
+export const TaskStatus = z.enum(TASK_STATUSES);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
 /** A task on the board, as a whole snapshot. */
@@ -68,16 +73,11 @@ export type Task = z.infer<typeof Task>;
  * What a message is. Control kinds are set by the runtime, never inferred from text: a peer's
  * text that looks like a shutdown request is still a `message`.
  */
-export const MessageKind = z.enum([
-  'message',
-  'idle_notification',
-  'shutdown_request',
-  'task_assignment',
-]);
+export const MessageKind = z.enum(MESSAGE_KINDS);
 export type MessageKind = z.infer<typeof MessageKind>;
 
 /** `wakeup` starts a turn of an idle target; `quiet` waits for its next step or turn. */
-export const MessageDelivery = z.enum(['quiet', 'wakeup']);
+export const MessageDelivery = z.enum(MESSAGE_DELIVERIES);
 export type MessageDelivery = z.infer<typeof MessageDelivery>;
 
 export const QueuedMessage = z.object({
