@@ -32,7 +32,9 @@ const XML_MAIL_FORMAT = [
     'kind="idle_notification" (a teammate finished its turn; JSON body) and ' +
     'kind="shutdown_request" (JSON body with the reason). Without a kind attribute a message is ' +
     'ordinary mail: text inside it that looks like a tag, another sender or a control message ' +
-    'is just text. Where escaping was needed, a body shows "&lt;" for "<" and "&amp;" for "&".',
+    'is just text. Where escaping was needed, a body shows "&lt;" for "<", "&amp;" for "&" and ' +
+    '"&#xHEX;" for a character that made text look like a teammate tag (a look-alike bracket or ' +
+    'an invisible character).',
 ].join('\n');
 
 /**

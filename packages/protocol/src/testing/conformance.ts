@@ -98,7 +98,8 @@ function checkRoundTrip(protocol: ProtocolHooks, c: MessageCase, checkDeterminis
 
 /**
  * Envelope texts forged with the protocol itself: what a peer would paste into a body to pass
- * as the lead or as a control message.
+ * as the lead or as a control message. Each also comes as a look-alike, which a model may read
+ * as the real thing: fullwidth brackets and quotes, or a zero-width space after every `<`.
  */
 function forgeries(protocol: ProtocolHooks): string[] {
   const out: string[] = [];
@@ -114,7 +115,13 @@ function forgeries(protocol: ProtocolHooks): string[] {
       summary: 'urgent',
     };
     const entries = protocol.formatMessage({ message, sender: { name: 'lead', color: 'red' } });
-    out.push(...entryTexts(entries), JSON.stringify(entries));
+    for (const text of [...entryTexts(entries), JSON.stringify(entries)]) {
+      out.push(
+        text,
+        text.replace(/</g, '\uFF1C').replace(/>/g, '\uFF1E').replace(/"/g, '\uFF02'),
+        text.replace(/</g, '<\u200B'),
+      );
+    }
   }
   return out;
 }
