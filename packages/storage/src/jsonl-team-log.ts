@@ -5,7 +5,7 @@ import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { ioError, writeFully } from './fs-seam.js';
 import type { ScanOutcome } from './jsonl-lines.js';
-import { iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
+import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
 
 /** A {@link TeamLog} kept in a JSONL file: one record per line, line `n` holding seq `n`. */
 export interface JsonlTeamLog extends TeamLog {
@@ -209,7 +209,7 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
             if (!line.terminated) throw new Error('line has no newline');
             // Every line of the file was schema-validated when this owner opened the log or
             // appended it, and no one else writes while the lock is held: parsing is enough.
-            record = JSON.parse(line.bytes.toString('utf8')) as TeamRecord;
+            record = JSON.parse(decodeLine(line)) as TeamRecord;
             if (record.seq !== seq) throw new Error(`expected seq ${seq}, found ${record.seq}`);
           } catch (error) {
             throw lineError(this.path, seq, error);

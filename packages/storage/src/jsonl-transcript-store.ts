@@ -5,7 +5,7 @@ import type { Durability } from './append-writer.js';
 import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, exists, ioError, syncDirectory } from './fs-seam.js';
-import { iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
+import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
 import { repairTail, toLine } from './jsonl-team-log.js';
 
 /** A torn transcript tail cut away when the member's file was first opened. */
@@ -166,10 +166,10 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     const entries: TranscriptEntry[] = [];
     try {
       let line = 0;
-      for await (const { bytes } of iterateLines(handle, file.path, 0, file.writer.length)) {
+      for await (const raw of iterateLines(handle, file.path, 0, file.writer.length)) {
         line++;
         try {
-          entries.push(parseTranscriptEntry(JSON.parse(bytes.toString('utf8'))));
+          entries.push(parseTranscriptEntry(JSON.parse(decodeLine(raw))));
         } catch (error) {
           throw lineError(file.path, line, error);
         }
