@@ -6,7 +6,8 @@ export { listTeams, readTeamLog } from './inspect.js';
 export type { JsonlTeamLog } from './jsonl-team-log.js';
 export type { JsonlTranscriptStore, TranscriptRepair } from './jsonl-transcript-store.js';
 export type { LockOwner, ProcessProbe } from './lock.js';
-export { currentProcess, LOCK_FILE, LockFile } from './lock.js';
+export { currentProcess, LOCK_FILE, LOCK_FORMAT_VERSION, LockFile } from './lock.js';
+export type { ProcessIdentity } from './process-identity.js';
 export type { JsonlTeamStore, OpenJsonlTeamStoreOptions, RecoveryReport } from './team-store.js';
 export {
   DEFAULT_TEAMS_ROOT,

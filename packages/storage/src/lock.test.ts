@@ -1,12 +1,15 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { TeamError } from '@teamwire/core';
 import { conformanceRecords, createManualClock } from '@teamwire/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { ProcessProbe } from './lock.js';
 import { currentProcess, LOCK_FILE } from './lock.js';
+import { isProcessAlive, parseProcStat } from './process-identity.js';
 import { openJsonlTeamStore } from './team-store.js';
 import { eachTestInTempDir } from './test-support.js';
 
@@ -18,8 +21,8 @@ eachTestInTempDir((path) => {
 });
 
 /** A process on `hostname` with `pid`, which sees only `alive` pids as running. */
-function probe(pid: number, alive: number[], hostname = 'host-a'): ProcessProbe {
-  return { pid, hostname, isAlive: (other) => alive.includes(other) };
+function probe(pid: number, alive: number[], host = 'host-a'): ProcessProbe {
+  return { self: { pid, host }, isAlive: (owner) => alive.includes(owner.pid) };
 }
 
 const clock = createManualClock({ start: Date.UTC(2026, 0, 2, 3, 4, 5) });
@@ -109,8 +112,8 @@ describe('owner lock', () => {
 
   it('probes real processes: a stale lock of an exited child is taken over', async () => {
     const exited = spawnSync(process.execPath, ['-e', '']).pid;
-    expect(currentProcess.isAlive(process.pid)).toBe(true);
-    expect(currentProcess.isAlive(exited)).toBe(false);
+    expect(currentProcess.isAlive(currentProcess.self)).toBe(true);
+    expect(currentProcess.isAlive({ pid: exited, host: hostname() })).toBe(false);
     const store = await open();
     await store.close();
     const stale = { pid: exited, host: hostname(), acquiredAt: 5, token: 'dead' };
@@ -153,5 +156,77 @@ describe('owner lock', () => {
     await writeFile(lockPath(), JSON.stringify(foreign));
     await store.close();
     expect(JSON.parse(await readFile(lockPath(), 'utf8'))).toEqual(foreign);
+  });
+});
+
+describe('owner liveness on Linux', () => {
+  const linux = process.platform === 'linux';
+
+  it.runIf(linux)('treats a zombie owner as dead, though kill(pid, 0) still finds it', async () => {
+    // `sleep 0` exits at once; its parent exec'd into a `sleep` that never reaps it.
+    const shell = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const [line] = await once(shell.stdout, 'data');
+      const pid = Number(String(line).trim());
+      while (!(await readFile(`/proc/${pid}/stat`, 'utf8')).includes(') Z '))
+        await setImmediatePromise();
+      expect(() => process.kill(pid, 0)).not.toThrow();
+      expect(currentProcess.isAlive({ pid, host: hostname() })).toBe(false);
+      // A lock it left is taken over at once.
+      await writeFile(
+        lockPath(),
+        JSON.stringify({ pid, host: hostname(), acquiredAt: 5, token: 'z' }),
+      );
+      const heir = await open();
+      expect(heir.recovered.staleLock?.pid).toBe(pid);
+      await heir.close();
+    } finally {
+      shell.kill('SIGKILL');
+    }
+  });
+
+  it.runIf(linux)('tells a recycled pid from its owner by the start time', async () => {
+    const me = currentProcess.self;
+    expect(me.startTime).toBeTypeOf('number');
+    // This pid runs, but started at another time: not the process that wrote the lock.
+    const recycled = { ...me, pid: process.ppid, startTime: 1 };
+    expect(currentProcess.isAlive(recycled)).toBe(false);
+    await writeFile(lockPath(), JSON.stringify({ ...recycled, acquiredAt: 5, token: 'old' }));
+    const heir = await open();
+    expect(heir.recovered.staleLock).toMatchObject({ pid: process.ppid, startTime: 1 });
+    await heir.close();
+    // The same pid with its real start time is alive, and its lock is respected.
+    const parentStat = parseProcStat(await readFile(`/proc/${process.ppid}/stat`, 'utf8'));
+    const live = { pid: process.ppid, host: me.host, startTime: parentStat?.startTime };
+    await writeFile(lockPath(), JSON.stringify({ ...live, acquiredAt: 5, token: 'live' }));
+    expect((await caught(open())).code).toBe('TEAM_LOCKED');
+    // An earlier process that had this very pid (a container restarted, say) is not this one.
+    await writeFile(lockPath(), JSON.stringify({ ...me, startTime: 1, acquiredAt: 5, token: 'x' }));
+    const reborn = await open();
+    expect(reborn.recovered.staleLock).toMatchObject({ pid: process.pid, startTime: 1 });
+    await reborn.close();
+  });
+
+  it('treats a lock from an earlier boot as dead', () => {
+    const me = currentProcess.self;
+    const probe: ProcessProbe = {
+      self: { ...me, bootId: 'boot-b' },
+      isAlive: (owner) => isProcessAlive(owner, { ...me, bootId: 'boot-b' }),
+    };
+    expect(probe.isAlive({ pid: process.pid, host: me.host, bootId: 'boot-a' })).toBe(false);
+  });
+
+  it('parses /proc stat lines whose command name holds spaces and parentheses', () => {
+    const fields = Array.from({ length: 50 }, (_, i) => String(i + 4));
+    fields[5] = String(0x404); // flags, with PF_EXITING
+    fields[18] = '987654'; // starttime
+    expect(parseProcStat(`42 (a) b (c) S ${fields.join(' ')}`)).toEqual({
+      state: 'S',
+      exiting: true,
+      startTime: 987654,
+    });
+    expect(parseProcStat('garbage')).toBeUndefined();
   });
 });

@@ -1,64 +1,77 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Clock } from '@teamwire/core';
 import { TeamError } from '@teamwire/core';
 import { z } from 'zod';
 import type { StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, syncDirectory, writeFully } from './fs-seam.js';
+import type { ProcessIdentity } from './process-identity.js';
+import { currentIdentity, isProcessAlive } from './process-identity.js';
 
 /** Name of the owner lock file inside a team folder. */
 export const LOCK_FILE = 'owner.lock';
 
-/** The content of `owner.lock`: who owns the team folder, and since when. */
-export const LockFile = z.object({
+/** The version of the lock file's format written by this code. */
+export const LOCK_FORMAT_VERSION = 1;
+
+/**
+ * The content of `owner.lock` (and of the claim files used to break a stale one): who holds it,
+ * and since when. A lock without `version` was written before versioning, by pid alone.
+ */
+export const LockFile = z.strictObject({
+  version: z.literal(LOCK_FORMAT_VERSION).optional(),
   pid: z.number().int().positive(),
   host: z.string(),
+  /** Linux: start time of the holder in clock ticks after boot; with `pid`, one process. */
+  startTime: z.number().int().nonnegative().optional(),
+  /** Linux: the boot the holder ran in. */
+  bootId: z.string().max(64).optional(),
   /** Milliseconds since the Unix epoch. */
   acquiredAt: z.number(),
   /** Random per acquisition, so a release never removes someone else's lock. */
-  token: z.string().min(1),
+  token: z.string().min(1).max(64),
 });
 export type LockFile = z.infer<typeof LockFile>;
 
 /** The owner of a team folder, as reported in `TEAM_LOCKED` and after a stale-lock takeover. */
-export interface LockOwner {
-  pid: number;
-  host: string;
+export interface LockOwner extends ProcessIdentity {
   acquiredAt: number;
 }
 
 /**
- * Who this process is and whether another process is alive. The default reads the real process;
- * tests substitute one to stand in for a second process or a dead owner.
+ * Who this process is and whether the holder of a lock still runs. The default reads the real
+ * process (`/proc` on Linux); tests substitute one to stand in for a second process or a dead
+ * owner.
  */
 export interface ProcessProbe {
-  pid: number;
-  hostname: string;
-  /** True when a process with this pid runs on this host (signal 0 probe). */
-  isAlive(pid: number): boolean;
+  /** This process, as recorded in the locks it takes. */
+  readonly self: ProcessIdentity;
+  /** True when the process named by `owner` still runs (called only for owners on this host). */
+  isAlive(owner: ProcessIdentity): boolean;
 }
 
-/** This process, probed with `process.kill(pid, 0)`. */
+/**
+ * This process. A zombie, a recycled pid (another start time) and a lock from an earlier boot are
+ * all dead; see `isProcessAlive`.
+ */
 export const currentProcess: ProcessProbe = {
-  pid: process.pid,
-  hostname: hostname(),
-  isAlive(pid) {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (error) {
-      // EPERM: the process exists but belongs to another user.
-      return errnoCode(error) === 'EPERM';
-    }
+  get self() {
+    self ??= currentIdentity();
+    return self;
+  },
+  isAlive(owner) {
+    return isProcessAlive(owner, this.self);
   },
 };
+let self: ProcessIdentity | undefined;
 
 /** A held lock; `release` removes the file only while it is still this holder's. */
 export interface OwnerLock {
   owner: LockOwner;
   /** Set when a lock left by a dead process on this host was taken over. */
   takenOverFrom?: LockOwner;
+  /** Resolves when `owner.lock` still holds this lock; `TEAM_LOCKED` otherwise. */
+  verify(): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -85,54 +98,93 @@ async function readLock(fs: StorageFs, path: string): Promise<LockState> {
 }
 
 function ownerOf(file: LockFile): LockOwner {
-  return { pid: file.pid, host: file.host, acquiredAt: file.acquiredAt };
+  const owner: LockOwner = { pid: file.pid, host: file.host, acquiredAt: file.acquiredAt };
+  if (file.startTime !== undefined) owner.startTime = file.startTime;
+  if (file.bootId !== undefined) owner.bootId = file.bootId;
+  return owner;
+}
+
+/** The lock names this very process (not an earlier one that had its pid). */
+function isSelf(owner: ProcessIdentity, probe: ProcessProbe): boolean {
+  const me = probe.self;
+  const differs = <K extends 'startTime' | 'bootId'>(key: K) =>
+    owner[key] !== undefined && me[key] !== undefined && owner[key] !== me[key];
+  return (
+    owner.host === me.host && owner.pid === me.pid && !differs('startTime') && !differs('bootId')
+  );
+}
+
+/** A holder this process can prove dead: same host, and the probe says it no longer runs. */
+function isDead(owner: ProcessIdentity, probe: ProcessProbe): boolean {
+  return owner.host === probe.self.host && !isSelf(owner, probe) && !probe.isAlive(owner);
 }
 
 function lockedError(dir: string, lockPath: string, owner: LockOwner, probe: ProcessProbe) {
-  const self = owner.host === probe.hostname && owner.pid === probe.pid;
   const since = new Date(owner.acquiredAt).toISOString();
   return new TeamError(
     'TEAM_LOCKED',
     `team folder ${dir} is owned by pid ${owner.pid} on host ${owner.host} since ${since}` +
-      (self
+      (isSelf(owner, probe)
         ? ' (this process: close the store it already opened first)'
         : `; stop that process first, or delete ${lockPath} if it is certainly not running`),
     { details: { dir, lockPath, owner } },
   );
 }
 
-const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EINVAL']);
+function busyError(dir: string, lockPath: string) {
+  return new TeamError(
+    'TEAM_LOCKED',
+    `team folder ${dir}: the lock ${lockPath} kept changing while opening; another process is opening the team`,
+    { details: { dir, lockPath } },
+  );
+}
 
-/**
- * Takes the single-owner lock of a team folder. The lock content is written to a private file
- * first and then hard-linked into place, so `owner.lock` never exists half-written even if the
- * process is killed mid-way. A lock whose pid is dead on this host is taken over; any other lock
- * is refused with `TEAM_LOCKED` naming its owner.
- */
-export async function acquireOwnerLock(options: {
+const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EINVAL']);
+/** How long an opener waits, by default, for another that is breaking the same stale lock. */
+export const DEFAULT_LOCK_WAIT_MS = 2_000;
+/** Nested claims: a claim whose holder died while breaking a lock is itself broken by a claim. */
+const MAX_CLAIM_DEPTH = 4;
+
+interface LockContext {
   fs: StorageFs;
   dir: string;
   probe: ProcessProbe;
   clock: Clock;
   sync: boolean;
-}): Promise<OwnerLock> {
+  /** See `DEFAULT_LOCK_WAIT_MS`. */
+  waitMs?: number;
+}
+
+/**
+ * Takes the single-owner lock of a team folder.
+ *
+ * A lock is created whole or not at all: its content is written to a private file that is then
+ * hard-linked into place. A lock whose holder is dead on this host (exited, a zombie, or its pid
+ * now names another process) is stale and is broken, but only by the one process that holds the
+ * **claim** on that stale lock: an exclusive file named by the stale lock's token. Under the
+ * claim, the breaker reads the lock again and removes it only if it is still the stale one; since
+ * no one else can remove that lock while the claim is held, no step ever removes a lock other
+ * than the stale one it judged. Then it competes for the free lock like anyone else.
+ */
+export async function acquireOwnerLock(options: LockContext): Promise<OwnerLock> {
   const { fs, dir, probe, clock, sync } = options;
   const lockPath = join(dir, LOCK_FILE);
-  const file: LockFile = {
-    pid: probe.pid,
-    host: probe.hostname,
-    acquiredAt: clock.now(),
-    token: randomUUID(),
-  };
+  const file = newLockFile(probe, clock);
   let takenOverFrom: LockOwner | undefined;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  const waitUntil = performance.now() + (options.waitMs ?? DEFAULT_LOCK_WAIT_MS);
+  for (let attempt = 0; ; attempt++) {
+    // A few rounds always run, so a lock broken a moment ago is still competed for.
+    if (attempt >= 4 && performance.now() >= waitUntil) throw busyError(dir, lockPath);
     if (await tryCreate(fs, dir, lockPath, file, sync)) {
       if (sync) await syncDirectory(fs, dir);
-      return {
+      const lock: OwnerLock = {
         owner: ownerOf(file),
-        ...(takenOverFrom ? { takenOverFrom } : {}),
+        verify: () => verifyLock(options, lockPath, file.token),
         release: () => releaseLock(fs, lockPath, file.token),
       };
+      if (takenOverFrom) lock.takenOverFrom = takenOverFrom;
+      await sweepDeadLeftovers(options, file).catch(() => undefined);
+      return lock;
     }
     const state = await readLock(fs, lockPath);
     if (state.kind === 'missing') continue;
@@ -144,32 +196,101 @@ export async function acquireOwnerLock(options: {
       );
     }
     const owner = ownerOf(state.file);
-    if (owner.host !== probe.hostname || probe.isAlive(owner.pid)) {
-      throw lockedError(dir, lockPath, owner, probe);
-    }
-    // Stale: move it aside atomically, then make sure the file moved is the stale one we judged
-    // (another process may have replaced it in between), and try again.
-    const aside = join(dir, `.${LOCK_FILE}.stale-${probe.pid}-${file.token}`);
-    try {
-      await fs.rename(lockPath, aside);
-    } catch (error) {
-      if (errnoCode(error) === 'ENOENT') continue;
-      throw ioError('moving stale lock', lockPath, error);
-    }
-    const moved = await readLock(fs, aside);
-    if (moved.kind === 'held' && moved.file.token !== state.file.token) {
-      await fs.link(aside, lockPath).catch(() => undefined);
-      await fs.unlink(aside).catch(() => undefined);
-      throw lockedError(dir, lockPath, ownerOf(moved.file), probe);
-    }
-    await fs.unlink(aside).catch(() => undefined);
-    takenOverFrom = owner;
+    if (!isDead(owner, probe)) throw lockedError(dir, lockPath, owner, probe);
+    const outcome = await breakStale(options, lockPath, state.file.token, file, 0);
+    if (outcome === 'removed') takenOverFrom = owner;
+    // Another process is breaking it right now; give it a moment to finish.
+    else if (outcome === 'busy') await pause(attempt);
   }
-  throw new TeamError(
-    'TEAM_LOCKED',
-    `team folder ${dir}: the lock ${lockPath} kept changing while opening; another process is opening the team`,
-    { details: { dir, lockPath } },
-  );
+}
+
+function newLockFile(probe: ProcessProbe, clock: Clock): LockFile {
+  const me = probe.self;
+  const file: LockFile = {
+    version: LOCK_FORMAT_VERSION,
+    pid: me.pid,
+    host: me.host,
+    acquiredAt: clock.now(),
+    token: randomUUID(),
+  };
+  if (me.startTime !== undefined) file.startTime = me.startTime;
+  if (me.bootId !== undefined) file.bootId = me.bootId;
+  return file;
+}
+
+/** The claim on breaking the lock at `path` whose token is `token`. */
+function claimPath(path: string, token: string): string {
+  const name = basename(path);
+  const base = name.startsWith('.') ? name : `.${name}`;
+  return join(path, '..', `${base}.break-${token}`);
+}
+
+/**
+ * Removes the lock at `path` if it still holds `staleToken`, under the exclusive claim on that
+ * token. `busy`: a live process holds the claim. `changed`: the lock is no longer the stale one
+ * (someone broke it first), or a dead claim was cleared; either way the caller looks again.
+ */
+async function breakStale(
+  ctx: LockContext,
+  path: string,
+  staleToken: string,
+  holder: LockFile,
+  depth: number,
+): Promise<'removed' | 'busy' | 'changed'> {
+  if (depth >= MAX_CLAIM_DEPTH) return 'busy';
+  const { fs, dir, probe, sync } = ctx;
+  const claim = claimPath(path, staleToken);
+  const claimFile: LockFile = { ...holder, token: randomUUID() };
+  if (!(await tryCreate(fs, dir, claim, claimFile, sync))) {
+    const state = await readLock(fs, claim);
+    if (state.kind === 'missing') return 'changed';
+    // Claims are linked into place whole, so an unreadable one was not written by this code.
+    if (state.kind === 'unreadable' || !isDead(ownerOf(state.file), probe)) return 'busy';
+    // The claimant died mid-break: break its claim the same way, then look again.
+    const cleared = await breakStale(ctx, claim, state.file.token, holder, depth + 1);
+    return cleared === 'busy' ? 'busy' : 'changed';
+  }
+  try {
+    const state = await readLock(fs, path);
+    if (state.kind !== 'held' || state.file.token !== staleToken) return 'changed';
+    try {
+      await fs.unlink(path);
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw ioError('removing stale lock', path, error);
+    }
+    return 'removed';
+  } finally {
+    await fs.unlink(claim).catch(() => undefined);
+  }
+}
+
+function pause(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, 50)));
+}
+
+/**
+ * Clears claim and temporary files left by processes killed while opening, each only when its
+ * holder is provably dead. A temporary file is used by its creator alone, so it is unlinked; a
+ * claim is broken through the claim protocol, since a live process may be breaking it too.
+ */
+async function sweepDeadLeftovers(ctx: LockContext, holder: LockFile): Promise<void> {
+  const { fs, dir, probe } = ctx;
+  const prefix = `.${LOCK_FILE}.`;
+  for (const name of await fs.readdir(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    const path = join(dir, name);
+    const state = await readLock(fs, path);
+    if (name.endsWith('.tmp')) {
+      // A process killed mid-write leaves a partial file: its name still carries the pid.
+      const pid = Number(/^\.owner\.lock\.(\d+)-/.exec(name)?.[1]);
+      const owner = state.kind === 'held' ? ownerOf(state.file) : { pid, host: probe.self.host };
+      if (Number.isSafeInteger(owner.pid) && isDead(owner, probe)) {
+        await fs.unlink(path).catch(() => undefined);
+      }
+    } else if (state.kind === 'held' && isDead(ownerOf(state.file), probe)) {
+      await breakStale(ctx, path, state.file.token, holder, 1);
+    }
+  }
 }
 
 async function tryCreate(
@@ -228,6 +349,17 @@ async function createDirectly(
     await handle.close();
   }
   return true;
+}
+
+async function verifyLock(ctx: LockContext, lockPath: string, token: string): Promise<void> {
+  const state = await readLock(ctx.fs, lockPath);
+  if (state.kind === 'held' && state.file.token === token) return;
+  if (state.kind === 'held') throw lockedError(ctx.dir, lockPath, ownerOf(state.file), ctx.probe);
+  throw new TeamError(
+    'TEAM_LOCKED',
+    `team folder ${ctx.dir}: this process's lock ${lockPath} is gone (${state.kind}); open the team again`,
+    { details: { dir: ctx.dir, lockPath } },
+  );
 }
 
 async function releaseLock(fs: StorageFs, lockPath: string, token: string): Promise<void> {

@@ -36,6 +36,11 @@ export interface OpenJsonlTeamStoreOptions {
   fs?: StorageFs;
   /** This process's identity and the liveness check used for stale locks. */
   process?: ProcessProbe;
+  /**
+   * How long to wait for another process that is taking over the same stale lock at this moment,
+   * before giving up with `TEAM_LOCKED`. Default 2000 ms.
+   */
+  lockWaitMs?: number;
   /** Stamps the lock file. Default: the system clock. */
   clock?: Clock;
   /**
@@ -55,7 +60,7 @@ export interface RecoveryReport {
   lastSeq: number;
   /** Bytes of a torn final line cut from the log (0 when the log ended cleanly). */
   tornBytes: number;
-  /** The owner of a stale lock (dead pid on this host) that was taken over, if any. */
+  /** The owner of a stale lock (a dead process on this host) that was taken over, if any. */
   staleLock?: LockOwner;
 }
 
@@ -103,6 +108,12 @@ export async function openJsonlTeamStore(
       details: { maxOpenTranscripts: options.maxOpenTranscripts },
     });
   }
+  const { lockWaitMs } = options;
+  if (lockWaitMs !== undefined && !(Number.isFinite(lockWaitMs) && lockWaitMs >= 0)) {
+    throw new TeamError('INVALID_ARGUMENT', 'lockWaitMs must be a finite number >= 0', {
+      details: { lockWaitMs },
+    });
+  }
   const fs = options.fs ?? nodeFs;
   const sync = durability === 'fsync';
   const dir = resolve(options.dir ?? join(DEFAULT_TEAMS_ROOT, teamId));
@@ -126,6 +137,7 @@ export async function openJsonlTeamStore(
     probe: options.process ?? currentProcess,
     clock: options.clock ?? systemClock,
     sync,
+    ...(lockWaitMs === undefined ? {} : { waitMs: lockWaitMs }),
   });
   try {
     if (!(await exists(fs, logPath))) {
@@ -156,6 +168,13 @@ export async function openJsonlTeamStore(
       onClosed: partClosed,
       maxOpenFiles,
     });
+    // Defence in depth: nothing is appended unless the lock on disk is still this open's.
+    try {
+      await lock.verify();
+    } catch (error) {
+      await Promise.allSettled([opened.log.close(), transcripts.close()]);
+      throw error;
+    }
     const recovered: RecoveryReport = {
       created: !logExists,
       records: opened.records,
