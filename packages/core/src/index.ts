@@ -26,6 +26,24 @@ export {
 export type { TeamErrorOptions } from './errors.js';
 export { TeamError, TeamErrorCode } from './errors.js';
 export * from './hub/index.js';
+export {
+  AGENT_TYPE_MAX,
+  isWithinTextLimit,
+  MEMBER_COLOR_MAX,
+  MEMBER_DESCRIPTION_MAX,
+  MEMBER_ERROR_MAX,
+  MEMBER_PROVIDER_MAX,
+  MESSAGE_SUMMARY_MAX,
+  TASK_BLOCKED_BY_MAX,
+  TASK_DESCRIPTION_MAX,
+  TASK_PAGE_MAX,
+  TASK_SUBJECT_MAX,
+  TASK_WRITE_SCOPES_MAX,
+  textLength,
+  WAIT_TIMEOUT_MAX_MS,
+  WAIT_TIMEOUT_MIN_MS,
+  WRITE_SCOPE_MAX,
+} from './limits.js';
 export type { AgentEvent, EventSink, MemberStatus } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';
 export type {

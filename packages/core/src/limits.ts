@@ -1,13 +1,48 @@
-/** Bounds and value sets shared by the record schemas, their fast path and the team tools. */
+/**
+ * Bounds and value sets shared by the record schemas, their fast path, the team state and the team
+ * tools. The state enforces every input bound on its commands, so each caller (the TeamService,
+ * a tool, host code driving `TeamState` directly) meets the same limits; the tool schemas import
+ * the same constants so a model learns them up front.
+ *
+ * Text is measured in Unicode code points, the unit zod's `.min()`/`.max()` count (a surrogate
+ * pair, such as an emoji, is one; a lone surrogate is one too): see {@link textLength}.
+ */
 
 /** Member names are at most this many characters. */
 export const MEMBER_NAME_MAX = 64;
+/** A member's description (its role, in a sentence or two) holds at most this many characters. */
+export const MEMBER_DESCRIPTION_MAX = 2000;
+/** An agent type name (a key of the agent registry) has 1 to this many characters. */
+export const AGENT_TYPE_MAX = 64;
+/** A member's `provider` (`<provider>:<modelId>` of its model) holds at most this many characters. */
+export const MEMBER_PROVIDER_MAX = 256;
+/** A member's display color holds at most this many characters. */
+export const MEMBER_COLOR_MAX = 32;
+/** Why a member failed (`error` of a `failed` member) holds at most this many characters. */
+export const MEMBER_ERROR_MAX = 2000;
+
 /** Task ids: `task-1`, `task-2`, ... numbered per team. */
 export const TASK_ID_PATTERN = /^task-[1-9][0-9]*$/;
 /** A task subject is one line of at most this many characters. */
 export const TASK_SUBJECT_MAX = 200;
 /** A task description holds at most this many characters. */
 export const TASK_DESCRIPTION_MAX = 16384;
+/** A task is blocked by at most this many tasks. */
+export const TASK_BLOCKED_BY_MAX = 256;
+/** A task lists at most this many write scopes. */
+export const TASK_WRITE_SCOPES_MAX = 32;
+/** One write scope (a relative path prefix) has at most this many characters. */
+export const WRITE_SCOPE_MAX = 512;
+
+/** A message's one-line `summary` (its preview) holds at most this many characters. */
+export const MESSAGE_SUMMARY_MAX = 200;
+
+/** `listTasks` pages hold 1 to this many tasks. */
+export const TASK_PAGE_MAX = 100;
+/** `waitForChange` waits at least this long (ms). */
+export const WAIT_TIMEOUT_MIN_MS = 10_000;
+/** `waitForChange` waits at most this long (ms). */
+export const WAIT_TIMEOUT_MAX_MS = 3_600_000;
 
 /** A member's lifecycle; see the fold rules for the moves allowed between them. */
 export const MEMBER_PHASES = ['provisioning', 'active', 'failed', 'retired'] as const;
@@ -21,3 +56,33 @@ export const MESSAGE_KINDS = [
   'task_assignment',
 ] as const;
 export const MESSAGE_DELIVERIES = ['quiet', 'wakeup'] as const;
+
+const HIGH_SURROGATE = /[\uD800-\uDBFF]/;
+
+/**
+ * The length of `text` in Unicode code points, as zod counts it for `.min()`/`.max()`: a surrogate
+ * pair counts once, a lone surrogate as itself. Counting UTF-16 units instead would refuse in the
+ * state an emoji-heavy text the tool schema accepted.
+ */
+export function textLength(text: string): number {
+  // the native regex probe skips the loop for the common text without a high surrogate
+  if (!HIGH_SURROGATE.test(text)) return text.length;
+  let count = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    if ((text.charCodeAt(i) & 0xfc00) === 0xd800 && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      count--;
+      i++;
+    }
+  }
+  return count;
+}
+
+/**
+ * True when `text` has at most `max` code points. Costs O(max), never O(text): a code point is one
+ * or two UTF-16 units, so only a text of `max + 1` to `2 * max` units needs counting.
+ */
+export function isWithinTextLimit(text: string, max: number): boolean {
+  if (text.length <= max) return true;
+  if (text.length > 2 * max) return false;
+  return textLength(text) <= max;
+}

@@ -5,8 +5,9 @@ import { contentText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { EventSink } from '../ports/events.js';
 import type { ModelAdapter, SystemBlock, ToolDefinition } from '../ports/model.js';
-import type { AgentTool, ToolContext } from './agents.js';
+import type { AgentRef, AgentTool, ToolContext } from './agents.js';
 import type { Conversation } from './conversation.js';
+import type { TeamService } from './team-service.js';
 
 /** The tools of one agent: the definitions the model is offered and their implementations. */
 export interface ToolSet {
@@ -69,8 +70,11 @@ export interface RunTurnOptions {
   system: readonly SystemBlock[];
   tools: ToolSet;
   conversation: Conversation;
-  /** The tools' context, without the signal (the turn's is added). */
-  toolContext: Omit<ToolContext, 'signal'>;
+  /**
+   * Who runs the turn and the service it runs in. Tools never see the service itself: their
+   * context holds `team.forMember(agent)`, so a tool acts only as its own member.
+   */
+  toolContext: { agent: AgentRef; team: TeamService };
   /** Interrupts the turn: the model call is closed, a running tool is answered as interrupted. */
   signal: AbortSignal;
   maxSteps: number;
@@ -94,7 +98,8 @@ export interface RunTurnOptions {
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
   const { agentName, conversation, events, signal } = options;
-  const context: ToolContext = { ...options.toolContext, signal };
+  const { agent, team } = options.toolContext;
+  const context: ToolContext = Object.freeze({ agent, team: team.forMember(agent), signal });
   let steps = 0;
   let text = '';
   for (;;) {

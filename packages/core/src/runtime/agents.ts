@@ -1,24 +1,30 @@
 import type { z } from 'zod';
 import { TeamError } from '../errors.js';
+import { AGENT_TYPE_MAX, isWithinTextLimit } from '../limits.js';
 import type { ModelAdapter } from '../ports/model.js';
-import type { TeamService } from './team-service.js';
+import type { MemberTeamService } from './member-service.js';
 
 /**
- * The credential of one member, issued by a {@link TeamService} and nothing else. Every service
- * method takes one as its first argument, so code acting for a teammate (its tools) can only act
- * as that teammate. An object the service did not issue, or the ref of a member that is no longer
- * live, is refused with `NOT_A_MEMBER`, whatever its fields say.
+ * The credential of one member, issued by a `TeamService` and nothing else. Every service method
+ * takes one as its first argument. An object the service did not issue, or the ref of a member
+ * that is no longer live, is refused with `NOT_A_MEMBER`, whatever its fields say. Tools get only
+ * their own member's ref, and a {@link MemberTeamService} already bound to it, so code acting for
+ * a teammate can only act as that teammate.
  */
 export interface AgentRef {
   readonly memberId: string;
   readonly name: string;
 }
 
-/** What a tool runs with: who calls it, the team, and the turn's abort signal. */
+/** What a tool runs with: who calls it, its view of the team, and the turn's abort signal. */
 export interface ToolContext {
-  /** The calling member's credential. */
+  /** The calling member's credential (the same as `team.agent`). */
   agent: AgentRef;
-  team: TeamService;
+  /**
+   * The team bound to the calling member: it acts only as that member and cannot reach the lead's
+   * credential or the host-only operations of the `TeamService`.
+   */
+  team: MemberTeamService;
   /** Aborted when the turn is interrupted or the service is disposed. */
   signal: AbortSignal;
 }
@@ -78,8 +84,16 @@ export interface AgentRegistry {
 export function createAgentRegistry(definitions: readonly AgentDefinition[]): AgentRegistry {
   const byType = new Map<string, AgentDefinition>();
   for (const definition of definitions) {
-    if (typeof definition.type !== 'string' || definition.type === '') {
-      throw new TeamError('INVALID_ARGUMENT', 'an agent definition needs a non-empty type');
+    if (
+      typeof definition.type !== 'string' ||
+      definition.type === '' ||
+      !isWithinTextLimit(definition.type, AGENT_TYPE_MAX)
+    ) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `an agent definition needs a type of 1 to ${AGENT_TYPE_MAX} characters`,
+        { details: { field: 'type', max: AGENT_TYPE_MAX } },
+      );
     }
     if (byType.has(definition.type)) {
       throw new TeamError('INVALID_ARGUMENT', `agent type "${definition.type}" is defined twice`, {

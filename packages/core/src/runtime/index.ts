@@ -7,6 +7,7 @@ export type {
   ToolContext,
 } from './agents.js';
 export { createAgentRegistry, defineTool } from './agents.js';
+export type { MemberTeamService } from './member-service.js';
 export type {
   ListTasksInput,
   ListTasksResult,

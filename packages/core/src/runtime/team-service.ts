@@ -4,6 +4,13 @@ import { systemClock, ulidIdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
+import {
+  isWithinTextLimit,
+  MEMBER_ERROR_MAX,
+  TASK_PAGE_MAX,
+  WAIT_TIMEOUT_MAX_MS,
+  WAIT_TIMEOUT_MIN_MS,
+} from '../limits.js';
 import type { EventSink, MemberStatus } from '../ports/events.js';
 import { noopEventSink } from '../ports/events.js';
 import type { ProtocolHooks } from '../ports/protocol.js';
@@ -23,6 +30,8 @@ import { isLivePhase, TeamState } from '../state/index.js';
 import type { ToolSet, TurnOutcome } from './agent-loop.js';
 import { createToolSet } from './agent-loop.js';
 import type { AgentDefinition, AgentRef, AgentRegistry } from './agents.js';
+import type { MemberTeamService } from './member-service.js';
+import { bindMemberService } from './member-service.js';
 import type { RunnerHost } from './runner.js';
 import { AgentRunner } from './runner.js';
 import { createLeadTools, createTeamTools } from './team-tools.js';
@@ -142,8 +151,10 @@ export interface WaitForChangeResult {
 }
 
 /**
- * The API host code and tools call. Every method takes the calling agent's {@link AgentRef} as
- * its credential; the service checks it was issued here and that the member is live.
+ * The API host code calls. Every method takes the calling agent's {@link AgentRef} as its
+ * credential; the service checks it was issued here and that the member is live. Tools never get
+ * this object: they get their own member's {@link MemberTeamService} (see {@link forMember}), which
+ * cannot reach the lead's credential or act as anyone else.
  *
  * Mutations validate and apply to the in-memory state synchronously, then append the record to
  * the team log and answer once it is durable; concurrent calls therefore serialize on the event
@@ -156,6 +167,12 @@ export interface TeamService {
   /** The lead's credential (for the host that runs the lead). */
   readonly lead: AgentRef;
   readonly limits: TeamLimits;
+  /**
+   * The service bound to `agent`: the same operations without the credential argument, acting only
+   * as that member (one object per member). `NOT_A_MEMBER` when the service did not issue `agent`;
+   * liveness is checked on every call of the view.
+   */
+  forMember(agent: AgentRef): MemberTeamService;
   /** Whose credential this is; `NOT_A_MEMBER` when it is not a live member's. */
   membership(agent: AgentRef): Membership;
   /** Like {@link membership}, `undefined` instead of throwing. */
@@ -193,8 +210,6 @@ export interface TeamService {
 }
 
 const MEMBER_COLORS = ['blue', 'green', 'yellow', 'purple', 'orange', 'pink', 'cyan', 'red'];
-const WAIT_MIN_MS = 10_000;
-const WAIT_MAX_MS = 3_600_000;
 const DEFAULT_PAGE = 50;
 
 interface ChangeWaiter {
@@ -239,6 +254,16 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
   return service;
 }
 
+/** Why a member failed, shortened to fit a member record's `error`. */
+function failureReason(error: unknown): string {
+  const why = error instanceof Error ? error.message : String(error);
+  if (isWithinTextLimit(why, MEMBER_ERROR_MAX)) return why;
+  let cut = MEMBER_ERROR_MAX - 1;
+  // never split a surrogate pair
+  if ((why.charCodeAt(cut - 1) & 0xfc00) === 0xd800) cut--;
+  return `${why.slice(0, cut)}…`;
+}
+
 function providerOf(definition: AgentDefinition): string {
   return `${definition.model.provider}:${definition.model.modelId}`;
 }
@@ -256,6 +281,7 @@ class TeamServiceImpl implements TeamService, RunnerHost {
   private readonly disposeTimeoutMs: number;
   private readonly runners = new Map<string, AgentRunner>();
   private readonly refs = new Map<string, AgentRef>();
+  private readonly views = new Map<string, MemberTeamService>();
   private readonly issued = new WeakMap<object, string>();
   private readonly changeWaiters = new Set<ChangeWaiter>();
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
@@ -401,7 +427,7 @@ class TeamServiceImpl implements TeamService, RunnerHost {
 
   private afterRecords(records: readonly TeamRecord[]): void {
     for (const waiter of this.changeWaiters) {
-      waiter.records.push(...records);
+      for (const record of records) waiter.records.push(record);
       if (!waiter.scheduled) {
         waiter.scheduled = true;
         queueMicrotask(() => waiter.finish());
@@ -573,6 +599,23 @@ class TeamServiceImpl implements TeamService, RunnerHost {
 
   // ------------------------------------------------------------ reads
 
+  forMember(agent: AgentRef): MemberTeamService {
+    const memberId =
+      typeof agent === 'object' && agent !== null ? this.issued.get(agent) : undefined;
+    if (memberId === undefined) {
+      throw new TeamError(
+        'NOT_A_MEMBER',
+        'this agent credential was not issued by this team service',
+      );
+    }
+    let view = this.views.get(memberId);
+    if (view === undefined) {
+      view = bindMemberService(this, agent);
+      this.views.set(memberId, view);
+    }
+    return view;
+  }
+
   membership(agent: AgentRef): Membership {
     const member = this.resolve(agent);
     return {
@@ -616,10 +659,14 @@ class TeamServiceImpl implements TeamService, RunnerHost {
   listTasks(agent: AgentRef, input: ListTasksInput = {}): ListTasksResult {
     this.resolve(agent);
     const limit = input.limit ?? DEFAULT_PAGE;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-      throw new TeamError('INVALID_ARGUMENT', `limit must be an integer from 1 to 100`, {
-        details: { limit },
-      });
+    if (!Number.isInteger(limit) || limit < 1 || limit > TASK_PAGE_MAX) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `limit must be an integer from 1 to ${TASK_PAGE_MAX}`,
+        {
+          details: { limit },
+        },
+      );
     }
     let after = 0;
     if (input.cursor !== undefined) {
@@ -685,7 +732,7 @@ class TeamServiceImpl implements TeamService, RunnerHost {
       });
     } catch (error) {
       // The member record is applied already: record it, and that it never started.
-      const why = error instanceof Error ? error.message : String(error);
+      const why = failureReason(error);
       await this.commit(caller.name, [spawned, state.setMemberPhase(memberId, 'failed', why)]);
       throw error;
     }
@@ -701,7 +748,7 @@ class TeamServiceImpl implements TeamService, RunnerHost {
     } catch (error) {
       this.runners.delete(memberId);
       if (!this.closed) {
-        const why = error instanceof Error ? error.message : String(error);
+        const why = failureReason(error);
         await this.commit(caller.name, [state.setMemberPhase(memberId, 'failed', why)]);
       }
       throw error;
@@ -777,11 +824,15 @@ class TeamServiceImpl implements TeamService, RunnerHost {
   waitForChange(agent: AgentRef, input: WaitForChangeInput): Promise<WaitForChangeResult> {
     this.resolve(agent);
     const { timeoutMs, signal } = input;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < WAIT_MIN_MS || timeoutMs > WAIT_MAX_MS) {
+    if (
+      !Number.isInteger(timeoutMs) ||
+      timeoutMs < WAIT_TIMEOUT_MIN_MS ||
+      timeoutMs > WAIT_TIMEOUT_MAX_MS
+    ) {
       return Promise.reject(
         new TeamError(
           'INVALID_ARGUMENT',
-          `timeoutMs must be an integer from ${WAIT_MIN_MS} to ${WAIT_MAX_MS}`,
+          `timeoutMs must be an integer from ${WAIT_TIMEOUT_MIN_MS} to ${WAIT_TIMEOUT_MAX_MS}`,
           { details: { timeoutMs } },
         ),
       );
@@ -811,7 +862,11 @@ class TeamServiceImpl implements TeamService, RunnerHost {
             reject(new TeamError('DISPOSED', 'the team service was disposed'));
             return;
           }
-          resolve({ changed: waiter.records.length > 0, records: waiter.records });
+          // Copies: the state keeps the committed records, and a caller must not change them.
+          resolve({
+            changed: waiter.records.length > 0,
+            records: waiter.records.map((record) => structuredClone(record)),
+          });
         },
       };
       this.changeWaiters.add(waiter);

@@ -1,12 +1,26 @@
 import { z } from 'zod';
 import { TeamError } from '../errors.js';
-import { TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
+import {
+  MEMBER_DESCRIPTION_MAX,
+  MEMBER_NAME_MAX,
+  MESSAGE_SUMMARY_MAX,
+  TASK_BLOCKED_BY_MAX,
+  TASK_DESCRIPTION_MAX,
+  TASK_ID_PATTERN,
+  TASK_PAGE_MAX,
+  TASK_SUBJECT_MAX,
+  TASK_WRITE_SCOPES_MAX,
+  WAIT_TIMEOUT_MAX_MS,
+  WAIT_TIMEOUT_MIN_MS,
+  WRITE_SCOPE_MAX,
+} from '../limits.js';
 import type { TeamRecord } from '../records.js';
 import { TaskStatus } from '../records.js';
 import type { TaskAction, TaskView } from '../state/index.js';
-import type { AgentRef, AgentTool, ToolContext } from './agents.js';
+import type { AgentTool, ToolContext } from './agents.js';
 import { defineTool } from './agents.js';
-import type { MemberInfo, TeamService } from './team-service.js';
+import type { MemberTeamService } from './member-service.js';
+import type { MemberInfo } from './team-service.js';
 
 /** Names of the tools every member gets. */
 export const TEAM_TOOL_NAMES = [
@@ -26,14 +40,18 @@ export const LEAD_TOOL_NAMES = [
   'wait_for_team',
 ] as const;
 
-const name = z.string().min(1).max(64);
-const taskId = z.string().regex(/^task-[1-9][0-9]*$/, 'a task id like task-3');
+// Every bound below is the state's own constant: the state enforces it for every caller, the
+// schema only tells the model up front.
+const name = z.string().min(1).max(MEMBER_NAME_MAX);
+const taskId = z.string().regex(TASK_ID_PATTERN, 'a task id like task-3');
+const blockedBy = z.array(taskId).max(TASK_BLOCKED_BY_MAX);
+const writeScopes = z.array(z.string().min(1).max(WRITE_SCOPE_MAX)).max(TASK_WRITE_SCOPES_MAX);
 
 /** Input of `send_message`. */
 export const SendMessageToolInput = z.object({
   to: name.describe('The name of the member to message (see list_members).'),
   message: z.string().min(1).describe('The message body.'),
-  summary: z.string().max(200).optional().describe('An optional one-line preview.'),
+  summary: z.string().max(MESSAGE_SUMMARY_MAX).optional().describe('An optional one-line preview.'),
   delivery: z
     .enum(['wakeup', 'quiet'])
     .optional()
@@ -51,9 +69,8 @@ export type ListMembersToolInput = z.infer<typeof ListMembersToolInput>;
 export const TaskCreateToolInput = z.object({
   subject: z.string().min(1).max(TASK_SUBJECT_MAX),
   description: z.string().min(1).max(TASK_DESCRIPTION_MAX),
-  blockedBy: z.array(taskId).optional().describe('Tasks that must be completed first.'),
-  writeScopes: z
-    .array(z.string().min(1))
+  blockedBy: blockedBy.optional().describe('Tasks that must be completed first.'),
+  writeScopes: writeScopes
     .optional()
     .describe('Relative path prefixes this task will write (advisory).'),
 });
@@ -66,7 +83,13 @@ export const TaskListToolInput = z.object({
   unowned: z.boolean().optional().describe('Only tasks nobody owns (true).'),
   ready: z.boolean().optional().describe('Only tasks that can be claimed now (or only not).'),
   cursor: z.string().optional().describe('The nextCursor of a previous page.'),
-  limit: z.number().int().min(1).max(100).optional().describe('Page size, 1-100 (default 50).'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(TASK_PAGE_MAX)
+    .optional()
+    .describe(`Page size, 1-${TASK_PAGE_MAX} (default 50).`),
 });
 export type TaskListToolInput = z.infer<typeof TaskListToolInput>;
 
@@ -99,8 +122,8 @@ export const TaskUpdateToolInput = z.object({
     .describe('Refuse the change unless the task is still at this revision.'),
   subject: z.string().min(1).max(TASK_SUBJECT_MAX).optional(),
   description: z.string().min(1).max(TASK_DESCRIPTION_MAX).optional(),
-  writeScopes: z.array(z.string().min(1)).optional(),
-  blockedBy: z.array(taskId).optional(),
+  writeScopes: writeScopes.optional(),
+  blockedBy: blockedBy.optional(),
   owner: name.optional().describe('For reassign: the new owner.'),
 });
 export type TaskUpdateToolInput = z.infer<typeof TaskUpdateToolInput>;
@@ -112,7 +135,7 @@ export type InterruptTeammateToolInput = z.infer<typeof InterruptTeammateToolInp
 /** Input of `shutdown_teammate`. */
 export const ShutdownTeammateToolInput = z.object({
   name,
-  reason: z.string().max(2000).optional(),
+  reason: z.string().optional().describe('Why, shown to the teammate.'),
 });
 export type ShutdownTeammateToolInput = z.infer<typeof ShutdownTeammateToolInput>;
 
@@ -121,8 +144,8 @@ export const WaitForTeamToolInput = z.object({
   timeoutMs: z
     .number()
     .int()
-    .min(10_000)
-    .max(3_600_000)
+    .min(WAIT_TIMEOUT_MIN_MS)
+    .max(WAIT_TIMEOUT_MAX_MS)
     .optional()
     .describe('How long to wait for a change (default 600000).'),
 });
@@ -132,7 +155,11 @@ export type WaitForTeamToolInput = z.infer<typeof WaitForTeamToolInput>;
 export function spawnTeammateToolInput(agentTypes: readonly [string, ...string[]]) {
   return z.object({
     name: name.describe('A new, unique name: lowercase words joined by hyphens.'),
-    description: z.string().min(1).max(2000).describe('The teammate role, in one sentence.'),
+    description: z
+      .string()
+      .min(1)
+      .max(MEMBER_DESCRIPTION_MAX)
+      .describe('The teammate role, in one sentence.'),
     prompt: z.string().min(1).describe('The first message the teammate gets from you.'),
     agentType: z.enum(agentTypes).optional().describe(`The agent type (default ${agentTypes[0]}).`),
     context: z
@@ -169,12 +196,12 @@ export function compactTask(
   };
 }
 
-function memberNames(team: TeamService, agent: AgentRef): Map<string, string> {
-  return new Map(team.listMembers(agent).map((m) => [m.memberId, m.name]));
+function memberNames(team: MemberTeamService): Map<string, string> {
+  return new Map(team.listMembers().map((m) => [m.memberId, m.name]));
 }
 
-function memberIdByName(team: TeamService, agent: AgentRef, memberName: string): string {
-  const found = team.listMembers(agent).find((m) => m.name === memberName);
+function memberIdByName(team: MemberTeamService, memberName: string): string {
+  const found = team.listMembers().find((m) => m.name === memberName);
   if (found === undefined) {
     throw new TeamError('UNKNOWN_MEMBER', `no member named "${memberName}"`, {
       details: { name: memberName },
@@ -183,7 +210,7 @@ function memberIdByName(team: TeamService, agent: AgentRef, memberName: string):
   return found.memberId;
 }
 
-function toAction(input: TaskUpdateToolInput, team: TeamService, agent: AgentRef): TaskAction {
+function toAction(input: TaskUpdateToolInput, team: MemberTeamService): TaskAction {
   switch (input.action) {
     case 'edit':
       return {
@@ -201,7 +228,7 @@ function toAction(input: TaskUpdateToolInput, team: TeamService, agent: AgentRef
       if (input.owner === undefined) {
         throw new TeamError('INVALID_ARGUMENT', 'reassign needs owner (a member name)');
       }
-      return { type: 'reassign', ownerId: memberIdByName(team, agent, input.owner) };
+      return { type: 'reassign', ownerId: memberIdByName(team, input.owner) };
     default:
       return { type: input.action };
   }
@@ -243,8 +270,8 @@ export function createTeamTools(): AgentTool<unknown>[] {
       description:
         'Send a message to another team member by name. It is stored durably before this returns.',
       inputSchema: SendMessageToolInput,
-      async execute(input, { team, agent }: ToolContext) {
-        return team.sendMessage(agent, {
+      async execute(input, { team }: ToolContext) {
+        return team.sendMessage({
           to: input.to,
           text: input.message,
           ...(input.summary === undefined ? {} : { summary: input.summary }),
@@ -256,8 +283,8 @@ export function createTeamTools(): AgentTool<unknown>[] {
       name: 'list_members',
       description: 'List the team members (lead first) with their role and status.',
       inputSchema: ListMembersToolInput,
-      async execute(_input, { team, agent }: ToolContext) {
-        return team.listMembers(agent).map((m) => ({
+      async execute(_input, { team }: ToolContext) {
+        return team.listMembers().map((m) => ({
           name: m.name,
           description: m.description,
           agentType: m.agentType,
@@ -269,14 +296,14 @@ export function createTeamTools(): AgentTool<unknown>[] {
       name: 'task_create',
       description: 'Create a task on the shared board. Returns the task with its id.',
       inputSchema: TaskCreateToolInput,
-      async execute(input, { team, agent }: ToolContext) {
-        const task = await team.createTask(agent, {
+      async execute(input, { team }: ToolContext) {
+        const task = await team.createTask({
           subject: input.subject,
           description: input.description,
           ...(input.blockedBy === undefined ? {} : { blockedBy: input.blockedBy }),
           ...(input.writeScopes === undefined ? {} : { writeScopes: input.writeScopes }),
         });
-        return compactTask(task, memberNames(team, agent), 'summary');
+        return compactTask(task, memberNames(team), 'summary');
       },
     }),
     defineTool({
@@ -284,24 +311,24 @@ export function createTeamTools(): AgentTool<unknown>[] {
       description:
         'List tasks in creation order, with filters. Pass nextCursor back as cursor for the next page.',
       inputSchema: TaskListToolInput,
-      async execute(input, { team, agent }: ToolContext) {
+      async execute(input, { team }: ToolContext) {
         if (input.owner !== undefined && input.unowned === true) {
           throw new TeamError('INVALID_ARGUMENT', 'give owner or unowned, not both');
         }
         const ownerId =
           input.owner !== undefined
-            ? memberIdByName(team, agent, input.owner)
+            ? memberIdByName(team, input.owner)
             : input.unowned === true
               ? null
               : undefined;
-        const page = team.listTasks(agent, {
+        const page = team.listTasks({
           ...(input.status === undefined ? {} : { status: input.status }),
           ...(ownerId === undefined ? {} : { ownerId }),
           ...(input.ready === undefined ? {} : { ready: input.ready }),
           ...(input.cursor === undefined ? {} : { cursor: input.cursor }),
           ...(input.limit === undefined ? {} : { limit: input.limit }),
         });
-        const names = memberNames(team, agent);
+        const names = memberNames(team);
         return {
           tasks: page.tasks.map((task) => compactTask(task, names, 'summary')),
           ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
@@ -312,12 +339,8 @@ export function createTeamTools(): AgentTool<unknown>[] {
       name: 'task_get',
       description: 'Get one task with its description and write scopes.',
       inputSchema: TaskGetToolInput,
-      async execute(input, { team, agent }: ToolContext) {
-        return compactTask(
-          team.getTask(agent, { taskId: input.taskId }),
-          memberNames(team, agent),
-          'full',
-        );
+      async execute(input, { team }: ToolContext) {
+        return compactTask(team.getTask({ taskId: input.taskId }), memberNames(team), 'full');
       },
     }),
     defineTool({
@@ -325,15 +348,15 @@ export function createTeamTools(): AgentTool<unknown>[] {
       description:
         'Change a task: claim, release, complete, reopen, edit, set_dependencies, reassign (lead only) or delete.',
       inputSchema: TaskUpdateToolInput,
-      async execute(input, { team, agent }: ToolContext) {
-        const task = await team.updateTask(agent, {
+      async execute(input, { team }: ToolContext) {
+        const task = await team.updateTask({
           taskId: input.taskId,
-          action: toAction(input, team, agent),
+          action: toAction(input, team),
           ...(input.expectedRevision === undefined
             ? {}
             : { expectedRevision: input.expectedRevision }),
         });
-        return compactTask(task, memberNames(team, agent), 'summary');
+        return compactTask(task, memberNames(team), 'summary');
       },
     }),
   ];
@@ -350,8 +373,8 @@ export function createLeadTools(options: {
       description:
         'Start a new teammate. It begins with your prompt as its first message and reports back when idle.',
       inputSchema: spawnTeammateToolInput(options.agentTypes),
-      async execute(input, { team, agent }: ToolContext) {
-        return team.spawnTeammate(agent, {
+      async execute(input, { team }: ToolContext) {
+        return team.spawnTeammate({
           name: input.name,
           description: input.description,
           prompt: input.prompt,
@@ -365,11 +388,11 @@ export function createLeadTools(options: {
       description:
         'Stop what a teammate is doing now. Its mail is kept; it waits for the next message.',
       inputSchema: InterruptTeammateToolInput,
-      async execute(input, { team, agent }: ToolContext) {
-        if (input.name === agent.name) {
+      async execute(input, { team }: ToolContext) {
+        if (input.name === team.agent.name) {
           throw new TeamError('INVALID_ARGUMENT', 'you cannot interrupt yourself');
         }
-        return team.interrupt(agent, { target: input.name });
+        return team.interrupt({ target: input.name });
       },
     }),
     defineTool({
@@ -377,8 +400,8 @@ export function createLeadTools(options: {
       description:
         'Ask a teammate to shut down. It stops at its next step, releases its tasks and leaves the team.',
       inputSchema: ShutdownTeammateToolInput,
-      async execute(input, { team, agent }: ToolContext) {
-        return team.shutdown(agent, {
+      async execute(input, { team }: ToolContext) {
+        return team.shutdown({
           target: input.name,
           ...(input.reason === undefined ? {} : { reason: input.reason }),
         });
@@ -389,31 +412,30 @@ export function createLeadTools(options: {
       description:
         'Wait until something changes in the team (a message, a task, a member). Returns at once with noProgress when no teammate is working.',
       inputSchema: WaitForTeamToolInput,
-      async execute(input, { team, agent, signal }: ToolContext) {
-        const members = team.listMembers(agent);
+      async execute(input, { team, signal }: ToolContext) {
+        const self = team.agent.memberId;
+        const members = team.listMembers();
         const working = members.some(
-          (m) =>
-            m.memberId !== agent.memberId &&
-            (m.status === 'running' || m.status === 'provisioning'),
+          (m) => m.memberId !== self && (m.status === 'running' || m.status === 'provisioning'),
         );
         if (!working) {
           return {
             noProgress: 'no other member is running or provisioning',
-            members: statusSummary(members, agent.memberId),
+            members: statusSummary(members, self),
           };
         }
-        const result = await team.waitForChange(agent, {
+        const result = await team.waitForChange({
           timeoutMs: input.timeoutMs ?? DEFAULT_WAIT_MS,
           signal,
         });
-        const now = team.listMembers(agent);
+        const now = team.listMembers();
         const names = new Map(now.map((m) => [m.memberId, m.name]));
         return {
           changed: result.changed,
           changes: result.records
             .map((record) => describeRecord(record, names))
             .filter((line): line is string => line !== undefined),
-          members: statusSummary(now, agent.memberId),
+          members: statusSummary(now, self),
         };
       },
     }),

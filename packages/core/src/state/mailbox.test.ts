@@ -40,6 +40,7 @@ const base = { kind: 'message' as const, delivery: 'quiet' as const, content: te
 describe('queueMessage', () => {
   it('writes a message.queued record with the sender name filled in from the roster', () => {
     const { team, alice } = setup();
+    team.task('Take me');
     const record = team.run((s) =>
       s.queueMessage({
         id: 'm1',

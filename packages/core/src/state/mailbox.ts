@@ -1,4 +1,11 @@
+import { MESSAGE_SUMMARY_MAX } from '../limits.js';
 import type { MessageKind, QueuedMessage } from '../records.js';
+import { checkTextLimit } from './input-limits.js';
+
+/** Checks a message's optional summary: up to {@link MESSAGE_SUMMARY_MAX} characters (`INVALID_ARGUMENT`). */
+export function checkMessageSummary(summary: unknown): void {
+  if (summary !== undefined) checkTextLimit('summary', summary, MESSAGE_SUMMARY_MAX);
+}
 
 /**
  * Kinds counted against `maxPendingPerMember`. Control kinds (`shutdown_request`,

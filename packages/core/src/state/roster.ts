@@ -1,6 +1,14 @@
 import { TeamError } from '../errors.js';
+import {
+  AGENT_TYPE_MAX,
+  MEMBER_COLOR_MAX,
+  MEMBER_DESCRIPTION_MAX,
+  MEMBER_ERROR_MAX,
+  MEMBER_PROVIDER_MAX,
+} from '../limits.js';
 import type { MemberPhase } from '../records.js';
 import { LEAD_NAME, MEMBER_NAME_MAX, MEMBER_NAME_PATTERN } from '../records.js';
+import { checkTextLimit } from './input-limits.js';
 
 /**
  * Checks a teammate name before spawning: `lead` in any case is `NAME_RESERVED` (checked first, so
@@ -24,6 +32,33 @@ export function validateMemberName(name: string): void {
       { details: { name } },
     );
   }
+}
+
+/** The free-text fields of a new member, as `createLead` and `spawnMember` take them. */
+export interface MemberFields {
+  description: string;
+  agentType: string;
+  provider: string;
+  color?: string | undefined;
+}
+
+/**
+ * Checks the fields of a new member against their input limits (`INVALID_ARGUMENT`, details name
+ * the field): `description` up to {@link MEMBER_DESCRIPTION_MAX} characters, `agentType` 1 to
+ * {@link AGENT_TYPE_MAX}, `provider` up to {@link MEMBER_PROVIDER_MAX}, `color` up to
+ * {@link MEMBER_COLOR_MAX}. Commands run it; replay does not, so a log written before a limit
+ * existed still folds.
+ */
+export function validateMemberFields(fields: MemberFields): void {
+  checkTextLimit('description', fields.description, MEMBER_DESCRIPTION_MAX);
+  checkTextLimit('agentType', fields.agentType, AGENT_TYPE_MAX, 1);
+  checkTextLimit('provider', fields.provider, MEMBER_PROVIDER_MAX);
+  if (fields.color !== undefined) checkTextLimit('color', fields.color, MEMBER_COLOR_MAX);
+}
+
+/** Checks why a member failed (`error` of `setMemberPhase`): up to {@link MEMBER_ERROR_MAX} characters. */
+export function validateMemberError(error: string | undefined): void {
+  if (error !== undefined) checkTextLimit('error', error, MEMBER_ERROR_MAX);
 }
 
 /**

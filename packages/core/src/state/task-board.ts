@@ -1,5 +1,7 @@
-import type { TeamErrorCode } from '../errors.js';
+import { TeamError, type TeamErrorCode } from '../errors.js';
+import { TASK_BLOCKED_BY_MAX, TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
 import type { Task, TaskStatus } from '../records.js';
+import { checkListLimit, checkTextLimit } from './input-limits.js';
 import { anyWriteScopeOverlaps } from './write-scopes.js';
 
 /** A task as callers see it: the stored snapshot plus facts derived from the rest of the board. */
@@ -52,6 +54,34 @@ export interface TaskProblem {
   code: TeamErrorCode;
   message: string;
   details?: Record<string, unknown>;
+}
+
+/** Checks a task subject: 1 to {@link TASK_SUBJECT_MAX} characters (`INVALID_ARGUMENT`). */
+export function checkTaskSubject(subject: unknown): void {
+  checkTextLimit('subject', subject, TASK_SUBJECT_MAX, 1);
+}
+
+/** Checks a task description: 1 to {@link TASK_DESCRIPTION_MAX} characters (`INVALID_ARGUMENT`). */
+export function checkTaskDescription(description: unknown): void {
+  checkTextLimit('description', description, TASK_DESCRIPTION_MAX, 1);
+}
+
+/**
+ * Checks a `blockedBy` list as given: an array of strings with at most
+ * {@link TASK_BLOCKED_BY_MAX} entries (`INVALID_ARGUMENT`); returns a copy. Whether the entries
+ * name usable tasks is {@link TaskBoard.checkBlockedBy}'s question.
+ */
+export function checkBlockedByList(ids: unknown): string[] {
+  const refuse = (): never => {
+    throw new TeamError('INVALID_ARGUMENT', 'blockedBy must be an array of task ids', {
+      details: { field: 'blockedBy' },
+    });
+  };
+  if (!Array.isArray(ids)) refuse();
+  // the count first: a huge list is refused without a pass over it
+  checkListLimit('blockedBy', ids, TASK_BLOCKED_BY_MAX);
+  if ((ids as unknown[]).some((id) => typeof id !== 'string')) refuse();
+  return [...(ids as string[])];
 }
 
 /** The numeric part of a `task-<n>` id. */

@@ -3,7 +3,6 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
-import { TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
 import { copyValidRecord } from '../record-copy.js';
 import type {
   Member,
@@ -20,13 +19,29 @@ import type {
   TaskStatus,
 } from '../records.js';
 import { checkSchemaVersion, LEAD_NAME, SCHEMA_VERSION, TeamRecord } from '../records.js';
-import { isBoundedKind, Mailbox } from './mailbox.js';
-import { isLivePhase, isPhaseTransition, validateMemberName } from './roster.js';
+import { checkMessageSummary, isBoundedKind, Mailbox } from './mailbox.js';
+import {
+  isLivePhase,
+  isPhaseTransition,
+  validateMemberError,
+  validateMemberFields,
+  validateMemberName,
+} from './roster.js';
 import type { TaskAction, TaskListFilter, TaskProblem, TaskView } from './task-board.js';
-import { TaskBoard } from './task-board.js';
-import { normalizeWriteScopes } from './write-scopes.js';
+import {
+  checkBlockedByList,
+  checkTaskDescription,
+  checkTaskSubject,
+  TaskBoard,
+} from './task-board.js';
+import { checkWriteScopeLimits, normalizeWriteScopes } from './write-scopes.js';
 
-/** Bounds that keep one team's state and mail finite. Only commands enforce them, never replay. */
+/**
+ * Configurable bounds that keep one team's state and mail finite. Together with the fixed input
+ * limits of every text and list field (`MEMBER_DESCRIPTION_MAX`, `MESSAGE_SUMMARY_MAX`,
+ * `TASK_WRITE_SCOPES_MAX`, ...) they are enforced by commands only, never by replay, so a log
+ * written under other limits still folds.
+ */
 export interface TeamLimits {
   /** Teammates in phase `provisioning | active` (the lead is not counted; failed and retired members hold no slot). */
   maxMembers: number;
@@ -359,6 +374,7 @@ export class TeamState {
       });
     }
     this.refuseKnownMemberId(input.id);
+    validateMemberFields({ ...input, description: input.description ?? '' });
     const member: Member = {
       id: input.id,
       name: LEAD_NAME,
@@ -380,7 +396,8 @@ export class TeamState {
   /**
    * Records a new teammate in phase `provisioning`. Only the live lead may spawn (`LEAD_ONLY`,
    * or `NOT_A_MEMBER` for a lead that is no longer live); the name must be valid and never used
-   * before in this team; live teammates must stay within `maxMembers`.
+   * before in this team, the other fields within their input limits (`INVALID_ARGUMENT`); live
+   * teammates must stay within `maxMembers`.
    */
   spawnMember(actorId: string, input: SpawnMemberInput): MemberRecord {
     if (this.lead === undefined || actorId !== this.lead) {
@@ -390,6 +407,7 @@ export class TeamState {
     }
     this.requireLive(actorId);
     validateMemberName(input.name);
+    validateMemberFields(input);
     if (this.names.has(input.name)) {
       throw new TeamError(
         'NAME_TAKEN',
@@ -422,7 +440,8 @@ export class TeamState {
 
   /**
    * Moves a member along its lifecycle: `provisioning -> active | failed`, `active -> retired`
-   * (`INVALID_PHASE` otherwise). `error` says why a member failed.
+   * (`INVALID_PHASE` otherwise). `error` says why a member failed, in at most `MEMBER_ERROR_MAX`
+   * characters (`INVALID_ARGUMENT`; shorten a long diagnostic before recording it).
    */
   setMemberPhase(
     memberId: string,
@@ -442,6 +461,7 @@ export class TeamState {
         { details: { memberId, from: current.phase, to: phase } },
       );
     }
+    validateMemberError(error);
     const { error: _previousError, ...rest } = current;
     return this.emit<MemberRecord>({
       type: 'member',
@@ -519,13 +539,15 @@ export class TeamState {
 
   /**
    * Any live member may create a task. It gets the next `task-<n>` id, revision 1, status
-   * `pending`, no owner, validated blockers and normalized write scopes.
+   * `pending`, no owner, validated blockers and normalized write scopes. Subject, description,
+   * `blockedBy` and `writeScopes` must be within their input limits (`INVALID_ARGUMENT`).
    */
   createTask(actorId: string, input: CreateTaskInput): TaskRecord {
     this.requireLive(actorId);
-    checkText('subject', input.subject, TASK_SUBJECT_MAX);
-    checkText('description', input.description, TASK_DESCRIPTION_MAX);
-    const blockedBy = checkIdList(input.blockedBy ?? []);
+    checkTaskSubject(input.subject);
+    checkTaskDescription(input.description);
+    const blockedBy = checkBlockedByList(input.blockedBy ?? []);
+    checkWriteScopeLimits(input.writeScopes ?? []);
     const writeScopes = normalizeWriteScopes(input.writeScopes ?? []);
     if (this.board.activeCount >= this.limits.maxTasks) {
       throw new TeamError(
@@ -600,7 +622,7 @@ export class TeamState {
         return this.edit(actorId, task, action);
       case 'set_dependencies': {
         this.requireEditRight(actorId, task, 'change the dependencies of');
-        const blockedBy = checkIdList(action.blockedBy);
+        const blockedBy = checkBlockedByList(action.blockedBy);
         throwProblem(this.board.checkBlockedBy(task.id, blockedBy, task.blockedBy));
         return this.emitTask(this.nextRevision(task, { blockedBy }));
       }
@@ -664,14 +686,15 @@ export class TeamState {
     }
     const changes: Partial<Task> = {};
     if (action.subject !== undefined) {
-      checkText('subject', action.subject, TASK_SUBJECT_MAX);
+      checkTaskSubject(action.subject);
       changes.subject = action.subject;
     }
     if (action.description !== undefined) {
-      checkText('description', action.description, TASK_DESCRIPTION_MAX);
+      checkTaskDescription(action.description);
       changes.description = action.description;
     }
     if (action.writeScopes !== undefined) {
+      checkWriteScopeLimits(action.writeScopes);
       changes.writeScopes = normalizeWriteScopes(action.writeScopes);
     }
     return this.emitTask(this.nextRevision(task, changes));
@@ -730,9 +753,9 @@ export class TeamState {
 
   /**
    * Queues a message for `targetId` (the record makes it durable once appended). Sender and
-   * target must be live members and differ; the content must fit `maxMessageBytes`; the target
-   * must have room under `maxPendingPerMember` (control kinds always have room); an id is queued
-   * only once.
+   * target must be live members and differ; the content must fit `maxMessageBytes`, the summary
+   * `MESSAGE_SUMMARY_MAX` characters; a `taskId` names a task of the board; the target must have
+   * room under `maxPendingPerMember` (control kinds always have room); an id is queued only once.
    */
   queueMessage(input: QueueMessageInput): MessageQueuedRecord {
     const sender = this.roster.get(input.senderId);
@@ -767,6 +790,16 @@ export class TeamState {
         'MESSAGE_TOO_LARGE',
         `the message is ${bytes} bytes, over the limit of ${this.limits.maxMessageBytes}; shorten it`,
         { details: { bytes, limit: this.limits.maxMessageBytes } },
+      );
+    }
+    checkMessageSummary(input.summary);
+    if (input.taskId !== undefined && this.board.get(input.taskId) === undefined) {
+      throw new TeamError(
+        'TASK_NOT_FOUND',
+        `no task with id ${String(input.taskId).slice(0, 40)}`,
+        {
+          details: { field: 'taskId' },
+        },
       );
     }
     if (
@@ -917,23 +950,6 @@ function resolveLimits(limits: Partial<TeamLimits> | undefined): TeamLimits {
     out[key] = value;
   }
   return Object.freeze(out);
-}
-
-function checkText(field: string, value: unknown, max: number): void {
-  if (typeof value !== 'string' || value.length < 1 || value.length > max) {
-    throw new TeamError(
-      'INVALID_ARGUMENT',
-      `task ${field} must be 1 to ${max} characters (got ${typeof value === 'string' ? value.length : typeof value})`,
-      { details: { field, max } },
-    );
-  }
-}
-
-function checkIdList(ids: unknown): string[] {
-  if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string')) {
-    throw new TeamError('INVALID_ARGUMENT', 'blockedBy must be an array of task ids');
-  }
-  return [...(ids as string[])];
 }
 
 function requireStatus(task: Task, allowed: readonly TaskStatus[], verb: string): void {

@@ -1,4 +1,6 @@
 import { TeamError } from '../errors.js';
+import { TASK_WRITE_SCOPES_MAX, WRITE_SCOPE_MAX } from '../limits.js';
+import { checkListLimit, checkTextLimit } from './input-limits.js';
 
 const DRIVE_LETTER = /^[A-Za-z]:/;
 
@@ -55,6 +57,21 @@ export function normalizeWriteScopes(scopes: readonly string[]): string[] {
     }
   }
   return out;
+}
+
+/**
+ * Checks a task's write scopes, as given, against their input limits (`INVALID_ARGUMENT`): at most
+ * {@link TASK_WRITE_SCOPES_MAX} entries of at most {@link WRITE_SCOPE_MAX} characters each. Task
+ * commands run it before {@link normalizeWriteScopes}; replay does not, and the normalizers stay
+ * free of it, so a scope list stored before the limits existed still folds.
+ */
+export function checkWriteScopeLimits(scopes: unknown): void {
+  // a non-array and non-string entries are left to normalizeWriteScopes (INVALID_WRITE_SCOPE)
+  if (!Array.isArray(scopes)) return;
+  checkListLimit('writeScopes', scopes, TASK_WRITE_SCOPES_MAX);
+  scopes.forEach((scope, i) => {
+    if (typeof scope === 'string') checkTextLimit(`writeScopes[${i}]`, scope, WRITE_SCOPE_MAX);
+  });
 }
 
 /**
