@@ -336,7 +336,9 @@ class Hub implements EventHub {
         },
       });
     }
-    if (filter.events) prelude.push(...this.historyEntries(selected, from));
+    // Appended one by one: history can hold hundreds of thousands of events, far more than one
+    // call's argument list (a spread into push throws RangeError past ~120k).
+    if (filter.events) for (const entry of this.historyEntries(selected, from)) prelude.push(entry);
 
     const subscription = new Subscription({
       filter,
@@ -386,7 +388,8 @@ class Hub implements EventHub {
       const events = from === undefined ? state.ring.toArray() : state.ring.since(from, seqOf);
       for (const item of events) entries.push({ seq: item.seq, entry: { kind: 'item', item } });
     }
-    entries.sort((a, b) => a.seq - b.seq);
+    // One agent's entries are in seq order already; only several agents need sorting together.
+    if (selected.length > 1) entries.sort((a, b) => a.seq - b.seq);
     return entries.map((e) => e.entry);
   }
 

@@ -1,6 +1,7 @@
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { TeamError } from '../errors.js';
 import { createManualClock, type ManualClock } from '../testing/manual-clock.js';
 import { createEventHub } from './event-hub.js';
 import { createSseHandler, type SseHandlerOptions } from './sse.js';
@@ -38,7 +39,12 @@ function parseFrames(block: string): Frame {
 
 function connect(
   port: number,
-  options: { path?: string; lastEventId?: string; method?: string } = {},
+  options: {
+    path?: string;
+    lastEventId?: string;
+    method?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Client> {
   return new Promise((resolve, reject) => {
     const req = request({
@@ -50,6 +56,7 @@ function connect(
       headers: {
         accept: 'text/event-stream',
         ...(options.lastEventId === undefined ? {} : { 'last-event-id': options.lastEventId }),
+        ...options.headers,
       },
     });
     req.on('error', reject);
@@ -268,5 +275,129 @@ describe('createSseHandler', () => {
     }
     hub.close();
     expect((await connect(port)).status).toBe(503);
+  });
+});
+
+/** What a refused response streamed before it ended: a refusal must never open a stream. */
+async function streamed(client: Client): Promise<Frame[]> {
+  await client.ended;
+  return client.frames;
+}
+
+describe('createSseHandler: access', () => {
+  const TOKEN = 's3cret-token-0123456789';
+
+  it('with a token, answers 401 and opens no stream unless the request presents it', async () => {
+    const hub = createEventHub({ teamId: TEAM, epoch: 'e' });
+    const { port } = await serve(hub, { heartbeatMs: 0, token: TOKEN });
+    hub.publish('alice', delta('private'));
+
+    const refusals: [string, Parameters<typeof connect>[1]][] = [
+      ['no token', {}],
+      ['a wrong token', { headers: { authorization: 'Bearer not-the-token' } }],
+      ['a prefix of it', { headers: { authorization: `Bearer ${TOKEN.slice(0, -1)}` } }],
+      ['it plus more', { headers: { authorization: `Bearer ${TOKEN}x` } }],
+      ['another scheme', { headers: { authorization: `Basic ${TOKEN}` } }],
+      ['an empty bearer', { headers: { authorization: 'Bearer ' } }],
+      ['a wrong query token', { path: '/events?token=nope' }],
+      ['an empty query token', { path: '/events?token=' }],
+      // A header that is present decides: a right query token does not rescue a wrong header.
+      [
+        'a wrong header with a right query token',
+        { path: `/events?token=${TOKEN}`, headers: { authorization: 'Bearer nope' } },
+      ],
+    ];
+    for (const [label, options] of refusals) {
+      const client = await connect(port, options);
+      expect(client.status, label).toBe(401);
+      expect(client.headers['www-authenticate'], label).toBe('Bearer realm="teamwire"');
+      expect(client.headers['content-type'], label).toBe('text/plain; charset=utf-8');
+      expect(await streamed(client), label).toEqual([]);
+      expect(hub.subscriberCount(), label).toBe(0);
+    }
+
+    const byHeader = await connect(port, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const byScheme = await connect(port, { headers: { authorization: `bearer ${TOKEN}` } });
+    // EventSource cannot set headers: browsers pass it in the query string.
+    const byQuery = await connect(port, {
+      path: `/events?token=${encodeURIComponent(TOKEN)}&agent=alice`,
+    });
+    for (const client of [byHeader, byScheme, byQuery]) {
+      expect(client.status).toBe(200);
+      await client.until((frames) => deltas(frames).length === 1);
+      expect(deltas(client.frames)).toEqual(['e:2:private']);
+      client.disconnect();
+    }
+  });
+
+  it('checks the token before anything else, so a refusal tells nothing about the hub', async () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const { port } = await serve(hub, { heartbeatMs: 0, token: TOKEN, teamId: TEAM });
+    expect((await connect(port, { method: 'POST' })).status).toBe(401);
+    expect((await connect(port, { path: '/events?team=other' })).status).toBe(401);
+    expect((await connect(port, { lastEventId: 'not a cursor' })).status).toBe(401);
+    hub.close();
+    expect((await connect(port)).status).toBe(401);
+  });
+
+  it('scoped to a team, serves only requests naming it and answers 404 to the rest', async () => {
+    const hub = createEventHub({ teamId: TEAM, epoch: 'e' });
+    const { port } = await serve(hub, { heartbeatMs: 0, teamId: TEAM });
+    hub.publish('alice', delta('mine'));
+    for (const path of ['/events', '/events?team=other-team', '/events?team=']) {
+      const client = await connect(port, { path });
+      expect(client.status, path).toBe(404);
+      expect(await streamed(client), path).toEqual([]);
+      expect(hub.subscriberCount(), path).toBe(0);
+    }
+    const client = await connect(port, { path: `/events?team=${TEAM}` });
+    expect(client.status).toBe(200);
+    await client.until((frames) => deltas(frames).length === 1);
+    client.disconnect();
+  });
+
+  it('without team scoping, still answers 404 to a request for another team', async () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const { port } = await serve(hub, { heartbeatMs: 0 });
+    expect((await connect(port, { path: '/events?team=other-team' })).status).toBe(404);
+    const own = await connect(port, { path: `/events?team=${TEAM}` });
+    const unnamed = await connect(port);
+    expect([own.status, unnamed.status]).toEqual([200, 200]);
+    own.disconnect();
+    unnamed.disconnect();
+  });
+
+  it('refuses a configuration that would expose the stream', () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const code = (options: SseHandlerOptions) => {
+      try {
+        createSseHandler(hub, options);
+        return 'no error';
+      } catch (error) {
+        return TeamError.isInstance(error) ? error.code : 'not a TeamError';
+      }
+    };
+    expect(code({ headers: { 'Access-Control-Allow-Origin': '*' } })).toBe('INVALID_ARGUMENT');
+    expect(code({ headers: { 'access-control-allow-origin': ' * ' } })).toBe('INVALID_ARGUMENT');
+    expect(code({ token: '' })).toBe('INVALID_ARGUMENT');
+    expect(code({ teamId: 'another-team' })).toBe('INVALID_ARGUMENT');
+    expect(code({ headers: { 'access-control-allow-origin': 'https://board.example' } })).toBe(
+      'no error',
+    );
+  });
+
+  it('answers 500 (not 400) when the hub fails, and reports the error', async () => {
+    const hub = createEventHub({ teamId: TEAM });
+    const broken: EventHub = Object.assign(Object.create(hub) as EventHub, {
+      subscribe() {
+        throw new RangeError('Maximum call stack size exceeded');
+      },
+    });
+    const onError = vi.fn();
+    const { port } = await serve(broken, { heartbeatMs: 0, onError });
+    const client = await connect(port);
+    expect(client.status).toBe(500);
+    await client.ended;
+    expect(onError).toHaveBeenCalledWith(expect.any(RangeError));
   });
 });

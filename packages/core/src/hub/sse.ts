@@ -16,9 +16,26 @@ export interface SseHandlerOptions {
   clock?: Clock;
   /** Include presence unless the query says `presence=0`. Default false (opt in with `presence=1`). */
   presence?: boolean;
-  /** Extra response headers, e.g. CORS. */
+  /**
+   * A shared secret every request must present, as `Authorization: Bearer <token>` or, for
+   * browsers (`EventSource` cannot set headers), as the `token` query parameter. A request
+   * without it, or with another, gets `401` and no stream. Compared in constant time. Default:
+   * none (anyone who can reach the socket may read the stream, so bind to loopback).
+   */
+  token?: string;
+  /**
+   * Serve only this team (it must be the hub's): a request must name it in the `team` query
+   * parameter, else it gets `404` and no stream. Without this option a request may leave `team`
+   * out, but one naming another team still gets `404`.
+   */
+  teamId?: string;
+  /**
+   * Extra response headers, e.g. CORS for a page served from another origin: name that origin.
+   * A wildcard `access-control-allow-origin: *` is refused, since it would let any web page the
+   * user visits read the team's stream.
+   */
   headers?: Record<string, string>;
-  /** Told about failures of a stream (an item that cannot be serialized, a socket error). */
+  /** Told about failures of a stream (an item that cannot be serialized, a socket error, a hub that fails). */
   onError?: (error: unknown) => void;
 }
 
@@ -31,13 +48,53 @@ export type SseHandler = (req: IncomingMessage, res: ServerResponse) => Promise<
  * transitions carry `id: <epoch>:<seq>`, so a browser reconnecting with `Last-Event-ID` resumes
  * exactly after the last item it saw, and one reconnecting to a restarted hub gets a `reset`
  * instead of a misread cursor. Query string: `agent` (repeat it or separate with commas),
- * `presence=1`, `events=0`, and `lastEventId` for clients that cannot set the header.
+ * `presence=1`, `events=0`, `team`, and `lastEventId` and `token` for clients that cannot set
+ * headers.
+ *
+ * Before any stream starts: a wrong or missing `token` (when configured) gets `401`, another team
+ * (or none, when `teamId` is configured) gets `404`, a method other than `GET` gets `405`.
  */
 export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {}): SseHandler {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const clock = options.clock ?? systemClock;
   const onError = options.onError ?? (() => {});
+  const checkToken = options.token === undefined ? undefined : tokenChecker(options.token);
+  if (options.teamId !== undefined && options.teamId !== hub.teamId) {
+    throw new TeamError('INVALID_ARGUMENT', 'teamId must be the team of the hub it serves', {
+      details: { teamId: options.teamId, hubTeamId: hub.teamId },
+    });
+  }
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (name.toLowerCase() === 'access-control-allow-origin' && String(value).trim() === '*') {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        'a wildcard access-control-allow-origin would let any web page read the stream; name the origin',
+      );
+    }
+  }
   return async (req, res) => {
+    const url = URL.canParse(req.url ?? '/', 'http://localhost')
+      ? new URL(req.url ?? '/', 'http://localhost')
+      : undefined;
+    if (url === undefined) {
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('malformed request target\n');
+      return;
+    }
+    if (checkToken !== undefined && !(await checkToken(presentedToken(req, url)))) {
+      res.writeHead(401, {
+        'www-authenticate': 'Bearer realm="teamwire"',
+        'content-type': 'text/plain; charset=utf-8',
+      });
+      res.end('unauthorized\n');
+      return;
+    }
+    const team = url.searchParams.get('team');
+    if (team === null ? options.teamId !== undefined : team !== hub.teamId) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('no such team\n');
+      return;
+    }
     if (req.method !== 'GET') {
       res.writeHead(405, { allow: 'GET', 'content-type': 'text/plain; charset=utf-8' });
       res.end('method not allowed\n');
@@ -45,11 +102,20 @@ export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {})
     }
     let subscription: HubSubscription;
     try {
-      subscription = hub.subscribe(parseRequest(req, options.presence ?? false));
+      subscription = hub.subscribe(parseRequest(req, url, options.presence ?? false));
     } catch (error) {
-      const status = TeamError.hasCode(error, 'DISPOSED') ? 503 : 400;
-      res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(`${error instanceof Error ? error.message : String(error)}\n`);
+      // Only a bad request is the client's fault; anything else is ours and its text stays here.
+      if (TeamError.hasCode(error, 'INVALID_ARGUMENT')) {
+        res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`${error.message}\n`);
+      } else if (TeamError.hasCode(error, 'DISPOSED')) {
+        res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`${error.message}\n`);
+      } else {
+        onError(error);
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end('internal error\n');
+      }
       return;
     }
 
@@ -111,8 +177,37 @@ export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {})
   };
 }
 
-function parseRequest(req: IncomingMessage, defaultPresence: boolean) {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+/** The token a request presents: its `Authorization: Bearer` header, else `?token=`. */
+function presentedToken(req: IncomingMessage, url: URL): string | undefined {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    return match?.[1] ?? undefined;
+  }
+  return url.searchParams.get('token') ?? undefined;
+}
+
+/**
+ * A constant-time check against `expected`. Both sides are hashed first, so `timingSafeEqual`
+ * compares buffers of equal length and the time taken says nothing about the token, not even its
+ * length. `node:crypto` is loaded on first use, which keeps core's entry free of Node built-ins.
+ */
+function tokenChecker(expected: string): (presented: string | undefined) => Promise<boolean> {
+  if (typeof expected !== 'string' || expected === '') {
+    throw new TeamError('INVALID_ARGUMENT', 'token must be a non-empty string');
+  }
+  let wanted: Buffer | undefined;
+  return async (presented) => {
+    const crypto = await import('node:crypto');
+    const digest = (text: string) => crypto.createHash('sha256').update(text, 'utf8').digest();
+    wanted ??= digest(expected);
+    // A missing token still costs one comparison, like a wrong one.
+    const same = crypto.timingSafeEqual(digest(presented ?? ''), wanted);
+    return same && presented !== undefined;
+  };
+}
+
+function parseRequest(req: IncomingMessage, url: URL, defaultPresence: boolean) {
   const agents = url.searchParams
     .getAll('agent')
     .flatMap((value) => value.split(','))

@@ -203,11 +203,17 @@ export class Subscription implements HubSubscription {
   /** Reads the evicted records back from the log, in one pass, and lays the prelude out. */
   private async resolvePrelude(prelude: PreludeEntry[]): Promise<HubItem[]> {
     const wanted = new Set<number>();
-    for (const entry of prelude) if (entry.kind === 'log') wanted.add(entry.logSeq);
+    // A loop, not Math.min(...wanted): a resume can want more records than a call takes arguments.
+    let first = Number.POSITIVE_INFINITY;
+    let last = 0;
+    for (const entry of prelude) {
+      if (entry.kind !== 'log') continue;
+      wanted.add(entry.logSeq);
+      if (entry.logSeq < first) first = entry.logSeq;
+      if (entry.logSeq > last) last = entry.logSeq;
+    }
     const found = new Map<number, TeamRecord>();
     if (this.log !== undefined && wanted.size > 0) {
-      const first = Math.min(...wanted);
-      const last = Math.max(...wanted);
       try {
         for await (const record of this.log.read({
           fromSeq: first,

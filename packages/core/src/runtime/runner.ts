@@ -13,6 +13,7 @@ import type { TurnOutcome } from './agent-loop.js';
 import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition, AgentRef } from './agents.js';
 import { Conversation } from './conversation.js';
+import { type CutTextHome, idleNoticeContent } from './idle-notice.js';
 import type { TeamService } from './team-service.js';
 
 /** What a runner needs from the service that owns it. */
@@ -357,7 +358,7 @@ export class AgentRunner {
         text: outcome.text,
       });
       if (work.type === 'host') work.prompt.resolve(outcome);
-      if (!this.isLead) await this.notifyIdle(textContent(outcome.text));
+      if (!this.isLead) await this.notifyIdle(outcome.text, 'transcript');
     } catch (error) {
       if (work.type === 'host') work.prompt.reject(error);
       if (this.host.closed || this.stopping) throw error;
@@ -415,20 +416,20 @@ export class AgentRunner {
   }
 
   private render(message: QueuedMessage): ChatMessage[] {
-    const { protocol, state } = this.host;
-    const senderColor = state.member(message.senderId)?.color;
-    let shown = message;
+    let entries: readonly ChatMessage[];
     if (message.kind === 'idle_notification') {
-      const text = contentText(message.content);
-      shown = {
-        ...message,
-        content: textContent(
-          protocol.formatIdleNotice({
-            from: message.senderName,
-            ...(text === '' ? {} : { text }),
-          }),
-        ),
-      };
+      // Queued notices were cut to fit already; this re-check only bites on one queued under
+      // another protocol (a reopened team), so the lead never reads a notice over the limit.
+      const content = idleNoticeContent({
+        text: contentText(message.content),
+        limit: this.host.state.limits.maxMessageBytes,
+        memberName: message.senderName,
+        home: 'transcript',
+        render: (fitted) => this.formatIdleNotice(message, fitted),
+      });
+      entries = this.formatIdleNotice(message, content);
+    } else {
+      entries = this.format(message);
     }
     const source: MessageSource = {
       kind: 'team-message',
@@ -436,15 +437,34 @@ export class AgentRunner {
       senderId: message.senderId,
       senderName: message.senderName,
     };
-    return protocol
-      .formatMessage({
-        message: shown,
-        sender: { name: message.senderName, ...(senderColor ? { color: senderColor } : {}) },
-      })
-      .map((entry): ChatMessage => Object.assign({}, entry, { source }));
+    return entries.map((entry): ChatMessage => Object.assign({}, entry, { source }));
   }
 
-  private async notifyIdle(content: ContentBlock[]): Promise<void> {
+  /** The protocol's rendering of `message`, as its target's model will read it. */
+  private format(message: QueuedMessage): ChatMessage[] {
+    const senderColor = this.host.state.member(message.senderId)?.color;
+    return this.host.protocol.formatMessage({
+      message,
+      sender: { name: message.senderName, ...(senderColor ? { color: senderColor } : {}) },
+    });
+  }
+
+  /** An idle notification carrying `content`, through the protocol's idle line and envelope. */
+  private formatIdleNotice(message: QueuedMessage, content: ContentBlock[]): ChatMessage[] {
+    const text = contentText(content);
+    const notice = this.host.protocol.formatIdleNotice({
+      from: message.senderName,
+      ...(text === '' ? {} : { text }),
+    });
+    return this.format({ ...message, content: textContent(notice) });
+  }
+
+  /**
+   * Tells the lead this teammate is idle, with `text` (the turn's last text, or why it stopped).
+   * A text too long for one message is cut to fit, with a marker saying where the rest is: a long
+   * reply must reach the lead, never make the teammate fail.
+   */
+  private async notifyIdle(text: string, home: CutTextHome): Promise<void> {
     const { state } = this.host;
     const leadId = state.leadId;
     if (leadId === undefined || !state.isLive(this.member.id)) return;
@@ -453,13 +473,29 @@ export class AgentRunner {
       .some((m) => m.kind === 'idle_notification' && m.senderId === this.member.id);
     if (holding) return;
     this.host.guard();
-    const record = state.queueMessage({
+    const draft: QueuedMessage = {
       id: this.host.ids.next(),
       senderId: this.member.id,
+      senderName: this.name,
       targetId: leadId,
       kind: 'idle_notification',
       delivery: 'wakeup',
-      content: contentText(content) === '' ? [] : content,
+      content: [],
+    };
+    const content = idleNoticeContent({
+      text,
+      limit: state.limits.maxMessageBytes,
+      memberName: this.name,
+      home,
+      render: (fitted) => this.formatIdleNotice(draft, fitted),
+    });
+    const record = state.queueMessage({
+      id: draft.id,
+      senderId: draft.senderId,
+      targetId: draft.targetId,
+      kind: draft.kind,
+      delivery: draft.delivery,
+      content,
     });
     await this.host.commit(this.name, [record]);
     this.host.dispatch(record.message);
@@ -496,9 +532,7 @@ export class AgentRunner {
     try {
       const released = this.host.state.releaseTasksOf(this.member.id);
       if (released.length > 0) await this.host.commit(this.name, released);
-      await this.notifyIdle(
-        textContent(`${this.name} stopped: ${failure.code}: ${failure.message}`),
-      );
+      await this.notifyIdle(`${this.name} stopped: ${failure.code}: ${failure.message}`, 'failure');
     } catch {
       // The service broke while recording the failure; it refuses further work itself.
     }

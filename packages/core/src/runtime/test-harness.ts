@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ChatMessage, TranscriptEntry } from '../chat.js';
 import { contentText } from '../content.js';
 import type { AgentEvent, EventSink } from '../ports/events.js';
+import type { ProtocolHooks } from '../ports/protocol.js';
 import type { TeamLog } from '../ports/team-log.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { TeamLimits } from '../state/index.js';
@@ -95,6 +96,8 @@ export interface HarnessOptions {
   model?: ScriptedModel;
   workerTools?: AgentDefinition['tools'];
   ids?: string;
+  /** The team's protocol. Default: `createSimpleProtocol()`. */
+  protocol?: ProtocolHooks;
 }
 
 export interface Harness {
@@ -141,7 +144,7 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     teamId: TEAM_ID,
     log: ports.log,
     transcripts: ports.transcripts,
-    protocol: createSimpleProtocol(),
+    protocol: options.protocol ?? createSimpleProtocol(),
     agents,
     lead: { agentType: 'lead', description: 'Leads the team' },
     events: sink,

@@ -1,0 +1,104 @@
+import type { ChatMessage } from '../chat.js';
+import type { ContentBlock } from '../content.js';
+import { textContent } from '../content.js';
+
+/**
+ * Where the whole text of a cut idle notice can still be found, for the marker: a reply stays in
+ * the teammate's transcript, a failure in its member listing.
+ */
+export type CutTextHome = 'transcript' | 'failure';
+
+/** The line that ends a cut idle notice. `omitted` counts UTF-16 code units, as `length` does. */
+export function truncationMarker(omitted: number, memberName: string, home: CutTextHome): string {
+  const where =
+    home === 'transcript'
+      ? `full reply in ${memberName}'s transcript`
+      : `full error in list_members (${memberName}'s failure)`;
+  return `\n… [truncated: ${omitted} more characters; ${where}]`;
+}
+
+/** UTF-8 bytes of the JSON of `value`, measured as the mailbox measures a message. */
+export function jsonBytes(value: unknown): number {
+  const json = JSON.stringify(value) ?? '';
+  let bytes = 0;
+  for (let i = 0; i < json.length; i++) {
+    const code = json.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < json.length) {
+      const next = json.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** The bytes of what a model reads of rendered entries: their content and any tool calls. */
+export function renderedBytes(entries: readonly ChatMessage[]): number {
+  let bytes = 0;
+  for (const entry of entries) {
+    bytes += jsonBytes(entry.content);
+    if (entry.role === 'assistant') bytes += jsonBytes(entry.toolCalls);
+  }
+  return bytes;
+}
+
+/**
+ * The longest start of `text` that, ended with the marker, passes `fits`; `text` itself when it
+ * fits whole. A cut never splits a surrogate pair. `undefined` when not even the marker alone fits.
+ *
+ * Binary search over the kept length: `fits` is expected to be monotonic in it (a longer start
+ * never measures smaller), which holds for any format that does not shrink its input.
+ */
+export function fitText(
+  text: string,
+  fits: (candidate: string) => boolean,
+  marker: (omitted: number) => string,
+): string | undefined {
+  if (fits(text)) return text;
+  const cut = (kept: number) => {
+    let end = kept;
+    const last = text.charCodeAt(end - 1);
+    if (end > 0 && last >= 0xd800 && last <= 0xdbff) end--;
+    return text.slice(0, end) + marker(text.length - end);
+  };
+  if (!fits(cut(0))) return undefined;
+  let lo = 0;
+  let hi = text.length - 1;
+  while (lo < hi) {
+    const mid = lo + Math.ceil((hi - lo) / 2);
+    if (fits(cut(mid))) lo = mid;
+    else hi = mid - 1;
+  }
+  return cut(lo);
+}
+
+/**
+ * The content of an idle notification carrying `text`, cut so that it fits `limit` twice over:
+ * as the queued message (what the mailbox measures) and as the notice the lead will read, once
+ * `render` (the protocol's idle line and envelope) has added whatever it adds. So a long reply
+ * always reaches the lead, shortened with a marker, and never makes the teammate fail. Empty when
+ * not even the marker fits: the lead then reads the protocol's fallback line.
+ */
+export function idleNoticeContent(options: {
+  text: string;
+  limit: number;
+  memberName: string;
+  home: CutTextHome;
+  render: (content: ContentBlock[]) => readonly ChatMessage[];
+}): ContentBlock[] {
+  const { text, limit, render } = options;
+  if (text === '') return [];
+  const fitted = fitText(
+    text,
+    (candidate) => {
+      const content = textContent(candidate);
+      return jsonBytes(content) <= limit && renderedBytes(render(content)) <= limit;
+    },
+    (omitted) => truncationMarker(omitted, options.memberName, options.home),
+  );
+  return fitted === undefined ? [] : textContent(fitted);
+}
