@@ -248,6 +248,22 @@ describe('createAiSdkModel', () => {
     expect((broken as TeamError).message).toContain('stream broke');
   });
 
+  it('keeps at most 2000 characters of a huge error, whatever its shape', async () => {
+    const huge = 'x'.repeat(1_000_000);
+    const { model } = scriptedModel([
+      { reject: Object.assign(new Error(huge), { statusCode: 400 }) },
+      { reject: Object.assign(new Error('Bad Request'), { statusCode: 400, responseBody: huge }) },
+      [{ type: 'error', error: { message: huge } }],
+    ]);
+    const adapter = createAiSdkModel(model, { retry: false });
+    for (let i = 0; i < 3; i++) {
+      const error = await caught(() => collect(adapter.stream(simpleRequest())));
+      expect(TeamError.isInstance(error)).toBe(true);
+      expect((error as TeamError).message.length).toBeLessThan(2100);
+      expect(String((error as TeamError).details?.providerMessage).length).toBe(2000);
+    }
+  });
+
   it('reports a stream without a finish part as MODEL_PROTOCOL', async () => {
     const { model } = scriptedModel([[{ type: 'text-delta', id: 't', delta: 'Hel' }]]);
     const error = await caught(() => collect(createAiSdkModel(model).stream(simpleRequest())));

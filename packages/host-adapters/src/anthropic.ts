@@ -250,7 +250,14 @@ export function createAnthropic(options: AnthropicOptions): ModelAdapter {
       return readMessagesStream(
         provider,
         apiKey,
-        postEventStream(options, { provider, url, headers, body, signal: request.signal }),
+        postEventStream(options, {
+          provider,
+          url,
+          headers,
+          body,
+          signal: request.signal,
+          isKeepAlive: (event) => event.event === 'ping',
+        }),
       );
     },
   };

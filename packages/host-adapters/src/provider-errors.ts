@@ -8,14 +8,17 @@ export interface ProviderErrorInfo {
   type: string | undefined;
 }
 
-const MAX_MESSAGE_CHARS = 2000;
+/** The most characters of a provider's message an error keeps. */
+export const MAX_MESSAGE_CHARS = 2000;
+
+const clip = (text: string): string => text.slice(0, MAX_MESSAGE_CHARS);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
- * Reads the error of an error body or error event. Handles the shapes the supported servers use:
+ * Reads the error of an error body or error event, keeping at most 2000 characters of its message. Handles the shapes the supported servers use:
  * `{error: {message, type|code}}` (OpenAI, Anthropic, vLLM, OpenRouter, llama.cpp),
  * `{error: "..."}` (Ollama), `{message}` and `{detail}` (FastAPI-based servers), or plain text.
  */
@@ -27,12 +30,12 @@ export function readProviderError(body: unknown): ProviderErrorInfo | undefined 
     try {
       value = JSON.parse(text);
     } catch {
-      return { message: text.slice(0, MAX_MESSAGE_CHARS), type: undefined };
+      return { message: clip(text), type: undefined };
     }
   }
   if (!isRecord(value)) return undefined;
   const error = value.error;
-  if (typeof error === 'string') return { message: error, type: undefined };
+  if (typeof error === 'string') return { message: clip(error), type: undefined };
   if (isRecord(error)) {
     const message = typeof error.message === 'string' ? error.message : JSON.stringify(error);
     const type =
@@ -41,17 +44,17 @@ export function readProviderError(body: unknown): ProviderErrorInfo | undefined 
         : typeof error.code === 'string' || typeof error.code === 'number'
           ? String(error.code)
           : undefined;
-    return { message: message.slice(0, MAX_MESSAGE_CHARS), type };
+    return { message: clip(message), type };
   }
   if (typeof value.message === 'string') {
     return {
-      message: value.message,
+      message: clip(value.message),
       type: typeof value.type === 'string' ? value.type : undefined,
     };
   }
   if (value.detail !== undefined) {
     const detail = typeof value.detail === 'string' ? value.detail : JSON.stringify(value.detail);
-    return { message: detail.slice(0, MAX_MESSAGE_CHARS), type: undefined };
+    return { message: clip(detail), type: undefined };
   }
   return undefined;
 }
@@ -87,7 +90,10 @@ export function codeForErrorType(type: string | undefined): TeamErrorCode {
   return 'MODEL_UNAVAILABLE';
 }
 
-/** Builds the TeamError for a provider's error response, keeping the provider's message. */
+/**
+ * Builds the TeamError for a provider's error response, keeping the provider's message (at most
+ * 2000 characters of it, whoever built `info`).
+ */
 export function providerError(
   provider: string,
   code: TeamErrorCode,
@@ -96,12 +102,12 @@ export function providerError(
   cause?: unknown,
 ): TeamError {
   const status = typeof details.status === 'number' ? ` ${details.status}` : '';
-  const message = info?.message ?? 'no error message';
-  return new TeamError(code, `${provider}${status}: ${message}`, {
+  const providerMessage = info === undefined ? undefined : clip(info.message);
+  return new TeamError(code, `${provider}${status}: ${providerMessage ?? 'no error message'}`, {
     cause,
     details: {
       provider,
-      providerMessage: info?.message,
+      providerMessage,
       ...(info?.type === undefined ? {} : { providerErrorType: info.type }),
       ...details,
     },

@@ -1,3 +1,4 @@
+import { TeamError } from '@teamwire/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createSseParser, type SseEvent } from './sse.js';
@@ -109,4 +110,76 @@ describe('createSseParser', () => {
       incomplete: false,
     });
   });
+
+  it('inspects each byte once, however many reads a long line takes', () => {
+    const line = encoder.encode(`data: ${'x'.repeat(1024 * 1024)}\n\n`);
+    const pieces = splitAt(
+      line,
+      [...Array(1024).keys()].map((i) => i * 1025),
+    );
+    const meter = { reads: 0 };
+    const parser = createSseParser();
+    const events = pieces.flatMap((piece) => parser.push(metered(piece, meter)));
+    expect(events).toEqual([{ event: undefined, data: 'x'.repeat(1024 * 1024) }]);
+    // A parser that looked at its whole buffer on every read would make ~500 times as many.
+    expect(meter.reads).toBeLessThanOrEqual(line.length + pieces.length);
+  });
+
+  it('refuses an event larger than maxEventBytes, counting an unfinished line', () => {
+    const parser = createSseParser({ maxEventBytes: 1024 });
+    parser.push(encoder.encode(`data: ${'a'.repeat(500)}`));
+    const error = caughtSync(() => parser.push(encoder.encode('b'.repeat(600))));
+    expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
+    expect((error as TeamError).message).toContain('larger than 1024 bytes');
+    expect((error as TeamError).details).toMatchObject({ maxEventBytes: 1024 });
+  });
+
+  it('refuses an event of many short lines that never ends, but not many events', () => {
+    const line = encoder.encode(`data: ${'a'.repeat(94)}\n`);
+    const ok = createSseParser({ maxEventBytes: 1024 });
+    for (let i = 0; i < 1000; i++) {
+      expect(ok.push(line)).toEqual([]);
+      expect(ok.push(encoder.encode('\n'))).toHaveLength(1);
+    }
+    const endless = createSseParser({ maxEventBytes: 1024 });
+    const error = caughtSync(() => {
+      for (let i = 0; i < 1000; i++) endless.push(line);
+    });
+    expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
+  });
+
+  it('refuses a line past the default cap of 8 MiB', () => {
+    const parser = createSseParser();
+    const mib = new Uint8Array(1024 * 1024).fill(0x78);
+    parser.push(encoder.encode('data: '));
+    for (let i = 1; i < 8; i++) parser.push(mib);
+    expect(
+      TeamError.hasCode(
+        caughtSync(() => parser.push(mib)),
+        'MODEL_PROTOCOL',
+      ),
+    ).toBe(true);
+  });
 });
+
+function caughtSync(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a failure');
+}
+
+/** `bytes` behind a proxy that counts reads of its elements: the parser's scanning work. */
+function metered(bytes: Uint8Array, meter: { reads: number }): Uint8Array {
+  return new Proxy(bytes, {
+    get(target, key) {
+      if (typeof key === 'string' && key.charCodeAt(0) >= 48 && key.charCodeAt(0) <= 57) {
+        meter.reads++;
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

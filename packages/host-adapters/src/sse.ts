@@ -1,3 +1,5 @@
+import { TeamError } from '@teamwire/core';
+
 /** One dispatched Server-Sent Event. */
 export interface SseEvent {
   /** The `event:` field, when the server sent one (Anthropic does; OpenAI-style APIs do not). */
@@ -17,24 +19,50 @@ export interface SseEnd {
   incomplete: boolean;
 }
 
+/** Options of {@link createSseParser}. */
+export interface SseParserOptions {
+  /**
+   * The most bytes one event may hold: its `data:` lines plus the line still being received. A
+   * larger event throws MODEL_PROTOCOL, so a server that never ends a line or an event cannot
+   * grow the process without bound. Default 8 MiB.
+   */
+  maxEventBytes?: number;
+}
+
+/** The default of {@link SseParserOptions.maxEventBytes}. */
+export const DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024;
+
 /**
  * An incremental `text/event-stream` parser.
  *
  * Network reads split the stream anywhere: inside a line, between `\r` and `\n`, or inside a
  * multi-byte UTF-8 character. The parser keeps every such remainder until the next chunk, so the
- * events it returns do not depend on where the chunks were cut.
+ * events it returns do not depend on where the chunks were cut. Each byte is inspected once, so
+ * a long line costs time in proportion to its length whatever the number of reads.
  */
 export interface SseParser {
-  /** Feeds the next bytes; returns the events they complete, in order. */
+  /**
+   * Feeds the next bytes; returns the events they complete, in order. Throws MODEL_PROTOCOL when
+   * an event grows past `maxEventBytes`; the parser is then spent.
+   */
   push(chunk: Uint8Array): SseEvent[];
   /** Flushes the input; an event not closed by a blank line is dispatched if its line was whole. */
   end(): SseEnd;
 }
 
 /** Creates a fresh {@link SseParser}. */
-export function createSseParser(): SseParser {
-  const decoder = new TextDecoder('utf-8');
-  let buffer = '';
+export function createSseParser(options: SseParserOptions = {}): SseParser {
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  // Line breaks are ASCII bytes, which never occur inside a multi-byte character, so lines can be
+  // cut from the bytes and decoded whole. The BOM is dropped by hand: only the stream's first.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  // The unfinished line, in one buffer that doubles as it fills: a line arriving a byte per read
+  // costs neither quadratic copying nor an object per read.
+  let partial = new Uint8Array(0);
+  let partialBytes = 0;
+  let eventBytes = 0;
+  let afterCR = false;
+  let firstLine = true;
   let data: string[] = [];
   let eventName: string | undefined;
   let hasFields = false;
@@ -45,10 +73,46 @@ export function createSseParser(): SseParser {
     data = [];
     eventName = undefined;
     hasFields = false;
+    eventBytes = 0;
     return event;
   };
 
-  const processLine = (line: string, out: SseEvent[]): void => {
+  const checkSize = (lineBytes: number): void => {
+    if (eventBytes + lineBytes <= maxEventBytes) return;
+    partial = new Uint8Array(0);
+    partialBytes = 0;
+    data = [];
+    throw new TeamError('MODEL_PROTOCOL', `an event is larger than ${maxEventBytes} bytes`, {
+      details: { maxEventBytes },
+    });
+  };
+
+  const keep = (bytes: Uint8Array): void => {
+    if (partialBytes + bytes.length > partial.length) {
+      const grown = new Uint8Array(Math.max(2 * partial.length, partialBytes + bytes.length, 256));
+      grown.set(partial.subarray(0, partialBytes));
+      partial = grown;
+    }
+    partial.set(bytes, partialBytes);
+    partialBytes += bytes.length;
+  };
+
+  const lineOf = (chunk: Uint8Array, start: number, end: number): string => {
+    let bytes = chunk.subarray(start, end);
+    if (partialBytes > 0) {
+      keep(bytes);
+      bytes = partial.subarray(0, partialBytes);
+      partialBytes = 0;
+    }
+    const line = decoder.decode(bytes);
+    // Let a buffer grown by one long line go rather than hold it for the rest of the stream.
+    if (partial.length > 64 * 1024) partial = new Uint8Array(0);
+    if (!firstLine) return line;
+    firstLine = false;
+    return line.charCodeAt(0) === 0xfeff ? line.slice(1) : line;
+  };
+
+  const processLine = (line: string, lineBytes: number, out: SseEvent[]): void => {
     if (line === '') {
       const event = takeEvent();
       if (event) out.push(event);
@@ -61,6 +125,7 @@ export function createSseParser(): SseParser {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'data') {
       data.push(value);
+      eventBytes += lineBytes;
       hasFields = true;
     } else if (field === 'event') {
       eventName = value;
@@ -69,43 +134,45 @@ export function createSseParser(): SseParser {
     // `id`, `retry` and unknown fields carry nothing the adapters use.
   };
 
-  const drain = (final: boolean): SseEvent[] => {
-    const out: SseEvent[] = [];
-    let start = 0;
-    for (let i = 0; i < buffer.length; i++) {
-      const ch = buffer.charCodeAt(i);
-      if (ch === 10 /* \n */) {
-        processLine(buffer.slice(start, i), out);
-        start = i + 1;
-      } else if (ch === 13 /* \r */) {
-        if (i + 1 === buffer.length && !final) break; // a `\n` may follow in the next chunk
-        processLine(buffer.slice(start, i), out);
-        if (buffer.charCodeAt(i + 1) === 10) i++;
-        start = i + 1;
-      }
-    }
-    buffer = buffer.slice(start);
-    return out;
-  };
-
   return {
     push(chunk) {
-      buffer += decoder.decode(chunk, { stream: true });
-      return drain(false);
+      const out: SseEvent[] = [];
+      if (chunk.length === 0) return out;
+      let start = 0;
+      // A `\n` right after a `\r` ends no second line, even when a read fell between them.
+      if (afterCR && chunk[0] === 10) start = 1;
+      afterCR = false;
+      for (let i = start; i < chunk.length; i++) {
+        const byte = chunk[i];
+        if (byte !== 10 && byte !== 13) continue;
+        const lineBytes = partialBytes + i - start;
+        checkSize(lineBytes);
+        processLine(lineOf(chunk, start, i), lineBytes, out);
+        if (byte === 13) {
+          if (i + 1 === chunk.length) afterCR = true;
+          else if (chunk[i + 1] === 10) i++;
+        }
+        start = i + 1;
+      }
+      if (start < chunk.length) {
+        checkSize(partialBytes + chunk.length - start);
+        // Copied: the caller may reuse its buffer for the next read.
+        keep(chunk.subarray(start));
+      }
+      return out;
     },
     end() {
-      buffer += decoder.decode();
-      const events = drain(true);
-      const cutLine = buffer.length > 0;
-      buffer = '';
+      const cutLine = partialBytes > 0;
+      partial = new Uint8Array(0);
+      partialBytes = 0;
+      afterCR = false;
       if (cutLine) {
         takeEvent();
-        return { events, incomplete: true };
+        return { events: [], incomplete: true };
       }
       const pending = hasFields;
       const last = takeEvent();
-      if (last) events.push(last);
-      return { events, incomplete: pending && last === undefined };
+      return { events: last ? [last] : [], incomplete: pending && last === undefined };
     },
   };
 }

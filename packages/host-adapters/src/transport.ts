@@ -1,4 +1,5 @@
 import { type Clock, TeamError } from '@teamwire/core';
+import { MAX_ERROR_BODY_BYTES, postSameOrigin, readCappedText } from './http-guards.js';
 import {
   abortedError,
   codeForStatus,
@@ -33,7 +34,7 @@ export interface TransportOptions {
   /** Retry policy, or `false` to never retry. */
   retry?: RetryOptions | false;
   /**
-   * Time source for the idle timer and, when `sleep` is not given, for backoff sleeps. Inject
+   * Time source for the time limits and, when `sleep` is not given, for backoff sleeps. Inject
    * `createManualClock()` from `@teamwire/core/testing` so tests never wait on real time.
    */
   clock?: Clock;
@@ -46,6 +47,21 @@ export interface TransportOptions {
    * which the call fails with MODEL_UNAVAILABLE instead of hanging. `0` disables. Default 10 min.
    */
   idleTimeoutMs?: number;
+  /**
+   * Longest wait for the next event once the stream has started. SSE comments, keep-alive events
+   * (Anthropic's `ping`) and the bytes of an unfinished event do not reset it, so a server that
+   * only keeps the connection alive fails with MODEL_UNAVAILABLE. Time the caller spends holding
+   * an event does not count. `0` disables. Default 10 min.
+   */
+  eventTimeoutMs?: number;
+  /**
+   * Longest a whole call may take, from the first request through retries to the end of the
+   * stream, after which it fails with MODEL_UNAVAILABLE. `0` disables. Default: no deadline, since
+   * a long answer that keeps streaming is not a hang.
+   */
+  deadlineMs?: number;
+  /** The most bytes one stream event may hold (see `SseParserOptions`). Default 8 MiB. */
+  maxEventBytes?: number;
 }
 
 const DEFAULT_RETRY: Required<RetryOptions> = {
@@ -54,7 +70,10 @@ const DEFAULT_RETRY: Required<RetryOptions> = {
   maxDelayMs: 8000,
   maxRetryAfterMs: 60_000,
 };
-const DEFAULT_IDLE_TIMEOUT_MS = 600_000;
+/** Default of {@link TransportOptions.idleTimeoutMs}. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 600_000;
+/** Default of {@link TransportOptions.eventTimeoutMs}. */
+export const DEFAULT_EVENT_TIMEOUT_MS = 600_000;
 
 /** One streaming POST. */
 export interface EventStreamRequest {
@@ -64,6 +83,8 @@ export interface EventStreamRequest {
   headers: Record<string, string>;
   body: unknown;
   signal: AbortSignal | undefined;
+  /** Events that only keep the connection alive (Anthropic's `ping`): no reset of `eventTimeoutMs`. */
+  isKeepAlive?: (event: SseEvent) => boolean;
 }
 
 /** Statuses worth another attempt: timeouts, conflicts, rate limits and server errors. */
@@ -135,13 +156,65 @@ function describe(error: unknown): string {
   return `${error.message}${inner}${code}`;
 }
 
+/** The time limits of a call, named after their options. */
+type Limit = 'idleTimeoutMs' | 'eventTimeoutMs' | 'deadlineMs';
+
+const EXPIRED: Record<Limit, string> = {
+  idleTimeoutMs: 'no data received for',
+  eventTimeoutMs: 'no event received for',
+  deadlineMs: 'the call had not finished within',
+};
+
+/**
+ * The time limits of one call behind a single timer set for the earliest of them, so a call holds
+ * one pending timer whatever the number of limits.
+ */
+function createWatchdog(
+  limits: Record<Limit, number>,
+  now: () => number,
+  setTimer: Clock['setTimer'],
+  expire: (limit: Limit) => void,
+) {
+  const due: Record<Limit, number> = {
+    idleTimeoutMs: Infinity,
+    eventTimeoutMs: Infinity,
+    deadlineMs: Infinity,
+  };
+  let cancel = () => {};
+  const schedule = () => {
+    cancel();
+    cancel = () => {};
+    let first: Limit = 'idleTimeoutMs';
+    for (const limit of ['eventTimeoutMs', 'deadlineMs'] as const) {
+      if (due[limit] < due[first]) first = limit;
+    }
+    if (due[first] === Infinity) return;
+    cancel = setTimer(Math.max(0, due[first] - now()), () => expire(first));
+  };
+  return {
+    /** (Re)starts `limit` from now; a limit of `0` (or not finite) never expires. */
+    start(limit: Limit) {
+      const ms = limits[limit];
+      due[limit] = ms > 0 && Number.isFinite(ms) ? now() + ms : Infinity;
+      schedule();
+    },
+    stop(limit: Limit) {
+      due[limit] = Infinity;
+      schedule();
+    },
+    dispose: () => cancel(),
+  };
+}
+
 /**
  * POSTs `body` as JSON and yields the Server-Sent Events of the response.
  *
  * Retries network failures and retryable statuses before the response starts, honouring
- * `retry-after`; maps error responses to TeamErrors keeping the provider's message; throws
- * ABORTED as soon as the caller's signal fires; throws MODEL_PROTOCOL when the stream stops
- * inside an event. Stopping the iteration early closes the connection.
+ * `retry-after`; maps error responses to TeamErrors keeping the provider's message (reading at
+ * most 64 KiB of their bodies); refuses redirects to another origin; throws ABORTED as soon as
+ * the caller's signal fires, MODEL_UNAVAILABLE when a time limit runs out, and MODEL_PROTOCOL
+ * when the stream stops inside an event or an event outgrows `maxEventBytes`. Stopping the
+ * iteration early closes the connection.
  */
 export async function* postEventStream(
   transport: TransportOptions,
@@ -154,7 +227,11 @@ export async function* postEventStream(
   const random = transport.random ?? Math.random;
   const sleep = transport.sleep ?? sleepWith(transport.clock);
   const now = () => transport.clock?.now() ?? Date.now();
-  const idleTimeoutMs = transport.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const limits: Record<Limit, number> = {
+    idleTimeoutMs: transport.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    eventTimeoutMs: transport.eventTimeoutMs ?? DEFAULT_EVENT_TIMEOUT_MS,
+    deadlineMs: transport.deadlineMs ?? 0,
+  };
   const setTimer =
     transport.clock?.setTimer.bind(transport.clock) ??
     ((ms: number, callback: () => void) => {
@@ -163,29 +240,20 @@ export async function* postEventStream(
       return () => clearTimeout(handle);
     });
 
-  const idle = new AbortController();
-  const signal = callerSignal ? AbortSignal.any([callerSignal, idle.signal]) : idle.signal;
-  let disarm = () => {};
-  const arm = () => {
-    disarm();
-    if (idleTimeoutMs > 0 && Number.isFinite(idleTimeoutMs)) {
-      disarm = setTimer(idleTimeoutMs, () => {
-        idle.abort(
-          new TeamError(
-            'MODEL_UNAVAILABLE',
-            `${provider}: no data received for ${idleTimeoutMs} ms`,
-            {
-              details: { provider, idleTimeoutMs },
-            },
-          ),
-        );
-      });
-    }
-  };
-  /** The error a failure really is when the caller or the idle timer caused it. */
+  const expired = new AbortController();
+  const signal = callerSignal ? AbortSignal.any([callerSignal, expired.signal]) : expired.signal;
+  const watchdog = createWatchdog(limits, now, setTimer, (limit) => {
+    const ms = limits[limit];
+    expired.abort(
+      new TeamError('MODEL_UNAVAILABLE', `${provider}: ${EXPIRED[limit]} ${ms} ms`, {
+        details: { provider, [limit]: ms },
+      }),
+    );
+  });
+  /** The error a failure really is when the caller or a time limit caused it. */
   const stopped = (): TeamError | undefined => {
     if (callerSignal?.aborted) return abortedError(provider, callerSignal);
-    if (idle.signal.aborted) return idle.signal.reason as TeamError;
+    if (expired.signal.aborted) return expired.signal.reason as TeamError;
     return undefined;
   };
 
@@ -194,11 +262,10 @@ export async function* postEventStream(
     for (let attempt = 0; ; attempt++) {
       const halted = stopped();
       if (halted) throw halted;
-      arm();
+      watchdog.start('idleTimeoutMs');
       let response: Response;
       try {
-        response = await fetchImpl(request.url, {
-          method: 'POST',
+        response = await postSameOrigin(fetchImpl, provider, request.url, {
           headers: request.headers,
           body,
           signal,
@@ -206,14 +273,15 @@ export async function* postEventStream(
       } catch (error) {
         const cause = stopped();
         if (cause) throw cause;
+        if (TeamError.isInstance(error)) throw error;
         const failure = new TeamError(
           'MODEL_UNAVAILABLE',
           `${provider}: network error: ${describe(error)}`,
           { cause: error, details: { provider, attempts: attempt + 1 } },
         );
         if (!retry || attempt >= maxRetries) throw failure;
-        disarm();
-        await sleep(backoffDelay(retry, attempt, random), callerSignal);
+        watchdog.stop('idleTimeoutMs');
+        await sleep(backoffDelay(retry, attempt, random), signal);
         continue;
       }
       if (response.ok) return response;
@@ -221,7 +289,7 @@ export async function* postEventStream(
       const { status, headers } = response;
       let text = '';
       try {
-        text = await response.text();
+        text = await readCappedText(response, MAX_ERROR_BODY_BYTES);
       } catch {
         const cause = stopped();
         if (cause) throw cause;
@@ -237,16 +305,17 @@ export async function* postEventStream(
       const retryable = isRetryableStatus(status) && headers.get('x-should-retry') !== 'false';
       if (!retryable || !retry || attempt >= maxRetries) throw failure;
       if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) throw failure;
-      disarm();
-      await sleep(retryAfterMs ?? backoffDelay(retry, attempt, random), callerSignal);
+      watchdog.stop('idleTimeoutMs');
+      await sleep(retryAfterMs ?? backoffDelay(retry, attempt, random), signal);
     }
   };
 
+  watchdog.start('deadlineMs');
   try {
     const response = await open();
     const contentType = response.headers.get('content-type') ?? '';
     if (contentType.includes('application/json')) {
-      const text = await response.text().catch(() => '');
+      const text = await readCappedText(response, MAX_ERROR_BODY_BYTES).catch(() => '');
       const info = readProviderError(text);
       throw protocolError(
         provider,
@@ -260,10 +329,11 @@ export async function* postEventStream(
       reader.cancel(signal.reason).catch(() => {});
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    const parser = createSseParser();
+    const parser = createSseParser({ maxEventBytes: transport.maxEventBytes });
+    watchdog.start('eventTimeoutMs');
     try {
       for (;;) {
-        arm();
+        watchdog.start('idleTimeoutMs');
         let chunk: { done: true; value?: undefined } | { done: false; value: Uint8Array };
         try {
           chunk = await reader.read();
@@ -280,15 +350,26 @@ export async function* postEventStream(
             )
           );
         }
-        disarm();
+        watchdog.stop('idleTimeoutMs');
         const halted = stopped();
         if (halted) throw halted;
         if (chunk.done) break;
-        for (const event of parser.push(chunk.value)) {
+        let events: SseEvent[];
+        try {
+          events = parser.push(chunk.value);
+        } catch (error) {
+          // The parser knows no provider; every other error of a call names it.
+          if (!TeamError.isInstance(error)) throw error;
+          throw protocolError(provider, error.message, error.details, error);
+        }
+        for (const event of events) {
           // An abort while the consumer held an event stops the rest of the chunk too.
           const halted = stopped();
           if (halted) throw halted;
+          const meaningful = !request.isKeepAlive?.(event);
+          if (meaningful) watchdog.stop('eventTimeoutMs');
           yield event;
+          if (meaningful) watchdog.start('eventTimeoutMs');
         }
       }
       const end = parser.end();
@@ -300,6 +381,6 @@ export async function* postEventStream(
       reader.cancel().catch(() => {});
     }
   } finally {
-    disarm();
+    watchdog.dispose();
   }
 }

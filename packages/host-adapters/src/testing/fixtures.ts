@@ -126,3 +126,23 @@ export function recordingSleep(): { sleep: (ms: number) => Promise<void>; calls:
     },
   };
 }
+
+/** A fetch that counts the response body bytes handed to the reader, across every call. */
+export function countingFetch(): { fetch: typeof fetch; bytesRead: () => number } {
+  let bytes = 0;
+  const counting: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    const counter = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        bytes += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    return new Response(response.body.pipeThrough(counter), {
+      status: response.status,
+      headers: response.headers,
+    });
+  };
+  return { fetch: counting, bytesRead: () => bytes };
+}

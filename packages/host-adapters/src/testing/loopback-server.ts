@@ -22,6 +22,8 @@ export interface RecordedRequest {
   body: Record<string, unknown>;
   /** Resolves when the server side of this exchange is closed (by either peer). */
   closed: Promise<void>;
+  /** Writes more of the response body, for a response left open with `after: 'hang'`. */
+  write(piece: string): Promise<void>;
 }
 
 /** An HTTP server on 127.0.0.1 (random port) that answers with scripted responses in order. */
@@ -82,6 +84,11 @@ export async function startLoopbackServer(): Promise<LoopbackServer> {
         headers: req.headers,
         body,
         closed,
+        write: (piece) =>
+          new Promise<void>((resolve) => {
+            if (res.destroyed) resolve();
+            else res.write(piece, () => resolve());
+          }),
       });
       const scripted = queue.shift() ?? {
         status: 500,
