@@ -1,14 +1,19 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TeamRecord } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
 import { conformanceRecords } from '@teamwire/core/testing';
 import { describe, expect, it } from 'vitest';
 import { readTeamLog } from './inspect.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
 import { openJsonlTeamStore } from './team-store.js';
 import type { FaultPlan } from './test-support.js';
-import { eachTestInTempDir, gate, instrumentedFs, systemError } from './test-support.js';
+import {
+  caught,
+  eachTestInTempDir,
+  gate,
+  instrumentedFs,
+  readAll,
+  systemError,
+} from './test-support.js';
 
 const TEAM = '01JTEAMFAULTS0000000000000';
 const ALICE = '01JALICE0000000000000000AA';
@@ -23,22 +28,6 @@ const records = (from: number, count: number) => conformanceRecords(TEAM, from, 
 
 function open(extra: Partial<OpenJsonlTeamStoreOptions> = {}) {
   return openJsonlTeamStore({ teamId: TEAM, dir, durability: 'fsync', ...extra });
-}
-
-async function caught(promise: Promise<unknown>): Promise<TeamError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (TeamError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a TeamError');
-}
-
-async function readAll(log: { read(): AsyncIterable<TeamRecord> }): Promise<number[]> {
-  const seqs: number[] = [];
-  for await (const record of log.read()) seqs.push(record.seq);
-  return seqs;
 }
 
 /** Fails the log's writes or syncs once `armed` is set. */

@@ -1,7 +1,5 @@
 import { mkdir, open as openFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TeamRecord } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
 import { conformanceRecords } from '@teamwire/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { StorageFileHandle } from './fs-seam.js';
@@ -9,7 +7,7 @@ import { readTeamLog } from './inspect.js';
 import type { JsonlLine } from './jsonl-lines.js';
 import { decodeLine, iterateLines } from './jsonl-lines.js';
 import { openJsonlTeamStore } from './team-store.js';
-import { eachTestInTempDir } from './test-support.js';
+import { caught, eachTestInTempDir, readAll } from './test-support.js';
 
 const TEAM = '01JTEAMJSONLLINES000000000';
 const ALICE = '01JALICE0000000000000000AA';
@@ -167,22 +165,6 @@ describe('invalid UTF-8 in the files', () => {
   });
   const logPath = () => join(dir, 'log.jsonl');
   const open = () => openJsonlTeamStore({ teamId: TEAM, dir, durability: 'buffered' });
-
-  async function caught(promise: Promise<unknown>): Promise<TeamError> {
-    try {
-      await promise;
-    } catch (error) {
-      if (TeamError.isInstance(error)) return error;
-      throw error;
-    }
-    throw new Error('expected a TeamError');
-  }
-
-  async function readAll(log: { read(): AsyncIterable<TeamRecord> }): Promise<number[]> {
-    const seqs: number[] = [];
-    for await (const record of log.read()) seqs.push(record.seq);
-    return seqs;
-  }
 
   /** Seeds three records; line 2 is a task whose description holds `ü` (bytes C3 BC). */
   async function seed(): Promise<Buffer> {

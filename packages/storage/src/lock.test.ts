@@ -4,14 +4,13 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
-import { TeamError } from '@teamwire/core';
 import { conformanceRecords, createManualClock } from '@teamwire/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { ProcessProbe } from './lock.js';
 import { currentProcess, LOCK_FILE } from './lock.js';
 import { isProcessAlive, parseProcStat } from './process-identity.js';
 import { openJsonlTeamStore } from './team-store.js';
-import { eachTestInTempDir } from './test-support.js';
+import { caught, eachTestInTempDir } from './test-support.js';
 
 const TEAM = '01JTEAMLOCKS00000000000000';
 
@@ -34,16 +33,6 @@ const open = (process?: ProcessProbe) =>
     clock,
     ...(process ? { process } : {}),
   });
-
-async function caught(promise: Promise<unknown>): Promise<TeamError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (TeamError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a TeamError');
-}
 
 const lockPath = () => join(dir, LOCK_FILE);
 

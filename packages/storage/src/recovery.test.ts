@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { listTeams, readTeamLog } from './inspect.js';
 import { LOCK_FILE } from './lock.js';
 import { openJsonlTeamStore } from './team-store.js';
-import { eachTestInTempDir } from './test-support.js';
+import { caught, eachTestInTempDir } from './test-support.js';
 
 const TEAM = '01JTEAMRECOVERY00000000000';
 const ALICE = '01JALICE0000000000000000AA';
@@ -32,16 +32,6 @@ async function readAll(store: { log: { read(): AsyncIterable<TeamRecord> } }) {
   const out: TeamRecord[] = [];
   for await (const record of store.log.read()) out.push(record);
   return out;
-}
-
-async function caught(promise: Promise<unknown>): Promise<TeamError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (TeamError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a TeamError');
 }
 
 const logPath = () => join(dir, 'log.jsonl');

@@ -1,6 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TeamRecord } from '@teamwire/core';
+import { TeamError } from '@teamwire/core';
 import { afterEach, beforeEach } from 'vitest';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { nodeFs } from './fs-seam.js';
@@ -90,4 +92,22 @@ export function gate(): { promise: Promise<void>; open: () => void } {
     open = resolve;
   });
   return { promise, open };
+}
+
+/** The TeamError `promise` rejects with; fails the test when it resolves or throws another error. */
+export async function caught(promise: Promise<unknown>): Promise<TeamError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (TeamError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a TeamError');
+}
+
+/** The seqs of every record a log yields, in order. */
+export async function readAll(log: { read(): AsyncIterable<TeamRecord> }): Promise<number[]> {
+  const seqs: number[] = [];
+  for await (const record of log.read()) seqs.push(record.seq);
+  return seqs;
 }
