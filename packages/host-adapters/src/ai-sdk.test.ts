@@ -1,51 +1,8 @@
-import type {
-  LanguageModelV2,
-  LanguageModelV2CallOptions,
-  LanguageModelV2StreamPart,
-} from '@ai-sdk/provider';
 import { type ModelRequest, TeamError } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
 import { createAiSdkModel, type LanguageModelV3Like } from './ai-sdk.js';
+import { scriptedModel } from './testing/ai-sdk-model.js';
 import { caught, collect, finishOf, recordingSleep, simpleRequest } from './testing/fixtures.js';
-
-/** A hand-written LanguageModelV2 that replays scripted stream parts and records its calls. */
-function scriptedModel(
-  scripts: (
-    | LanguageModelV2StreamPart[]
-    | { reject: unknown }
-    | { hang: LanguageModelV2StreamPart[] }
-  )[],
-) {
-  const calls: LanguageModelV2CallOptions[] = [];
-  const cancelled: unknown[] = [];
-  const model: LanguageModelV2 = {
-    specificationVersion: 'v2',
-    provider: 'scripted.chat',
-    modelId: 'scripted-1',
-    supportedUrls: {},
-    doGenerate: () => Promise.reject(new Error('not used')),
-    async doStream(options) {
-      calls.push(options);
-      const script = scripts.shift();
-      if (script === undefined) throw new Error('no script left');
-      if ('reject' in script) throw script.reject;
-      const parts = Array.isArray(script) ? script : script.hang;
-      const hang = !Array.isArray(script);
-      return {
-        stream: new ReadableStream<LanguageModelV2StreamPart>({
-          start(controller) {
-            for (const part of parts) controller.enqueue(part);
-            if (!hang) controller.close();
-          },
-          cancel(reason) {
-            cancelled.push(reason);
-          },
-        }),
-      };
-    },
-  };
-  return { model, calls, cancelled };
-}
 
 const usage = {
   inputTokens: 100,
@@ -133,7 +90,12 @@ describe('createAiSdkModel', () => {
   });
 
   it('sends the prompt, tools, cache marks and prompt cache key as call options', async () => {
-    const { model, calls } = scriptedModel([[{ type: 'finish', usage, finishReason: 'stop' }]]);
+    const { model, calls } = scriptedModel([
+      [
+        { type: 'text-delta', id: 't', delta: 'Drafted.' },
+        { type: 'finish', usage, finishReason: 'stop' },
+      ],
+    ]);
     const request: ModelRequest = {
       system: [{ text: 'Team rules.', cacheable: true }, { text: 'You are "writer".' }],
       messages: [

@@ -1,4 +1,5 @@
 import type { ContentBlock } from '@teamwire/core';
+import { protocolError } from './provider-errors.js';
 
 /**
  * Parses streamed tool-call arguments. Empty arguments mean "no arguments" (`{}`). Arguments
@@ -48,4 +49,33 @@ export function joinText(content: readonly ContentBlock[]): string {
 /** Narrows unknown JSON to a plain object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Whether a block carries anything: text, reasoning (or its signature), or another kind. */
+function carries(block: ContentBlock): boolean {
+  if (block.type === 'text') return 'text' in block && block.text !== '';
+  if (block.type === 'thinking') {
+    return 'thinking' in block && (block.thinking !== '' || typeof block.signature === 'string');
+  }
+  return true;
+}
+
+/**
+ * Fails with MODEL_PROTOCOL when a finished reply carries no text, no reasoning, no other block
+ * and no tool call, unless its finish reason is one that may legitimately end empty (an output
+ * limit, a content filter). A reply the adapter could not read must never pass for a silent one.
+ */
+export function assertNotEmpty(
+  provider: string,
+  reply: { content: readonly ContentBlock[]; toolCalls: readonly unknown[] },
+  finishReason: string | undefined,
+  mayBeEmpty: ReadonlySet<string>,
+): void {
+  if (reply.toolCalls.length > 0 || reply.content.some(carries)) return;
+  if (finishReason !== undefined && mayBeEmpty.has(finishReason)) return;
+  throw protocolError(
+    provider,
+    `the reply carries no text, reasoning or tool call (finish reason: ${finishReason ?? 'none'})`,
+    { finishReason: finishReason ?? null },
+  );
 }

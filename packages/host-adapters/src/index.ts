@@ -15,6 +15,7 @@ export {
   OPENAI_DEFAULT_BASE_URL,
   toOpenAIMessages,
 } from './openai-compatible.js';
+export type { RetryOptions, RetrySettings, SleepFunction } from './retry.js';
 export type { SseEnd, SseEvent, SseParser, SseParserOptions } from './sse.js';
 export { createSseParser } from './sse.js';
-export type { RetryOptions, SleepFunction, TransportOptions } from './transport.js';
+export type { TransportOptions } from './transport.js';

@@ -1,4 +1,4 @@
-import { type Clock, TeamError } from '@teamwire/core';
+import { type Clock, systemClock, TeamError } from '@teamwire/core';
 import { MAX_ERROR_BODY_BYTES, postSameOrigin, readCappedText } from './http-guards.js';
 import {
   abortedError,
@@ -7,41 +7,25 @@ import {
   providerError,
   readProviderError,
 } from './provider-errors.js';
+import {
+  type AttemptResult,
+  isRetryableStatus,
+  parseRetryAfter,
+  type RetrySettings,
+  withRetries,
+} from './retry.js';
 import { createSseParser, type SseEvent } from './sse.js';
 
-/** How failed calls are retried. Only failures before any event was received are retried. */
-export interface RetryOptions {
-  /** Retries after the first attempt. Default 3. */
-  maxRetries?: number;
-  /** Backoff before the first retry, doubled per retry. Default 500 ms. */
-  initialDelayMs?: number;
-  /** Upper bound of the computed backoff. Default 8000 ms. */
-  maxDelayMs?: number;
-  /**
-   * The longest `retry-after` the adapter waits for. A provider asking for more fails the call at
-   * once (with `details.retryAfterMs`), so the caller can decide instead of blocking. Default 60 s.
-   */
-  maxRetryAfterMs?: number;
-}
-
-/** Sleeps `ms`; resolves early when `signal` aborts. */
-export type SleepFunction = (ms: number, signal?: AbortSignal) => Promise<void>;
-
 /** Network behaviour shared by the HTTP adapters. Every field has a production default. */
-export interface TransportOptions {
+export interface TransportOptions extends RetrySettings {
   /** The fetch implementation. Default: the global `fetch` of Node 20. */
   fetch?: typeof globalThis.fetch;
-  /** Retry policy, or `false` to never retry. */
-  retry?: RetryOptions | false;
   /**
-   * Time source for the time limits and, when `sleep` is not given, for backoff sleeps. Inject
-   * `createManualClock()` from `@teamwire/core/testing` so tests never wait on real time.
+   * Time source for the time limits below, `retry-after` dates and, when `sleep` is not given,
+   * backoff sleeps. Inject `createManualClock()` from `@teamwire/core/testing` so tests never
+   * wait on real time.
    */
   clock?: Clock;
-  /** Overrides how the adapter waits between retries. */
-  sleep?: SleepFunction;
-  /** Random source in [0, 1) for backoff jitter. Default `Math.random`. */
-  random?: () => number;
   /**
    * Longest silence tolerated while waiting for response headers or the next stream bytes, after
    * which the call fails with MODEL_UNAVAILABLE instead of hanging. `0` disables. Default 10 min.
@@ -64,12 +48,6 @@ export interface TransportOptions {
   maxEventBytes?: number;
 }
 
-const DEFAULT_RETRY: Required<RetryOptions> = {
-  maxRetries: 3,
-  initialDelayMs: 500,
-  maxDelayMs: 8000,
-  maxRetryAfterMs: 60_000,
-};
 /** Default of {@link TransportOptions.idleTimeoutMs}. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 600_000;
 /** Default of {@link TransportOptions.eventTimeoutMs}. */
@@ -85,67 +63,6 @@ export interface EventStreamRequest {
   signal: AbortSignal | undefined;
   /** Events that only keep the connection alive (Anthropic's `ping`): no reset of `eventTimeoutMs`. */
   isKeepAlive?: (event: SseEvent) => boolean;
-}
-
-/** Statuses worth another attempt: timeouts, conflicts, rate limits and server errors. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-/**
- * The wait a provider asked for, in ms: `retry-after-ms` (OpenAI), `retry-after` as seconds or as
- * an HTTP date. `undefined` when absent or unreadable.
- */
-export function parseRetryAfter(headers: Headers, now: number): number | undefined {
-  const ms = headers.get('retry-after-ms');
-  if (ms !== null && ms.trim() !== '') {
-    const value = Number(ms);
-    if (Number.isFinite(value) && value >= 0) return value;
-  }
-  const after = headers.get('retry-after');
-  if (after === null || after.trim() === '') return undefined;
-  const seconds = Number(after);
-  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined;
-  const date = Date.parse(after);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
-}
-
-/** Exponential backoff with equal jitter: half the step is fixed, half random. */
-export function backoffDelay(
-  retry: Required<RetryOptions>,
-  attempt: number,
-  random: () => number,
-): number {
-  const step = Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** attempt);
-  return step / 2 + (random() * step) / 2;
-}
-
-function sleepWith(clock: Clock | undefined): SleepFunction {
-  return (ms, signal) =>
-    new Promise<void>((resolve) => {
-      if (signal?.aborted) {
-        resolve();
-        return;
-      }
-      let cancel: () => void;
-      const done = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = () => {
-        cancel();
-        done();
-      };
-      if (clock) {
-        cancel = clock.setTimer(ms, done);
-      } else {
-        // A referenced timer: an unreferenced one could let the process exit mid-retry.
-        const handle = setTimeout(done, ms);
-        cancel = () => clearTimeout(handle);
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
 }
 
 function describe(error: unknown): string {
@@ -171,8 +88,7 @@ const EXPIRED: Record<Limit, string> = {
  */
 function createWatchdog(
   limits: Record<Limit, number>,
-  now: () => number,
-  setTimer: Clock['setTimer'],
+  clock: Clock,
   expire: (limit: Limit) => void,
 ) {
   const due: Record<Limit, number> = {
@@ -189,13 +105,13 @@ function createWatchdog(
       if (due[limit] < due[first]) first = limit;
     }
     if (due[first] === Infinity) return;
-    cancel = setTimer(Math.max(0, due[first] - now()), () => expire(first));
+    cancel = clock.setTimer(Math.max(0, due[first] - clock.now()), () => expire(first));
   };
   return {
     /** (Re)starts `limit` from now; a limit of `0` (or not finite) never expires. */
     start(limit: Limit) {
       const ms = limits[limit];
-      due[limit] = ms > 0 && Number.isFinite(ms) ? now() + ms : Infinity;
+      due[limit] = ms > 0 && Number.isFinite(ms) ? clock.now() + ms : Infinity;
       schedule();
     },
     stop(limit: Limit) {
@@ -222,27 +138,16 @@ export async function* postEventStream(
 ): AsyncGenerator<SseEvent, void, undefined> {
   const { provider, signal: callerSignal } = request;
   const fetchImpl = transport.fetch ?? globalThis.fetch;
-  const retry = transport.retry === false ? undefined : { ...DEFAULT_RETRY, ...transport.retry };
-  const maxRetries = retry?.maxRetries ?? 0;
-  const random = transport.random ?? Math.random;
-  const sleep = transport.sleep ?? sleepWith(transport.clock);
-  const now = () => transport.clock?.now() ?? Date.now();
+  const clock = transport.clock ?? systemClock;
   const limits: Record<Limit, number> = {
     idleTimeoutMs: transport.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     eventTimeoutMs: transport.eventTimeoutMs ?? DEFAULT_EVENT_TIMEOUT_MS,
     deadlineMs: transport.deadlineMs ?? 0,
   };
-  const setTimer =
-    transport.clock?.setTimer.bind(transport.clock) ??
-    ((ms: number, callback: () => void) => {
-      const handle = setTimeout(callback, ms);
-      handle.unref?.();
-      return () => clearTimeout(handle);
-    });
 
   const expired = new AbortController();
   const signal = callerSignal ? AbortSignal.any([callerSignal, expired.signal]) : expired.signal;
-  const watchdog = createWatchdog(limits, now, setTimer, (limit) => {
+  const watchdog = createWatchdog(limits, clock, (limit) => {
     const ms = limits[limit];
     expired.abort(
       new TeamError('MODEL_UNAVAILABLE', `${provider}: ${EXPIRED[limit]} ${ms} ms`, {
@@ -257,62 +162,55 @@ export async function* postEventStream(
     return undefined;
   };
 
-  const open = async (): Promise<Response> => {
-    const body = JSON.stringify(request.body);
-    for (let attempt = 0; ; attempt++) {
-      const halted = stopped();
-      if (halted) throw halted;
-      watchdog.start('idleTimeoutMs');
-      let response: Response;
-      try {
-        response = await postSameOrigin(fetchImpl, provider, request.url, {
-          headers: request.headers,
-          body,
-          signal,
-        });
-      } catch (error) {
-        const cause = stopped();
-        if (cause) throw cause;
-        if (TeamError.isInstance(error)) throw error;
-        const failure = new TeamError(
-          'MODEL_UNAVAILABLE',
-          `${provider}: network error: ${describe(error)}`,
-          { cause: error, details: { provider, attempts: attempt + 1 } },
-        );
-        if (!retry || attempt >= maxRetries) throw failure;
-        watchdog.stop('idleTimeoutMs');
-        await sleep(backoffDelay(retry, attempt, random), signal);
-        continue;
-      }
-      if (response.ok) return response;
-
-      const { status, headers } = response;
-      let text = '';
-      try {
-        text = await readCappedText(response, MAX_ERROR_BODY_BYTES);
-      } catch {
-        const cause = stopped();
-        if (cause) throw cause;
-      }
-      const retryAfterMs = parseRetryAfter(headers, now());
-      const requestId = headers.get('request-id') ?? headers.get('x-request-id');
-      const failure = providerError(provider, codeForStatus(status), readProviderError(text), {
-        status,
-        attempts: attempt + 1,
-        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-        ...(requestId === null ? {} : { requestId }),
+  const body = JSON.stringify(request.body);
+  /** One request; a failure says whether it is worth another and the wait the server asked for. */
+  const attempt = async (index: number): Promise<AttemptResult<Response>> => {
+    watchdog.start('idleTimeoutMs');
+    let response: Response;
+    try {
+      response = await postSameOrigin(fetchImpl, provider, request.url, {
+        headers: request.headers,
+        body,
+        signal,
       });
-      const retryable = isRetryableStatus(status) && headers.get('x-should-retry') !== 'false';
-      if (!retryable || !retry || attempt >= maxRetries) throw failure;
-      if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) throw failure;
+    } catch (error) {
+      const cause = stopped();
+      if (cause) throw cause;
+      if (TeamError.isInstance(error)) throw error;
       watchdog.stop('idleTimeoutMs');
-      await sleep(retryAfterMs ?? backoffDelay(retry, attempt, random), signal);
+      const failure = new TeamError(
+        'MODEL_UNAVAILABLE',
+        `${provider}: network error: ${describe(error)}`,
+        { cause: error, details: { provider, attempts: index + 1 } },
+      );
+      return { ok: false, error: failure, retryable: true };
     }
+    if (response.ok) return { ok: true, value: response };
+
+    const { status, headers } = response;
+    let text = '';
+    try {
+      text = await readCappedText(response, MAX_ERROR_BODY_BYTES);
+    } catch {
+      const cause = stopped();
+      if (cause) throw cause;
+    }
+    watchdog.stop('idleTimeoutMs');
+    const retryAfterMs = parseRetryAfter((name) => headers.get(name), clock.now());
+    const requestId = headers.get('request-id') ?? headers.get('x-request-id');
+    const failure = providerError(provider, codeForStatus(status), readProviderError(text), {
+      status,
+      attempts: index + 1,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      ...(requestId === null ? {} : { requestId }),
+    });
+    const retryable = isRetryableStatus(status) && headers.get('x-should-retry') !== 'false';
+    return { ok: false, error: failure, retryable, retryAfterMs };
   };
 
   watchdog.start('deadlineMs');
   try {
-    const response = await open();
+    const response = await withRetries(transport, { attempt, signal, halted: stopped });
     const contentType = response.headers.get('content-type') ?? '';
     if (contentType.includes('application/json')) {
       const text = await readCappedText(response, MAX_ERROR_BODY_BYTES).catch(() => '');

@@ -1,0 +1,305 @@
+import {
+  type AssistantMessage,
+  type ContentBlock,
+  type ModelStreamEvent,
+  type StopReason,
+  TeamError,
+  type ToolCall,
+  type Usage,
+} from '@teamwire/core';
+import {
+  appendText,
+  appendThinking,
+  assertNotEmpty,
+  isRecord,
+  parseToolInput,
+} from './content-builder.js';
+import {
+  abortedError,
+  codeForStatus,
+  protocolError,
+  providerError,
+  readProviderError,
+} from './provider-errors.js';
+import { isRetryableStatus, parseRetryAfter } from './retry.js';
+
+/** Finish reasons after which an empty reply is legitimate (AI SDK spelling, V2 and V3). */
+const MAY_END_EMPTY: ReadonlySet<string> = new Set(['length', 'content-filter']);
+
+/**
+ * Stream parts that carry nothing a teamwire message holds: metadata, the end markers of parts
+ * already read, and the results of tools the provider ran itself (its call is skipped too; the
+ * model's following text carries what it learned).
+ */
+const NOTHING_TO_MAP: ReadonlySet<string> = new Set([
+  'stream-start',
+  'response-metadata',
+  'raw',
+  'source',
+  'text-end',
+  'tool-input-end',
+  'tool-result',
+]);
+
+function num(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+/** Reads V2 usage (flat numbers) or V3 usage (`{ total, cacheRead, ... }` objects). */
+function readUsage(raw: unknown): Usage {
+  if (!isRecord(raw)) return { inputTokens: 0, outputTokens: 0 };
+  const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  if (isRecord(raw.inputTokens) || isRecord(raw.outputTokens)) {
+    const input = isRecord(raw.inputTokens) ? raw.inputTokens : {};
+    const output = isRecord(raw.outputTokens) ? raw.outputTokens : {};
+    usage.inputTokens = num(input.total) ?? 0;
+    usage.outputTokens = num(output.total) ?? 0;
+    const cacheRead = num(input.cacheRead);
+    const cacheWrite = num(input.cacheWrite);
+    const reasoning = num(output.reasoning);
+    if (cacheRead !== undefined) usage.cacheReadTokens = cacheRead;
+    if (cacheWrite !== undefined) usage.cacheWriteTokens = cacheWrite;
+    if (reasoning !== undefined) usage.reasoningTokens = reasoning;
+    return usage;
+  }
+  usage.inputTokens = num(raw.inputTokens) ?? 0;
+  usage.outputTokens = num(raw.outputTokens) ?? 0;
+  const cached = num(raw.cachedInputTokens);
+  const reasoning = num(raw.reasoningTokens);
+  if (cached !== undefined) usage.cacheReadTokens = cached;
+  if (reasoning !== undefined) usage.reasoningTokens = reasoning;
+  return usage;
+}
+
+/** The unified finish reason of V2 (a string) or V3 (`{ unified, raw }`). */
+function finishReasonOf(raw: unknown): string | undefined {
+  const reason = isRecord(raw) ? raw.unified : raw;
+  return typeof reason === 'string' ? reason : undefined;
+}
+
+function mapFinishReason(reason: string | undefined, hasToolCalls: boolean): StopReason {
+  switch (reason) {
+    case 'stop':
+      return hasToolCalls ? 'tool_calls' : 'end_turn';
+    case 'tool-calls':
+      return 'tool_calls';
+    case 'length':
+      return 'max_tokens';
+    default:
+      return hasToolCalls ? 'tool_calls' : 'other';
+  }
+}
+
+/**
+ * Maps an error an AI SDK model threw or streamed (`APICallError` and friends) to a TeamError.
+ */
+export function mapAiSdkError(
+  provider: string,
+  error: unknown,
+  details: Record<string, unknown> = {},
+): TeamError {
+  if (TeamError.isInstance(error)) return error;
+  const record = isRecord(error) ? error : {};
+  const status = typeof record.statusCode === 'number' ? record.statusCode : undefined;
+  // The provider's own words (an API error body) beat the SDK's generic summary.
+  const info =
+    readProviderError(record.responseBody) ??
+    (error instanceof Error
+      ? { message: error.message, type: undefined }
+      : readProviderError(error));
+  const code = status === undefined ? 'MODEL_UNAVAILABLE' : codeForStatus(status);
+  return providerError(
+    provider,
+    code,
+    info,
+    { ...(status === undefined ? {} : { status }), ...details },
+    error,
+  );
+}
+
+/** Whether a failed `doStream` is worth another attempt: the SDK's own flag, else the status. */
+export function isRetryableAiSdkError(error: unknown): boolean {
+  if (!isRecord(error)) return false;
+  if (typeof error.isRetryable === 'boolean') return error.isRetryable;
+  return typeof error.statusCode === 'number' && isRetryableStatus(error.statusCode);
+}
+
+/** The wait an `APICallError`'s response headers ask for (both `retry-after` forms, `-ms`). */
+export function aiSdkRetryAfter(error: unknown, now: number): number | undefined {
+  if (!isRecord(error) || !isRecord(error.responseHeaders)) return undefined;
+  const headers = Object.entries(error.responseHeaders);
+  return parseRetryAfter((name) => {
+    const found = headers.find(([key]) => key.toLowerCase() === name);
+    return typeof found?.[1] === 'string' ? found[1] : undefined;
+  }, now);
+}
+
+/** Waits for `promise`, rejecting with ABORTED the moment `signal` fires. */
+export function untilAborted<T>(
+  promise: PromiseLike<T>,
+  signal: AbortSignal | undefined,
+  provider: string,
+): Promise<T> {
+  if (!signal) return Promise.resolve(promise);
+  if (signal.aborted) return Promise.reject(abortedError(provider, signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortedError(provider, signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    Promise.resolve(promise).then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Reads the stream parts of an AI SDK `doStream` into model stream events and one assistant
+ * message. Parts this port cannot hold (a generated file, a type this version does not know)
+ * fail with MODEL_PROTOCOL rather than vanish, and so does a reply that ends empty.
+ */
+export async function* readAiSdkStream(
+  provider: string,
+  stream: ReadableStream<unknown>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<ModelStreamEvent, void, undefined> {
+  const reader = stream.getReader();
+  const content: ContentBlock[] = [];
+  const byId = new Map<string, ContentBlock>();
+  const toolCalls: ToolCall[] = [];
+  const startedCalls = new Set<string>();
+  let finish: { usage: Usage; reason: string | undefined } | undefined;
+  try {
+    for (;;) {
+      let chunk: { done: boolean; value?: unknown };
+      try {
+        chunk = await untilAborted(reader.read(), signal, provider);
+      } catch (error) {
+        throw signal?.aborted ? abortedError(provider, signal) : mapAiSdkError(provider, error);
+      }
+      if (chunk.done) break;
+      const part = chunk.value;
+      if (!isRecord(part) || typeof part.type !== 'string') {
+        throw protocolError(provider, 'a stream part is not an object with a `type`');
+      }
+      const type = part.type;
+      const bad = (message: string) =>
+        protocolError(provider, `${message} (${type} part)`, { partType: type });
+      /** A string field the part type requires. */
+      const field = (name: string): string => {
+        const value = part[name];
+        if (typeof value !== 'string') throw bad(`\`${name}\` is not a string`);
+        return value;
+      };
+      const metadata = isRecord(part.providerMetadata) ? part.providerMetadata : {};
+      const anthropic = isRecord(metadata.anthropic) ? metadata.anthropic : {};
+      switch (type) {
+        case 'text-start': {
+          const block: ContentBlock = { type: 'text', text: '' };
+          content.push(block);
+          byId.set(`text:${field('id')}`, block);
+          break;
+        }
+        case 'text-delta': {
+          const delta = field('delta');
+          const block = byId.get(`text:${String(part.id)}`);
+          if (block?.type === 'text' && typeof block.text === 'string') block.text += delta;
+          else appendText(content, delta);
+          if (delta !== '') yield { type: 'text-delta', text: delta };
+          break;
+        }
+        case 'reasoning-start': {
+          const redacted = anthropic.redactedData;
+          const block: ContentBlock =
+            typeof redacted === 'string'
+              ? { type: 'redacted_thinking', data: redacted }
+              : { type: 'thinking', thinking: '' };
+          content.push(block);
+          byId.set(`reasoning:${field('id')}`, block);
+          break;
+        }
+        case 'reasoning-delta': {
+          const delta = field('delta');
+          const block = byId.get(`reasoning:${String(part.id)}`);
+          if (block?.type === 'thinking' && typeof block.thinking === 'string') {
+            block.thinking += delta;
+          } else if (block === undefined) {
+            appendThinking(content, delta);
+          }
+          if (delta !== '') yield { type: 'reasoning-delta', text: delta };
+          break;
+        }
+        case 'reasoning-end': {
+          const block = byId.get(`reasoning:${String(part.id)}`);
+          const signature = anthropic.signature;
+          if (block?.type === 'thinking' && typeof signature === 'string') {
+            block.signature = signature;
+          }
+          break;
+        }
+        case 'tool-input-start':
+          if (!part.providerExecuted) {
+            const id = field('id');
+            startedCalls.add(id);
+            yield { type: 'tool-call-start', id, name: field('toolName') };
+          }
+          break;
+        case 'tool-input-delta': {
+          const id = field('id');
+          const delta = field('delta');
+          if (startedCalls.has(id) && delta !== '') {
+            yield { type: 'tool-call-delta', id, argsDelta: delta };
+          }
+          break;
+        }
+        case 'tool-call': {
+          // Calls the provider ran itself are already answered; the agent must not run them.
+          if (part.providerExecuted) break;
+          const id = field('toolCallId');
+          const name = field('toolName');
+          if (!startedCalls.has(id)) {
+            startedCalls.add(id);
+            yield { type: 'tool-call-start', id, name };
+          }
+          const input = typeof part.input === 'string' ? parseToolInput(part.input) : part.input;
+          const toolCall: ToolCall = { id, name, input };
+          toolCalls.push(toolCall);
+          yield { type: 'tool-call', toolCall };
+          break;
+        }
+        case 'finish':
+          finish = { usage: readUsage(part.usage), reason: finishReasonOf(part.finishReason) };
+          break;
+        case 'error':
+          throw mapAiSdkError(provider, part.error);
+        case 'file':
+          throw bad('the model sent a file, which a teamwire message cannot carry');
+        default:
+          if (!NOTHING_TO_MAP.has(type)) throw bad('unknown stream part type');
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  if (finish === undefined) {
+    throw protocolError(provider, 'the model stream ended without a `finish` part');
+  }
+  const reply = {
+    content: content.filter((block) => !(block.type === 'text' && block.text === '')),
+    toolCalls,
+  };
+  assertNotEmpty(provider, reply, finish.reason, MAY_END_EMPTY);
+  const stopReason = mapFinishReason(finish.reason, toolCalls.length > 0);
+  const message: AssistantMessage = {
+    role: 'assistant',
+    ...reply,
+    usage: finish.usage,
+    stopReason,
+  };
+  yield { type: 'finish', message, usage: finish.usage, stopReason };
+}
