@@ -1,8 +1,9 @@
 /**
- * Bounds and value sets shared by the record schemas, their fast path, the team state and the team
- * tools. The state enforces every input bound on its commands, so each caller (the TeamService,
- * a tool, host code driving `TeamState` directly) meets the same limits; the tool schemas import
- * the same constants so a model learns them up front.
+ * Bounds shared by the record schemas, their fast path, the team state and the team tools (the
+ * value sets of the records live in `record-values.ts`). The state enforces every input bound on
+ * its commands, so each caller (the TeamService, a tool, host code driving `TeamState` directly)
+ * meets the same limits; the tool schemas import the same constants so a model learns them up
+ * front.
  *
  * Text is measured in Unicode code points, the unit zod's `.min()`/`.max()` count (a surrogate
  * pair, such as an emoji, is one; a lone surrogate is one too): see {@link textLength}.
@@ -43,19 +44,6 @@ export const TASK_PAGE_MAX = 100;
 export const WAIT_TIMEOUT_MIN_MS = 10_000;
 /** `waitForChange` waits at most this long (ms). */
 export const WAIT_TIMEOUT_MAX_MS = 3_600_000;
-
-/** A member's lifecycle; see the fold rules for the moves allowed between them. */
-export const MEMBER_PHASES = ['provisioning', 'active', 'failed', 'retired'] as const;
-/** How a member's conversation starts. */
-export const MEMBER_CONTEXTS = ['fresh', 'fork'] as const;
-export const TASK_STATUSES = ['pending', 'in_progress', 'completed', 'deleted'] as const;
-export const MESSAGE_KINDS = [
-  'message',
-  'idle_notification',
-  'shutdown_request',
-  'task_assignment',
-] as const;
-export const MESSAGE_DELIVERIES = ['quiet', 'wakeup'] as const;
 
 const HIGH_SURROGATE = /[\uD800-\uDBFF]/;
 

@@ -1,20 +1,22 @@
 import type { ContentBlock } from './content.js';
 import {
-  MEMBER_CONTEXTS,
   MEMBER_NAME_MAX,
+  TASK_DESCRIPTION_MAX,
+  TASK_ID_PATTERN,
+  TASK_SUBJECT_MAX,
+} from './limits.js';
+import {
+  MEMBER_CONTEXTS,
   MEMBER_PHASES,
   MESSAGE_DELIVERIES,
   MESSAGE_KINDS,
-  TASK_DESCRIPTION_MAX,
-  TASK_ID_PATTERN,
+  SCHEMA_VERSION,
   TASK_STATUSES,
-  TASK_SUBJECT_MAX,
-} from './limits.js';
-import type { Member, QueuedMessage, SCHEMA_VERSION, Task, TeamRecord } from './records.js';
+} from './record-values.js';
 
 /**
  * The fast path of record validation. `copyValidRecord` returns exactly what the zod schema of
- * {@link TeamRecord} returns for a value it accepts (new objects, keys in schema order, unknown
+ * `TeamRecord` returns for a value it accepts (new objects, keys in schema order, unknown
  * keys stripped, blocks of unknown types kept whole) and `undefined` for a value it refuses; the
  * caller then asks zod, for its error message. Every record the runtime writes and every line it
  * reads back goes through here, so recovery and appends pay a few property checks per record
@@ -23,6 +25,10 @@ import type { Member, QueuedMessage, SCHEMA_VERSION, Task, TeamRecord } from './
  * It mirrors the schemas in `records.ts` and `content.ts` rule for rule (string lengths in code
  * points, integers that are safe, numbers that are finite); a property test holds the two to the
  * same verdict and the same output, so a schema change that is not made here fails that test.
+ *
+ * Dependencies run one way: `records.ts` uses this module; this module never imports
+ * `records.ts`. Both take their value sets from `record-values.ts`, and `records.ts` gives the
+ * untyped copy its schema type.
  */
 type Obj = Record<string, unknown>;
 
@@ -63,7 +69,7 @@ function copyOptional(from: Obj, to: Obj, key: string): void {
   if (has(from, key)) to[key] = from[key];
 }
 
-function copyMember(v: unknown): Member | undefined {
+function copyMember(v: unknown): Obj | undefined {
   if (!isObj(v)) return undefined;
   if (
     !nonEmpty(v.id) ||
@@ -89,7 +95,7 @@ function copyMember(v: unknown): Member | undefined {
   };
   copyOptional(v, out, 'color');
   copyOptional(v, out, 'error');
-  return out as Member;
+  return out;
 }
 
 const taskId = (v: unknown): v is string => typeof v === 'string' && TASK_ID_PATTERN.test(v);
@@ -105,7 +111,7 @@ function copyStrings(v: unknown, ok: (x: unknown) => boolean): string[] | undefi
   return out;
 }
 
-function copyTask(v: unknown): Task | undefined {
+function copyTask(v: unknown): Obj | undefined {
   if (!isObj(v)) return undefined;
   if (
     !taskId(v.id) ||
@@ -132,7 +138,7 @@ function copyTask(v: unknown): Task | undefined {
   copyOptional(v, out, 'ownerId');
   out.blockedBy = blockedBy;
   out.writeScopes = writeScopes;
-  return out as Task;
+  return out;
 }
 
 function copyBlock(v: unknown): ContentBlock | undefined {
@@ -156,7 +162,7 @@ function copyBlock(v: unknown): ContentBlock | undefined {
   }
 }
 
-function copyMessage(v: unknown): QueuedMessage | undefined {
+function copyMessage(v: unknown): Obj | undefined {
   if (!isObj(v)) return undefined;
   if (
     !nonEmpty(v.id) ||
@@ -188,17 +194,20 @@ function copyMessage(v: unknown): QueuedMessage | undefined {
   };
   copyOptional(v, out, 'summary');
   copyOptional(v, out, 'taskId');
-  return out as QueuedMessage;
+  return out;
 }
 
-/** What zod's `TeamRecord` schema returns for `value`, or `undefined` where it refuses it. */
-export function copyValidRecord(value: unknown): TeamRecord | undefined {
+/**
+ * What zod's `TeamRecord` schema returns for `value`, or `undefined` where it refuses it. The copy
+ * is untyped here; `records.ts` types it.
+ */
+export function copyValidRecord(value: unknown): Record<string, unknown> | undefined {
   if (
     !isObj(value) ||
     !safeIntAtLeast1(value.seq) ||
     !finite(value.at) ||
     !nonEmpty(value.teamId) ||
-    value.schemaVersion !== (1 satisfies typeof SCHEMA_VERSION)
+    value.schemaVersion !== SCHEMA_VERSION
   ) {
     return undefined;
   }
@@ -207,20 +216,37 @@ export function copyValidRecord(value: unknown): TeamRecord | undefined {
   switch (value.type) {
     case 'member': {
       const member = copyMember(value.member);
-      return member && { seq, at, teamId, schemaVersion: 1, type: 'member', member };
+      return member && { seq, at, teamId, schemaVersion: SCHEMA_VERSION, type: 'member', member };
     }
     case 'task': {
       const task = copyTask(value.task);
-      return task && { seq, at, teamId, schemaVersion: 1, type: 'task', task };
+      return task && { seq, at, teamId, schemaVersion: SCHEMA_VERSION, type: 'task', task };
     }
     case 'message.queued': {
       const message = copyMessage(value.message);
-      return message && { seq, at, teamId, schemaVersion: 1, type: 'message.queued', message };
+      return (
+        message && {
+          seq,
+          at,
+          teamId,
+          schemaVersion: SCHEMA_VERSION,
+          type: 'message.queued',
+          message,
+        }
+      );
     }
     case 'message.delivered': {
       const { messageId, targetId } = value;
       return nonEmpty(messageId) && nonEmpty(targetId)
-        ? { seq, at, teamId, schemaVersion: 1, type: 'message.delivered', messageId, targetId }
+        ? {
+            seq,
+            at,
+            teamId,
+            schemaVersion: SCHEMA_VERSION,
+            type: 'message.delivered',
+            messageId,
+            targetId,
+          }
         : undefined;
     }
     default:

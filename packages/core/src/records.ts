@@ -2,22 +2,22 @@ import { z } from 'zod';
 import { ContentBlock } from './content.js';
 import { TeamError } from './errors.js';
 import {
-  MEMBER_CONTEXTS,
   MEMBER_NAME_MAX,
-  MEMBER_PHASES,
-  MESSAGE_DELIVERIES,
-  MESSAGE_KINDS,
   TASK_DESCRIPTION_MAX,
   TASK_ID_PATTERN,
-  TASK_STATUSES,
   TASK_SUBJECT_MAX,
 } from './limits.js';
 import { copyValidRecord } from './record-copy.js';
+import {
+  MEMBER_CONTEXTS,
+  MEMBER_PHASES,
+  MESSAGE_DELIVERIES,
+  MESSAGE_KINDS,
+  SCHEMA_VERSION,
+  TASK_STATUSES,
+} from './record-values.js';
 
-export { MEMBER_NAME_MAX, TASK_ID_PATTERN };
-
-/** The schema version this code writes and the newest it reads. */
-export const SCHEMA_VERSION = 1 as const;
+export { MEMBER_NAME_MAX, SCHEMA_VERSION, TASK_ID_PATTERN };
 
 /** Member names: lowercase words joined by single hyphens, at most 64 characters. */
 export const MEMBER_NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
@@ -142,7 +142,7 @@ export type TeamRecordType = TeamRecord['type'];
  * before anything else is checked, so an old reader never misreads a newer log.
  */
 export function parseTeamRecord(value: unknown): TeamRecord {
-  const exact = copyValidRecord(value);
+  const exact = fastCopy(value);
   if (exact) return exact;
   checkSchemaVersion(value);
   const parsed = TeamRecord.safeParse(value);
@@ -155,6 +155,31 @@ export function parseTeamRecord(value: unknown): TeamRecord {
     );
   }
   return parsed.data;
+}
+
+/**
+ * Schema-checks a record a command built from its input and returns the parsed copy, detached
+ * from the caller's objects; a value the schema refuses is the caller's mistake, `INVALID_ARGUMENT`.
+ */
+export function checkRecordInput<R extends TeamRecord>(record: R): R {
+  const exact = fastCopy(record);
+  if (exact) return exact as R;
+  const parsed = TeamRecord.safeParse(record);
+  if (!parsed.success) {
+    throw new TeamError('INVALID_ARGUMENT', `invalid input: ${z.prettifyError(parsed.error)}`, {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data as R;
+}
+
+/**
+ * The fast path of validation (see `record-copy.ts`): what the `TeamRecord` schema returns for
+ * `value`, or `undefined` where zod must decide. The differential test of the two is what makes
+ * this cast sound.
+ */
+function fastCopy(value: unknown): TeamRecord | undefined {
+  return copyValidRecord(value) as TeamRecord | undefined;
 }
 
 /** Refuses a value whose `schemaVersion` is missing, not an integer, or unknown. */

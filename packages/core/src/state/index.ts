@@ -1,18 +1,15 @@
 export type { FoldedTeam } from './fold.js';
 export { foldTeam } from './fold.js';
+export type { QueueMessageInput } from './mail-commands.js';
 export { isBoundedKind } from './mailbox.js';
 export { isLivePhase, isPhaseTransition, validateMemberName } from './roster.js';
+export type { CreateLeadInput, SpawnMemberInput } from './roster-commands.js';
 export type { TaskAction, TaskActionType, TaskListFilter, TaskView } from './task-board.js';
-export type {
-  CreateLeadInput,
-  CreateTaskInput,
-  QueueMessageInput,
-  SpawnMemberInput,
-  TeamLimits,
-  TeamStateOptions,
-  UpdateTaskInput,
-} from './team-state.js';
-export { DEFAULT_TEAM_LIMITS, TeamState } from './team-state.js';
+export type { CreateTaskInput, UpdateTaskInput } from './task-commands.js';
+export type { TeamLimits } from './team-limits.js';
+export { DEFAULT_TEAM_LIMITS } from './team-limits.js';
+export type { TeamStateOptions } from './team-state.js';
+export { TeamState } from './team-state.js';
 export {
   anyWriteScopeOverlaps,
   normalizeWriteScope,

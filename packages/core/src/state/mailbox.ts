@@ -1,6 +1,7 @@
 import { MESSAGE_SUMMARY_MAX } from '../limits.js';
 import type { MessageKind, QueuedMessage } from '../records.js';
 import { checkTextLimit } from './input-limits.js';
+import type { Problem } from './problem.js';
 
 /** Checks a message's optional summary: up to {@link MESSAGE_SUMMARY_MAX} characters (`INVALID_ARGUMENT`). */
 export function checkMessageSummary(summary: unknown): void {
@@ -44,6 +45,39 @@ export class Mailbox {
     return this.all.get(id);
   }
 
+  /** A message id is queued once (`MESSAGE_STATE`). */
+  checkNew(id: string): Problem | undefined {
+    if (!this.queued.has(id)) return undefined;
+    return {
+      code: 'MESSAGE_STATE',
+      message: `message ${id} cannot be queued twice: it was already queued`,
+      details: { messageId: id },
+    };
+  }
+
+  /**
+   * A message is delivered once, after it was queued, and (when `targetId` is given, as a
+   * `message.delivered` record states it) to its own target (`MESSAGE_STATE`).
+   */
+  checkDeliverable(id: string, targetId?: string): Problem | undefined {
+    const message = this.all.get(id);
+    if (message === undefined) {
+      return {
+        code: 'MESSAGE_STATE',
+        message: this.queued.has(id)
+          ? `message ${id} cannot be delivered twice: it was already delivered`
+          : `message ${id} cannot be delivered before it was queued`,
+        details: { messageId: id },
+      };
+    }
+    if (targetId === undefined || targetId === message.targetId) return undefined;
+    return {
+      code: 'MESSAGE_STATE',
+      message: `message ${id} is delivered to ${targetId}, not its target ${message.targetId}`,
+      details: { messageId: id, targetId },
+    };
+  }
+
   /** The target's pending messages in queue order, as a cached frozen array. */
   pending(targetId: string): readonly QueuedMessage[] {
     const inbox = this.inboxes.get(targetId);
@@ -67,7 +101,7 @@ export class Mailbox {
     return [...this.all.values()];
   }
 
-  /** Records a queued message; the caller has checked it was never queued before. */
+  /** Records a queued message; the caller has run {@link checkNew}. */
   enqueue(message: QueuedMessage): void {
     this.queued.add(message.id);
     this.all.set(message.id, message);
@@ -81,7 +115,7 @@ export class Mailbox {
     inbox.snapshot = undefined;
   }
 
-  /** Removes a pending message; the caller has checked it is pending for its target. */
+  /** Removes a pending message; the caller has run {@link checkDeliverable}. */
   deliver(id: string): void {
     const message = this.all.get(id);
     if (message === undefined) return;

@@ -6,9 +6,10 @@ import {
   MEMBER_ERROR_MAX,
   MEMBER_PROVIDER_MAX,
 } from '../limits.js';
-import type { MemberPhase } from '../records.js';
+import type { Member, MemberPhase } from '../records.js';
 import { LEAD_NAME, MEMBER_NAME_MAX, MEMBER_NAME_PATTERN } from '../records.js';
 import { checkTextLimit } from './input-limits.js';
+import { invariant, type Problem } from './problem.js';
 
 /**
  * Checks a teammate name before spawning: `lead` in any case is `NAME_RESERVED` (checked first, so
@@ -82,4 +83,146 @@ const TRANSITIONS: Readonly<Record<MemberPhase, readonly MemberPhase[]>> = {
  */
 export function isPhaseTransition(from: MemberPhase, to: MemberPhase): boolean {
   return TRANSITIONS[from].includes(to);
+}
+
+/**
+ * Refuses a phase change that is not a transition (see {@link isPhaseTransition}) with
+ * `INVALID_PHASE`. Commands and replay both run it.
+ */
+export function checkPhaseTransition(current: Member, to: MemberPhase): Problem | undefined {
+  if (isPhaseTransition(current.phase, to)) return undefined;
+  return {
+    code: 'INVALID_PHASE',
+    message: `member ${current.name} cannot move from phase ${current.phase} to ${String(to)}`,
+    details: { memberId: current.id, from: current.phase, to },
+  };
+}
+
+/** What a member never changes after its first record. */
+const IMMUTABLE_FIELDS = ['name', 'agentType', 'provider', 'context'] as const;
+
+/**
+ * The members of a team, kept incrementally: every member ever recorded by id, every name ever
+ * used (names are never reused), the lead, and the count of live teammates. It owns the roster's
+ * invariants; {@link commit} trusts its caller to have run {@link checkRecord}.
+ */
+export class Roster {
+  private readonly byId = new Map<string, Member>();
+  /** Every name ever used, to the member's id. */
+  private readonly names = new Map<string, string>();
+  private lead: string | undefined;
+  private liveTeammates = 0;
+
+  /** The id of the member named `lead`, once it exists. */
+  get leadId(): string | undefined {
+    return this.lead;
+  }
+
+  /** Teammates holding a slot of `maxMembers` (live, lead excluded). */
+  get liveTeammateCount(): number {
+    return this.liveTeammates;
+  }
+
+  /** The stored member (not a copy: callers must not change it). */
+  get(id: string): Member | undefined {
+    return this.byId.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  /** The id of the member that has (or had) this name. */
+  idOf(name: string): string | undefined {
+    return this.names.get(name);
+  }
+
+  /** True when the member exists and is live. */
+  isLive(id: string): boolean {
+    const member = this.byId.get(id);
+    return member !== undefined && isLivePhase(member.phase);
+  }
+
+  /** Copies of every member ever recorded, lead first, then in spawn order. */
+  list(): Member[] {
+    const out: Member[] = [];
+    const lead = this.lead === undefined ? undefined : this.byId.get(this.lead);
+    if (lead !== undefined) out.push({ ...lead });
+    for (const member of this.byId.values()) {
+      if (member !== lead) out.push({ ...member });
+    }
+    return out;
+  }
+
+  /** A name is used once in a team's whole life (`NAME_TAKEN`), the lead's name included. */
+  checkNameFree(name: string): Problem | undefined {
+    if (!this.names.has(name)) return undefined;
+    return name === LEAD_NAME
+      ? {
+          code: 'NAME_TAKEN',
+          message: `the name "${name}" is already used: the team already has a lead`,
+          details: { name, leadId: this.lead },
+        }
+      : {
+          code: 'NAME_TAKEN',
+          message: `the name "${name}" is already used in this team; names are never reused`,
+          details: { name },
+        };
+  }
+
+  /** A command never records a new member under a known id (`INVALID_ARGUMENT`). */
+  checkIdFree(id: string): Problem | undefined {
+    if (!this.byId.has(id)) return undefined;
+    return {
+      code: 'INVALID_ARGUMENT',
+      message: `a member with id ${id} already exists`,
+      details: { memberId: id },
+    };
+  }
+
+  /** Only a live member acts (`NOT_A_MEMBER`). */
+  checkActor(actorId: string): Problem | undefined {
+    const actor = this.byId.get(actorId);
+    if (actor !== undefined && isLivePhase(actor.phase)) return undefined;
+    return {
+      code: 'NOT_A_MEMBER',
+      message: `${String(actorId)} is not a live member of the team`,
+      details: { actorId, phase: actor?.phase },
+    };
+  }
+
+  /**
+   * The rules of a member's record sequence: its first record is `provisioning` under an unused
+   * name; every later one is a phase transition that keeps the immutable fields.
+   */
+  checkRecord(member: Member): Problem | undefined {
+    const previous = this.byId.get(member.id);
+    if (previous === undefined) {
+      if (member.phase !== 'provisioning') {
+        return invariant(
+          `member ${member.id} first appears in phase ${member.phase}, not provisioning`,
+        );
+      }
+      return this.checkNameFree(member.name);
+    }
+    const transition = checkPhaseTransition(previous, member.phase);
+    if (transition !== undefined) return transition;
+    for (const key of IMMUTABLE_FIELDS) {
+      if (previous[key] !== member[key]) return invariant(`member ${member.id} changed its ${key}`);
+    }
+    return undefined;
+  }
+
+  /** Stores a checked member record and updates the name index, the lead and the live count. */
+  commit(member: Member): void {
+    const previous = this.byId.get(member.id);
+    const isLead = member.name === LEAD_NAME;
+    if (!isLead) {
+      if (previous !== undefined && isLivePhase(previous.phase)) this.liveTeammates--;
+      if (isLivePhase(member.phase)) this.liveTeammates++;
+    }
+    this.byId.set(member.id, member);
+    this.names.set(member.name, member.id);
+    if (isLead) this.lead = member.id;
+  }
 }

@@ -1,8 +1,9 @@
-import { TeamError, type TeamErrorCode } from '../errors.js';
+import { TeamError } from '../errors.js';
 import { TASK_BLOCKED_BY_MAX, TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
 import type { Task, TaskStatus } from '../records.js';
 import { checkListLimit, checkTextLimit } from './input-limits.js';
-import { anyWriteScopeOverlaps } from './write-scopes.js';
+import { invariant, type Problem } from './problem.js';
+import { anyWriteScopeOverlaps, isNormalizedWriteScopeList } from './write-scopes.js';
 
 /** A task as callers see it: the stored snapshot plus facts derived from the rest of the board. */
 export interface TaskView extends Task {
@@ -49,13 +50,6 @@ export interface TaskListFilter {
   ready?: boolean;
 }
 
-/** Why a task snapshot cannot be accepted; turned into a TeamError by the caller. */
-export interface TaskProblem {
-  code: TeamErrorCode;
-  message: string;
-  details?: Record<string, unknown>;
-}
-
 /** Checks a task subject: 1 to {@link TASK_SUBJECT_MAX} characters (`INVALID_ARGUMENT`). */
 export function checkTaskSubject(subject: unknown): void {
   checkTextLimit('subject', subject, TASK_SUBJECT_MAX, 1);
@@ -84,6 +78,16 @@ export function checkBlockedByList(ids: unknown): string[] {
   return [...(ids as string[])];
 }
 
+/** A deleted task is a tombstone: readable, never changed again (`TASK_DELETED`). */
+export function checkNotDeleted(task: Task): Problem | undefined {
+  if (task.status !== 'deleted') return undefined;
+  return {
+    code: 'TASK_DELETED',
+    message: `${task.id} is deleted and cannot change`,
+    details: { taskId: task.id },
+  };
+}
+
 /** The numeric part of a `task-<n>` id. */
 export function taskNumber(id: string): number {
   return Number(id.slice('task-'.length));
@@ -93,8 +97,8 @@ export function taskNumber(id: string): number {
  * The task board's storage and its derived indexes, kept incrementally: tasks in creation order,
  * the next task number, the non-deleted count, a reverse index of blockers (so a delete check is
  * O(1)), and the in-progress tasks that have write scopes (so overlap warnings never scan the
- * whole board). It trusts its caller to have validated a snapshot with {@link checkBlockedBy}
- * before {@link commit}.
+ * whole board). It owns the board's invariants; {@link commit} trusts its caller to have run
+ * {@link checkRecord} (replay) or built the snapshot from a checked command.
  */
 export class TaskBoard {
   private readonly tasks = new Map<string, Task>();
@@ -124,6 +128,35 @@ export class TaskBoard {
     return this.tasks.values();
   }
 
+  /** Copies of every task, tombstones included, in creation order. */
+  snapshots(): Task[] {
+    const out: Task[] = [];
+    for (const task of this.tasks.values()) {
+      out.push({ ...task, blockedBy: [...task.blockedBy], writeScopes: [...task.writeScopes] });
+    }
+    return out;
+  }
+
+  /** Views of the tasks that match `filter`, in creation order (see {@link TaskListFilter}). */
+  list(filter: TaskListFilter): TaskView[] {
+    const statuses: readonly TaskStatus[] | undefined =
+      filter.status === undefined
+        ? undefined
+        : typeof filter.status === 'string'
+          ? [filter.status]
+          : filter.status;
+    const out: TaskView[] = [];
+    for (const task of this.tasks.values()) {
+      if (statuses === undefined ? task.status === 'deleted' : !statuses.includes(task.status)) {
+        continue;
+      }
+      if (filter.ownerId !== undefined && (task.ownerId ?? null) !== filter.ownerId) continue;
+      if (filter.ready !== undefined && this.isReady(task) !== filter.ready) continue;
+      out.push(this.view(task));
+    }
+    return out;
+  }
+
   /** Ids of the non-deleted tasks blocked by `id`, in task order. */
   dependentsOf(id: string): string[] {
     const set = this.dependents.get(id);
@@ -140,7 +173,7 @@ export class TaskBoard {
     taskId: string,
     blockedBy: readonly string[],
     previous?: readonly string[],
-  ): TaskProblem | undefined {
+  ): Problem | undefined {
     const seen = new Set<string>();
     for (const blocker of blockedBy) {
       if (blocker === taskId) {
@@ -184,6 +217,62 @@ export class TaskBoard {
       };
     }
     return undefined;
+  }
+
+  /**
+   * A task that a non-deleted task is blocked by cannot be deleted (`TASK_HAS_DEPENDENTS`), so
+   * `blockedBy` never names a tombstone.
+   */
+  checkDeletable(id: string): Problem | undefined {
+    const dependents = this.dependentsOf(id);
+    if (dependents.length === 0) return undefined;
+    return {
+      code: 'TASK_HAS_DEPENDENTS',
+      message: `${id} cannot be deleted while tasks still depend on it: ${dependents.join(', ')} ${dependents.length === 1 ? 'is' : 'are'} blocked by it; change their dependencies first`,
+      details: { taskId: id, dependents },
+    };
+  }
+
+  /**
+   * The rules every stored snapshot keeps, which replay checks: a new task carries the next id
+   * and revision 1; a change follows the previous revision by one, keeps the creator and never
+   * touches a tombstone; `pending` means unowned and `in_progress` owned; write scopes are a
+   * normalized list; blockers are valid and acyclic; a deleted task has no dependents. Whether
+   * creator and owner are members is the roster's to answer.
+   */
+  checkRecord(task: Task): Problem | undefined {
+    const previous = this.tasks.get(task.id);
+    if (previous === undefined) {
+      if (task.id !== this.nextId) {
+        return invariant(`new task ${task.id} does not carry the next task id ${this.nextId}`);
+      }
+      if (task.revision !== 1) {
+        return invariant(`new task ${task.id} has revision ${task.revision}, not 1`);
+      }
+    } else {
+      const deleted = checkNotDeleted(previous);
+      if (deleted !== undefined) return deleted;
+      if (task.revision !== previous.revision + 1) {
+        return invariant(
+          `task ${task.id} revision ${task.revision} does not follow revision ${previous.revision}`,
+        );
+      }
+      if (task.creatorId !== previous.creatorId) {
+        return invariant(`task ${task.id} changed its creator`);
+      }
+    }
+    if (task.status === 'pending' && task.ownerId !== undefined) {
+      return invariant(`pending task ${task.id} has an owner`);
+    }
+    if (task.status === 'in_progress' && task.ownerId === undefined) {
+      return invariant(`in-progress task ${task.id} has no owner`);
+    }
+    if (!isNormalizedWriteScopeList(task.writeScopes)) {
+      return invariant(`task ${task.id} write scopes are not normalized`);
+    }
+    const blockers = this.checkBlockedBy(task.id, task.blockedBy, previous?.blockedBy);
+    if (blockers !== undefined) return blockers;
+    return task.status === 'deleted' ? this.checkDeletable(task.id) : undefined;
   }
 
   /**

@@ -17,10 +17,9 @@ export function normalizeWriteScope(scope: string): string {
       details: { scope },
     });
   }
-  let out = scope.replaceAll('\\', '/');
-  if (out.startsWith('./')) out = out.slice(2);
-  if (out.endsWith('/')) out = out.slice(0, -1);
-  const refuse = (why: string): never => {
+  const out = canonicalSpelling(scope);
+  const why = whyInvalid(out);
+  if (why !== undefined) {
     throw new TeamError(
       'INVALID_WRITE_SCOPE',
       `invalid write scope ${JSON.stringify(scope)}: ${why}`,
@@ -28,15 +27,46 @@ export function normalizeWriteScope(scope: string): string {
         details: { scope },
       },
     );
-  };
-  if (out.length === 0) refuse('it is empty');
-  if (out.startsWith('/')) refuse('it is absolute');
-  if (DRIVE_LETTER.test(out)) refuse('it has a drive letter');
-  for (const segment of out.split('/')) {
-    if (segment === '') refuse('it has an empty segment');
-    if (segment === '.' || segment === '..') refuse(`it has a "${segment}" segment`);
   }
   return out;
+}
+
+/** `\` to `/`, one leading `./` and one trailing `/` stripped. */
+function canonicalSpelling(scope: string): string {
+  let out = scope.replaceAll('\\', '/');
+  if (out.startsWith('./')) out = out.slice(2);
+  if (out.endsWith('/')) out = out.slice(0, -1);
+  return out;
+}
+
+/** Why a canonically spelled scope could escape or ignore the workspace root, if it could. */
+function whyInvalid(scope: string): string | undefined {
+  if (scope.length === 0) return 'it is empty';
+  if (scope.startsWith('/')) return 'it is absolute';
+  if (DRIVE_LETTER.test(scope)) return 'it has a drive letter';
+  for (const segment of scope.split('/')) {
+    if (segment === '') return 'it has an empty segment';
+    if (segment === '.' || segment === '..') return `it has a "${segment}" segment`;
+  }
+  return undefined;
+}
+
+/**
+ * True when `scopes` is what {@link normalizeWriteScopes} returns for it: valid, normalized
+ * scopes without repeats. The invariant replay holds every stored task to; commands establish it
+ * by normalizing. An empty list (most tasks) costs nothing.
+ */
+export function isNormalizedWriteScopeList(scopes: readonly string[]): boolean {
+  for (const scope of scopes) {
+    if (
+      typeof scope !== 'string' ||
+      canonicalSpelling(scope) !== scope ||
+      whyInvalid(scope) !== undefined
+    ) {
+      return false;
+    }
+  }
+  return scopes.length < 2 || new Set(scopes).size === scopes.length;
 }
 
 /**

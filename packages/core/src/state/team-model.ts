@@ -1,0 +1,125 @@
+import { TeamError } from '../errors.js';
+import type { QueuedMessage, Task, TeamRecord } from '../records.js';
+import { checkSchemaVersion, SCHEMA_VERSION } from '../records.js';
+import { Mailbox } from './mailbox.js';
+import { invariant, type Problem } from './problem.js';
+import { Roster } from './roster.js';
+import { TaskBoard } from './task-board.js';
+
+/**
+ * The evolving half of the team state: the roster, the task board and the mailboxes, and the
+ * position in the log, changed only by {@link apply}. Each aggregate owns its own invariants; this
+ * checks the ones that span them (a task's creator and owner, a message's sender and target, are
+ * members). Commands read it to decide and never change it: the record they build comes back
+ * through `apply` like any record read from the log, so replay and run time share one path.
+ */
+export class TeamModel {
+  readonly roster = new Roster();
+  readonly board = new TaskBoard();
+  readonly mailbox = new Mailbox();
+  private seq = 0;
+
+  constructor(readonly teamId: string) {}
+
+  /** The seq of the last applied record of any team. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /**
+   * Applies one record. Strict: a record that breaks an invariant throws `LOG_INVARIANT` naming
+   * its seq and leaves the state exactly as it was (every check runs before any change). A record
+   * of another team only advances the seq.
+   */
+  apply(record: TeamRecord): void {
+    const seq = (record as { seq?: unknown } | null)?.seq;
+    const expected = this.seq + 1;
+    if (seq !== expected) {
+      throw new TeamError(
+        'LOG_INVARIANT',
+        `record out of order: expected seq ${expected}, got ${String(seq)} at seq ${String(seq)}`,
+        { details: { seq, expected } },
+      );
+    }
+    if (record.schemaVersion !== SCHEMA_VERSION) checkSchemaVersion(record);
+    if (record.teamId === this.teamId) {
+      const problem = this.check(record);
+      if (problem !== undefined) {
+        throw new TeamError('LOG_INVARIANT', `${problem.message} at seq ${seq}`, {
+          details: { seq, type: record.type },
+        });
+      }
+      this.commit(record);
+    }
+    this.seq = seq;
+  }
+
+  private check(record: TeamRecord): Problem | undefined {
+    switch (record.type) {
+      case 'member':
+        return this.roster.checkRecord(record.member);
+      case 'task':
+        return this.board.checkRecord(record.task) ?? this.checkTaskMembers(record.task);
+      case 'message.queued':
+        return this.checkQueued(record.message);
+      case 'message.delivered':
+        return this.mailbox.checkDeliverable(record.messageId, record.targetId);
+      default:
+        return invariant(
+          `unknown record type ${JSON.stringify((record as { type?: unknown }).type)}`,
+        );
+    }
+  }
+
+  private commit(record: TeamRecord): void {
+    switch (record.type) {
+      case 'member':
+        this.roster.commit(record.member);
+        break;
+      case 'task':
+        this.board.commit(record.task);
+        break;
+      case 'message.queued':
+        this.mailbox.enqueue(record.message);
+        break;
+      case 'message.delivered':
+        this.mailbox.deliver(record.messageId);
+        break;
+    }
+  }
+
+  private checkTaskMembers(task: Task): Problem | undefined {
+    if (!this.roster.has(task.creatorId)) {
+      return invariant(`task ${task.id} creator ${task.creatorId} is not a team member`);
+    }
+    if (task.ownerId !== undefined && !this.roster.has(task.ownerId)) {
+      return invariant(`task ${task.id} owner ${task.ownerId} is not a team member`);
+    }
+    return undefined;
+  }
+
+  private checkQueued(message: QueuedMessage): Problem | undefined {
+    const again = this.mailbox.checkNew(message.id);
+    if (again !== undefined) return again;
+    const sender = this.roster.get(message.senderId);
+    if (sender === undefined) {
+      return invariant(`message sender ${message.senderId} is not a team member`);
+    }
+    if (sender.name !== message.senderName) {
+      return invariant(
+        `message ${message.id} senderName "${message.senderName}" is not its sender's name`,
+      );
+    }
+    return checkMessageTarget(this.roster, message.targetId);
+  }
+}
+
+/** A message goes to a member of the team (`UNKNOWN_TARGET`); commands also require it live. */
+export function checkMessageTarget(roster: Roster, targetId: string): Problem | undefined {
+  if (roster.has(targetId)) return undefined;
+  return {
+    code: 'UNKNOWN_TARGET',
+    message: `message target ${String(targetId)} is not a team member`,
+    details: { targetId },
+  };
+}
