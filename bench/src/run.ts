@@ -1,5 +1,6 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
 import type { Bench, BenchContext } from './context.js';
 import { durableMessagingBench } from './durable-messaging.js';
 import { eventHubBench } from './event-hub.js';
@@ -42,44 +43,67 @@ const USAGE = `Usage: node --expose-gc dist/run.js [--quick] [--only <name>[,<na
                every benchmark, results/quick.json for --quick, results/partial.json with --only)
   --markdown   also print the table as Markdown (for the README's Performance section)`;
 
+const OPTIONS = {
+  quick: { type: 'boolean' },
+  only: { type: 'string', multiple: true },
+  out: { type: 'string' },
+  markdown: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
 function parseArgs(argv: readonly string[]): CliOptions {
-  const options: CliOptions = {
-    quick: false,
-    only: [],
-    out: undefined,
-    markdown: false,
-    help: false,
+  // `pnpm bench -- --quick` passes its `--` along; it ends pnpm's options, not ours
+  const args = argv[0] === '--' ? argv.slice(1) : [...argv];
+  let values: ReturnType<typeof readArgs>['values'];
+  try {
+    ({ values } = readArgs(args));
+  } catch (error) {
+    throw new Error(explain(error, args));
+  }
+  return {
+    quick: values.quick ?? false,
+    only: (values.only ?? []).flatMap((list) => list.split(',').filter(Boolean)),
+    out: values.out,
+    markdown: values.markdown ?? false,
+    help: values.help ?? false,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? arg.split(/=(.*)/s) : [arg];
-    const value = () => {
-      const next = inline ?? argv[++i];
-      if (next === undefined) throw new Error(`${flag} needs a value`);
-      return next;
-    };
-    switch (flag) {
-      case '--quick':
-        options.quick = true;
-        break;
-      case '--only':
-        options.only.push(...value().split(',').filter(Boolean));
-        break;
-      case '--out':
-        options.out = value();
-        break;
-      case '--markdown':
-        options.markdown = true;
-        break;
-      case '--help':
-      case '-h':
-        options.help = true;
-        break;
-      default:
-        throw new Error(`unknown argument ${arg}`);
+}
+
+function readArgs(args: string[]) {
+  return parseNodeArgs({ args, options: OPTIONS, strict: true, allowPositionals: false });
+}
+
+/**
+ * The one-line reason for node's parse error. Node names the offending argument only in prose, so
+ * the arguments are read again, leniently, as tokens to find it.
+ */
+function explain(error: unknown, args: string[]): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw error;
+  const { tokens } = parseNodeArgs({
+    args,
+    options: OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind === 'positional') return `unknown argument ${token.value}`;
+    if (token.kind !== 'option') continue;
+    const type = (OPTIONS as Record<string, { type: string }>)[token.name]?.type;
+    if (type === undefined) return `unknown argument ${args[token.index]}`;
+    if (type === 'boolean' && token.value !== undefined) {
+      return `${token.rawName} takes no value (got ${args[token.index]})`;
+    }
+    // node takes a value that starts with a dash only when it is attached with `=`
+    if (
+      type === 'string' &&
+      (token.value === undefined || (!token.inlineValue && token.value.startsWith('-')))
+    ) {
+      return `${token.rawName} needs a value`;
     }
   }
-  return options;
+  return (error as Error).message.split('\n')[0] ?? String(error);
 }
 
 async function main(): Promise<number> {

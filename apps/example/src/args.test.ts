@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseArgs, UsageError } from './args.js';
+import { HELP, parseArgs, UsageError } from './args.js';
+import { runCli, tempDir } from './test-support.js';
 
 const cwd = '/work/here';
 
@@ -65,6 +66,40 @@ describe('parseArgs', () => {
       stateDir: '.teamwire',
     });
     expect(parseArgs(['--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['inspect', '--state-dir', 's', 'T2'], { cwd })).toEqual({
+      command: 'inspect',
+      teamId: 'T2',
+      stateDir: 's',
+    });
+    expect(parseArgs(['inspect', 'T1', '-h'], { cwd })).toEqual({ command: 'help' });
+  });
+
+  it('lets a request for help win over a mistake on the same line', () => {
+    expect(parseArgs(['--frobnicate', '-h'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['--teammates', '0', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['inspect', '--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
+  });
+
+  it('skips the -- that `pnpm run demo -- ...` passes along, and takes --flag=value', () => {
+    expect(parseArgs(['--', '--dir', 'src', '--plain'], { cwd })).toMatchObject({
+      command: 'review',
+      dir: 'src',
+      plain: true,
+    });
+    expect(parseArgs(['--', 'inspect', 'T1'], { cwd })).toEqual({
+      command: 'inspect',
+      teamId: 'T1',
+      stateDir: '.teamwire',
+    });
+    expect(parseArgs(['--', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['--teammates=2', '--pace=5'], { cwd })).toMatchObject({
+      teammates: 2,
+      paceMs: 5,
+    });
+    // a later -- ends the options: what follows is an argument, which review takes none of
+    expect(() => parseArgs(['--plain', '--', '--dir', 'x'], { cwd })).toThrow(
+      new UsageError('unexpected argument --dir'),
+    );
   });
 
   it.each([
@@ -72,14 +107,45 @@ describe('parseArgs', () => {
     [['--teammates', 'many'], '--teammates must be a whole number from 1 to 8 (got many)'],
     [['--protocol', 'yaml'], '--protocol must be one of xml, json, tool-call (got yaml)'],
     [['--durability', 'never'], '--durability must be fsync or buffered (got never)'],
-    [['--pace', '-1'], '--pace must be a whole number of milliseconds from 0 to 60000 (got -1)'],
+    [['--pace=-1'], '--pace must be a whole number of milliseconds from 0 to 60000 (got -1)'],
+    [['--pace', '-1'], '--pace needs a value; to pass -1, write --pace=-1'],
+    [
+      ['--pace', '70000'],
+      '--pace must be a whole number of milliseconds from 0 to 60000 (got 70000)',
+    ],
     [['--dir'], '--dir needs a value'],
     [['--dir', '--plain'], '--dir needs a value'],
+    [['--plain=yes'], '--plain takes no value (got --plain=yes)'],
     [['--frobnicate'], 'unknown option --frobnicate'],
+    [['--frobnicate=1'], 'unknown option --frobnicate=1'],
+    [['--plain', '-x'], 'unknown option -x'],
     [['stray'], 'unexpected argument stray'],
+    [['--plain', 'stray', '--frobnicate'], 'unexpected argument stray'],
     [['inspect'], 'inspect needs a team id: teamwire-example inspect <teamId>'],
     [['inspect', 'a', 'b'], 'unexpected argument b'],
+    [['inspect', 'T1', '--dir', 'x'], 'unknown option --dir for inspect'],
+    [['inspect', 'T1', '--state-dir'], '--state-dir needs a value'],
   ])('refuses %j with one line', (argv, message) => {
     expect(() => parseArgs(argv, { cwd })).toThrow(new UsageError(message));
+  });
+});
+
+describe('the CLI on a bad command line', () => {
+  it('prints one line and exits 2; --help prints the help and exits 0', async () => {
+    const work = tempDir('args');
+    const bad = await runCli(['--', '--teammates', '9'], { cwd: work });
+    expect(bad).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr:
+        'teamwire-example: --teammates must be a whole number from 1 to 8 (got 9) (see --help)\n',
+    });
+    const unknown = await runCli(['--frobnicate'], { cwd: work });
+    expect(unknown).toMatchObject({
+      code: 2,
+      stderr: 'teamwire-example: unknown option --frobnicate (see --help)\n',
+    });
+    const help = await runCli(['--', '--help'], { cwd: work });
+    expect(help).toMatchObject({ code: 0, stdout: HELP, stderr: '' });
   });
 });

@@ -1,3 +1,5 @@
+import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
+
 /** Command-line arguments of `teamwire-example`. */
 export type Command =
   | { command: 'help' }
@@ -50,102 +52,149 @@ runtime (mailboxes, task board, transcripts, event hub) with no network and no A
 
 const PROTOCOLS = ['xml', 'json', 'tool-call'] as const;
 
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
+
+const REVIEW_OPTIONS = {
+  dir: { type: 'string' },
+  teammates: { type: 'string' },
+  model: { type: 'string' },
+  protocol: { type: 'string' },
+  resume: { type: 'string' },
+  'state-dir': { type: 'string' },
+  report: { type: 'string' },
+  durability: { type: 'string' },
+  plain: { type: 'boolean' },
+  pace: { type: 'string' },
+  ...HELP_OPTION,
+} as const satisfies OptionsConfig;
+
+const INSPECT_OPTIONS = {
+  'state-dir': { type: 'string' },
+  ...HELP_OPTION,
+} as const satisfies OptionsConfig;
+
 export function parseArgs(argv: readonly string[], options: { cwd: string }): Command {
-  const args = [...argv];
-  if (args.includes('-h') || args.includes('--help')) return { command: 'help' };
-  let stateDir = '.teamwire';
-  if (args[0] === 'inspect') {
-    args.shift();
-    let teamId: string | undefined;
-    while (args.length > 0) {
-      const arg = args.shift() as string;
-      if (arg === '--state-dir') stateDir = value(arg, args);
-      else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg} for inspect`);
-      else if (teamId) throw new UsageError(`unexpected argument ${arg}`);
-      else teamId = arg;
-    }
-    if (!teamId) throw new UsageError('inspect needs a team id: teamwire-example inspect <teamId>');
-    return { command: 'inspect', teamId, stateDir };
-  }
-  const out: Extract<Command, { command: 'review' }> = {
-    command: 'review',
-    dir: options.cwd,
-    teammates: 3,
-    protocol: 'xml',
-    stateDir,
-    report: 'team-report.md',
-    durability: 'fsync',
-    plain: false,
-    paceMs: 0,
-  };
-  while (args.length > 0) {
-    const arg = args.shift() as string;
-    switch (arg) {
-      case '--dir':
-        out.dir = value(arg, args);
-        break;
-      case '--teammates': {
-        const raw = value(arg, args);
-        const n = Number(raw);
-        if (!Number.isInteger(n) || n < 1 || n > 8) {
-          throw new UsageError(`--teammates must be a whole number from 1 to 8 (got ${raw})`);
-        }
-        out.teammates = n;
-        break;
-      }
-      case '--model':
-        out.model = value(arg, args);
-        break;
-      case '--protocol': {
-        const raw = value(arg, args);
-        if (!(PROTOCOLS as readonly string[]).includes(raw)) {
-          throw new UsageError(`--protocol must be one of ${PROTOCOLS.join(', ')} (got ${raw})`);
-        }
-        out.protocol = raw as (typeof PROTOCOLS)[number];
-        break;
-      }
-      case '--resume':
-        out.resume = value(arg, args);
-        break;
-      case '--state-dir':
-        out.stateDir = value(arg, args);
-        break;
-      case '--report':
-        out.report = value(arg, args);
-        break;
-      case '--durability': {
-        const raw = value(arg, args);
-        if (raw !== 'fsync' && raw !== 'buffered') {
-          throw new UsageError(`--durability must be fsync or buffered (got ${raw})`);
-        }
-        out.durability = raw;
-        break;
-      }
-      case '--plain':
-        out.plain = true;
-        break;
-      case '--pace': {
-        const raw = value(arg, args);
-        const n = Number(raw);
-        if (!Number.isInteger(n) || n < 0 || n > 60_000) {
-          throw new UsageError(
-            `--pace must be a whole number of milliseconds from 0 to 60000 (got ${raw})`,
-          );
-        }
-        out.paceMs = n;
-        break;
-      }
-      default:
-        throw new UsageError(
-          arg.startsWith('-') ? `unknown option ${arg}` : `unexpected argument ${arg}`,
-        );
-    }
-  }
-  return out;
+  // `pnpm run demo -- --dir x` passes its `--` along; it ends pnpm's options, not ours
+  const args = argv[0] === '--' ? argv.slice(1) : [...argv];
+  return args[0] === 'inspect' ? inspectCommand(args.slice(1)) : reviewCommand(args, options.cwd);
 }
 
-function value(flag: string, args: string[]): string {
-  const next = args.shift();
-  if (next === undefined || next.startsWith('--')) throw new UsageError(`${flag} needs a value`);
-  return next;
+function reviewCommand(args: string[], cwd: string): Command {
+  let parsed: ReturnType<typeof readReview>;
+  try {
+    parsed = readReview(args);
+  } catch (error) {
+    return explain(error, args, REVIEW_OPTIONS, { positionals: false, context: '' });
+  }
+  const { values } = parsed;
+  if (values.help) return { command: 'help' };
+  const protocol = values.protocol ?? 'xml';
+  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
+    throw new UsageError(`--protocol must be one of ${PROTOCOLS.join(', ')} (got ${protocol})`);
+  }
+  const durability = values.durability ?? 'fsync';
+  if (durability !== 'fsync' && durability !== 'buffered') {
+    throw new UsageError(`--durability must be fsync or buffered (got ${durability})`);
+  }
+  return {
+    command: 'review',
+    dir: values.dir ?? cwd,
+    teammates: wholeNumber(values.teammates, 3, { min: 1, max: 8 }, (raw) => {
+      return `--teammates must be a whole number from 1 to 8 (got ${raw})`;
+    }),
+    ...(values.model !== undefined ? { model: values.model } : {}),
+    protocol: protocol as (typeof PROTOCOLS)[number],
+    ...(values.resume !== undefined ? { resume: values.resume } : {}),
+    stateDir: values['state-dir'] ?? '.teamwire',
+    report: values.report ?? 'team-report.md',
+    durability,
+    plain: values.plain ?? false,
+    paceMs: wholeNumber(values.pace, 0, { min: 0, max: 60_000 }, (raw) => {
+      return `--pace must be a whole number of milliseconds from 0 to 60000 (got ${raw})`;
+    }),
+  };
+}
+
+function readReview(args: string[]) {
+  return parseNodeArgs({ args, options: REVIEW_OPTIONS, strict: true, allowPositionals: false });
+}
+
+function readInspect(args: string[]) {
+  return parseNodeArgs({ args, options: INSPECT_OPTIONS, strict: true, allowPositionals: true });
+}
+
+function inspectCommand(args: string[]): Command {
+  let parsed: ReturnType<typeof readInspect>;
+  try {
+    parsed = readInspect(args);
+  } catch (error) {
+    return explain(error, args, INSPECT_OPTIONS, { positionals: true, context: ' for inspect' });
+  }
+  if (parsed.values.help) return { command: 'help' };
+  const [teamId, extra] = parsed.positionals;
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
+  if (!teamId) throw new UsageError('inspect needs a team id: teamwire-example inspect <teamId>');
+  return { command: 'inspect', teamId, stateDir: parsed.values['state-dir'] ?? '.teamwire' };
+}
+
+function wholeNumber(
+  raw: string | undefined,
+  fallback: number,
+  range: { min: number; max: number },
+  message: (raw: string) => string,
+): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < range.min || n > range.max) throw new UsageError(message(raw));
+  return n;
+}
+
+/**
+ * Turns node's parse error into this CLI's one-line message. Node names the offending argument
+ * only in prose, so the arguments are read again, leniently, as tokens to find it. Asking for
+ * help wins over any mistake on the same line.
+ */
+function explain(
+  error: unknown,
+  args: string[],
+  options: OptionsConfig,
+  where: { positionals: boolean; context: string },
+): Command {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw error;
+  const { tokens } = parseNodeArgs({
+    args,
+    options,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  if (tokens.some((t) => t.kind === 'option' && t.name === 'help')) return { command: 'help' };
+  for (const token of tokens) {
+    if (token.kind === 'positional' && !where.positionals) {
+      throw new UsageError(`unexpected argument ${token.value}`);
+    }
+    if (token.kind !== 'option') continue;
+    const type = options[token.name]?.type;
+    if (type === undefined) {
+      throw new UsageError(`unknown option ${args[token.index]}${where.context}`);
+    }
+    if (type === 'boolean' && token.value !== undefined) {
+      throw new UsageError(`${token.rawName} takes no value (got ${args[token.index]})`);
+    }
+    if (type !== 'string') continue;
+    const value = token.value;
+    if (value === undefined || (!token.inlineValue && value.startsWith('--'))) {
+      throw new UsageError(`${token.rawName} needs a value`);
+    }
+    if (!token.inlineValue && value.startsWith('-')) {
+      // node takes a value that starts with a dash only when it is attached with `=`
+      throw new UsageError(
+        `${token.rawName} needs a value; to pass ${value}, write ${token.rawName}=${value}`,
+      );
+    }
+  }
+  throw new UsageError((error as Error).message.split('\n')[0] ?? String(error));
 }

@@ -1,7 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BoardModel, renderBoard } from './board.js';
+import { BoardModel, createBoardScreen, renderBoard } from './board.js';
 import { CLI, makeFixtureRepo, tempDir } from './test-support.js';
 
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
@@ -69,6 +70,45 @@ describe('the board model', () => {
   });
 });
 
+describe('the board screen', () => {
+  const terminal = () => {
+    const writes: string[] = [];
+    const write = (text: string) => writes.push(text);
+    return { writes, screen: createBoardScreen({ write, isTTY: true, columns: 80, rows: 40 }) };
+  };
+  const ERASE_LINE = '\x1b[2K';
+  const count = (text: string, part: string) => text.split(part).length - 1;
+
+  it('redraws in place: one synchronized write that erases just the last screen, no clear', () => {
+    const { writes, screen } = terminal();
+    screen.draw('title 0.1s\nalpha running\nbeta idle\nfeed one');
+    screen.draw('title 0.2s\nalpha running\nbeta running\nfeed one');
+    screen.draw('title 0.2s\nalpha running\nbeta running\nfeed one');
+    screen.done();
+    expect(writes).toHaveLength(2); // an unchanged screen writes nothing
+    expect(writes[0]).toBe(
+      '\x1b[?2026htitle 0.1s\nalpha running\nbeta idle\nfeed one\n\x1b[?2026l',
+    );
+    const second = writes[1] ?? '';
+    expect(second.startsWith('\x1b[?2026h') && second.endsWith('\x1b[?2026l')).toBe(true);
+    // the four lines of the last screen and the line the cursor was left on, nothing above
+    expect(count(second, ERASE_LINE)).toBe(5);
+    expect(second).toContain('title 0.2s\nalpha running\nbeta running\nfeed one\n');
+    expect(writes.join('')).not.toMatch(/\x1b\[[0-3]?J|\x1b\[H/);
+  });
+
+  it('rewrites only the changed lines when the top of the screen stays the same', () => {
+    const { writes, screen } = terminal();
+    screen.draw('title\nalpha running\nbeta idle\nfeed one');
+    screen.draw('title\nalpha running\nbeta running\nfeed one');
+    const second = writes[1] ?? '';
+    expect(second).toContain('beta running');
+    expect(second).not.toContain('alpha');
+    expect(second).not.toContain('feed one');
+    expect(count(second, ERASE_LINE)).toBe(1);
+  });
+});
+
 describe.skipIf(!hasTmux && process.env.CI !== 'true')('the live terminal board', () => {
   it('renders roster, board and feed in a terminal and updates them', async () => {
     const work = tempDir('tty');
@@ -91,6 +131,7 @@ describe.skipIf(!hasTmux && process.env.CI !== 'true')('the live terminal board'
     ]
       .map((a) => `'${a}'`)
       .join(' ');
+    const raw = path.join(work, 'raw-output');
     execFileSync('tmux', [
       'new-session',
       '-d',
@@ -100,8 +141,10 @@ describe.skipIf(!hasTmux && process.env.CI !== 'true')('the live terminal board'
       '120',
       '-y',
       '50',
-      `${command}; sleep 30`,
+      // the pause lets pipe-pane below attach before the first screen
+      `sleep 0.5; ${command}; sleep 30`,
     ]);
+    execFileSync('tmux', ['pipe-pane', '-t', session, `cat > '${raw}'`]);
     const capture = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session]).toString();
     const screens: string[] = [];
     try {
@@ -128,5 +171,10 @@ describe.skipIf(!hasTmux && process.env.CI !== 'true')('the live terminal board'
     );
     expect(progress.size).toBeGreaterThanOrEqual(3);
     expect(screens.some((s) => /reviewer-\d\s+running/.test(s))).toBe(true);
+    // drawn in place as synchronized updates, never by clearing the whole screen (which flickered)
+    const bytes = readFileSync(raw, 'latin1');
+    expect(bytes).toContain('Review finished.');
+    expect(bytes).toContain('\x1b[?2026h');
+    expect(bytes).not.toContain('\x1b[2J');
   });
 });

@@ -1,5 +1,6 @@
 import type { AgentEvent, Member, MemberStatus, Task } from '@teamwire/core';
 import { contentText } from '@teamwire/core';
+import { createLogUpdate } from 'log-update';
 
 /** What the board knows, folded from the agent events the hub delivers. */
 export class BoardModel {
@@ -179,6 +180,33 @@ export function renderBoard(
     `turns ${model.turns}  messages ${model.messages}  tool calls ${model.toolCalls}  tokens ${model.inputTokens}/${model.outputTokens}`,
   );
   return lines.join('\n');
+}
+
+/** What the live board needs of a terminal. */
+export interface BoardTerminal {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+  rows?: number;
+}
+
+/** Where successive board screens are drawn in place; `done` leaves the last one standing. */
+export interface BoardScreen {
+  draw(screen: string): void;
+  done(): void;
+}
+
+/**
+ * Draws the board in place with log-update instead of clearing the terminal and repainting it,
+ * which flickered. Each screen is one write, a synchronized update where the terminal supports it
+ * (shown whole, never half-drawn), that erases only the lines of the last screen and rewrites from
+ * the first line that changed; an unchanged screen writes nothing. The cursor is hidden until
+ * `done`.
+ */
+export function createBoardScreen(terminal: BoardTerminal): BoardScreen {
+  // log-update only writes to the stream and reads its isTTY, columns and rows
+  const update = createLogUpdate(terminal as unknown as NodeJS.WritableStream);
+  return { draw: (screen) => update(screen), done: () => update.done() };
 }
 
 /** A timestamped plain line for non-TTY output. */

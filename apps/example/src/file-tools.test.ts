@@ -5,13 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { listFiles, readTextFile, searchText } from './file-tools.js';
 import { unitsFromPaths } from './policy-model.js';
 import { FIXTURE_EXPECTED, makeFixtureRepo, tempDir } from './test-support.js';
-import {
-  countLines,
-  isIgnored,
-  openReviewRoot,
-  parseIgnoreFile,
-  type ReviewRoot,
-} from './workspace-files.js';
+import { countLines, openReviewRoot, type ReviewRoot } from './workspace-files.js';
 
 let work: string;
 let root: ReviewRoot;
@@ -96,61 +90,13 @@ describe('file tools', () => {
   });
 });
 
-describe('review units and ignore rules', () => {
+describe('review units and line counts', () => {
   it('splits a workspace into packages and top-level folders, skipping root and hidden files', async () => {
     const all = await listFiles(root, {});
     // links/ holds only a symlink, which is never followed, so it is no unit
     expect(unitsFromPaths(all.files.map((f) => f.path))).toEqual(
       Object.keys(FIXTURE_EXPECTED).sort(),
     );
-  });
-
-  it('matches the common .gitignore patterns', () => {
-    const rules = parseIgnoreFile('# c\ndist/\n*.tgz\n/rooted.txt\nsub/dir/file.md\n');
-    const matches = (p: string, dir = false) => isIgnored(rules, p, dir);
-    expect(matches('a/dist', true)).toBe(true);
-    expect(matches('a/dist', false)).toBe(false);
-    expect(matches('x/pkg-1.0.0.tgz')).toBe(true);
-    expect(matches('rooted.txt')).toBe(true);
-    expect(matches('a/rooted.txt')).toBe(false);
-    expect(matches('sub/dir/file.md')).toBe(true);
-    expect(matches('keep')).toBe(false);
-  });
-
-  it('honours negations (last match wins), ** segments, classes and escapes', () => {
-    const rules = parseIgnoreFile(
-      [
-        '*.log',
-        '!important.log',
-        '**/cache',
-        'docs/**/draft-*.md',
-        'out/**',
-        '!out/keep.txt',
-        'file[0-9].txt',
-        '\\#literal',
-        '\\!bang',
-        'trailing\\ ',
-        '',
-      ].join('\n'),
-    );
-    const ignored = (p: string, dir = false) => isIgnored(rules, p, dir);
-    expect(ignored('a/debug.log')).toBe(true);
-    expect(ignored('a/important.log')).toBe(false);
-    expect(ignored('cache', true)).toBe(true);
-    expect(ignored('deep/er/cache', true)).toBe(true);
-    expect(ignored('docs/draft-1.md')).toBe(true);
-    expect(ignored('docs/a/b/draft-2.md')).toBe(true);
-    expect(ignored('docs/a/final.md')).toBe(false);
-    expect(ignored('out', true)).toBe(false);
-    expect(ignored('out/build.js')).toBe(true);
-    expect(ignored('out/sub/x.js')).toBe(true);
-    expect(ignored('out/keep.txt')).toBe(false);
-    expect(ignored('file7.txt')).toBe(true);
-    expect(ignored('fileX.txt')).toBe(false);
-    expect(ignored('#literal')).toBe(true);
-    expect(ignored('!bang')).toBe(true);
-    expect(ignored('trailing ')).toBe(true);
-    expect(ignored('trailing')).toBe(false);
   });
 
   it('counts lines like wc -l plus an unterminated last line', () => {

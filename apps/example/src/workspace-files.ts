@@ -1,7 +1,8 @@
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { TeamError } from '@teamwire/core';
+import { gitignoreMatcher } from './gitignore.js';
 
 /** Folders never listed, whatever `.gitignore` says. */
 const ALWAYS_IGNORED = ['.git', 'node_modules'];
@@ -10,109 +11,12 @@ const ALWAYS_IGNORED = ['.git', 'node_modules'];
 export interface ReviewRoot {
   /** Absolute, symlink-free path of the root. */
   readonly dir: string;
-  /** Whether a path (relative, `/`-separated) is skipped: see {@link parseIgnoreFile}. */
+  /**
+   * Whether a path (relative, `/`-separated) is skipped: `.git` and `node_modules` folders, and
+   * what the tree's `.gitignore` files ignore (see {@link gitignoreMatcher}).
+   */
   ignores(relative: string, isDirectory: boolean): boolean;
 }
-
-interface IgnoreRule {
-  regex: RegExp;
-  /** Matched against the whole relative path (pattern had a `/` before its end), else the base name. */
-  anchored: boolean;
-  directoryOnly: boolean;
-  /** A `!` rule: re-includes what an earlier rule ignored. */
-  negated: boolean;
-}
-
-/**
- * `.gitignore` rules: `name`, `*.ext`, `dir/`, `path/to/x` and `/rooted` patterns with `*`, `?`,
- * `[a-z]` classes and `\` escapes; `**` as a whole path segment (leading: in any folder;
- * trailing: everything inside; inner: zero or more folders); and `!` negations, the last matching
- * rule winning. As in git, a file inside an ignored folder cannot be re-included, since the
- * folder is never entered.
- */
-export function parseIgnoreFile(text: string): IgnoreRule[] {
-  const rules: IgnoreRule[] = [];
-  for (const raw of text.split('\n')) {
-    let line = raw.replace(/\r$/, '');
-    // trailing spaces are dropped unless escaped
-    line = line.replace(/(?<!\\)\s+$/, '');
-    if (!line || line.startsWith('#')) continue;
-    const negated = line.startsWith('!');
-    if (negated) line = line.slice(1);
-    else if (line.startsWith('\\!') || line.startsWith('\\#')) line = line.slice(1);
-    const directoryOnly = line.endsWith('/');
-    if (directoryOnly) line = line.slice(0, -1);
-    const anchored = line.includes('/');
-    if (line.startsWith('/')) line = line.slice(1);
-    if (!line) continue;
-    rules.push({ regex: globToRegex(line), anchored, directoryOnly, negated });
-  }
-  return rules;
-}
-
-/** Whether `rules` ignore a path (relative, `/`-separated): the last rule that matches decides. */
-export function isIgnored(
-  rules: readonly IgnoreRule[],
-  relative: string,
-  isDirectory: boolean,
-): boolean {
-  const base = relative.slice(relative.lastIndexOf('/') + 1);
-  let ignored = false;
-  for (const rule of rules) {
-    if (rule.directoryOnly && !isDirectory) continue;
-    if (rule.regex.test(rule.anchored ? relative : base)) ignored = !rule.negated;
-  }
-  return ignored;
-}
-
-/** One glob pattern (no leading or trailing `/`) as an anchored regular expression. */
-function globToRegex(pattern: string): RegExp {
-  const segments = pattern.split('/');
-  let out = '';
-  segments.forEach((segment, i) => {
-    const last = i === segments.length - 1;
-    if (segment === '**') {
-      // leading: any folders before; trailing: everything inside; inner: zero or more folders
-      if (i === 0) out += last ? '.*' : '(?:.*/)?';
-      else out += last ? '/.+' : '/(?:.*/)?';
-      return;
-    }
-    if (i > 0 && segments[i - 1] !== '**') out += '/';
-    out += segmentToRegex(segment);
-  });
-  return new RegExp(`^${out}$`);
-}
-
-function segmentToRegex(segment: string): string {
-  let out = '';
-  for (let i = 0; i < segment.length; i++) {
-    const c = segment[i] as string;
-    if (c === '\\' && i + 1 < segment.length) {
-      out += escapeRegex(segment[++i] as string);
-    } else if (c === '*') {
-      while (segment[i + 1] === '*') i++;
-      out += '[^/]*';
-    } else if (c === '?') {
-      out += '[^/]';
-    } else if (c === '[') {
-      const end = segment.indexOf(']', i + 2);
-      if (end === -1) {
-        out += '\\[';
-        continue;
-      }
-      let body = segment.slice(i + 1, end);
-      const negate = body.startsWith('!') || body.startsWith('^');
-      if (negate) body = body.slice(1);
-      out += `[${negate ? '^' : ''}${body.replace(/[\\\]^]/g, '\\$&')}]`;
-      i = end;
-    } else {
-      out += escapeRegex(c);
-    }
-  }
-  return out;
-}
-
-const escapeRegex = (c: string) => c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 export function openReviewRoot(dir: string): ReviewRoot {
   let real: string;
@@ -124,18 +28,13 @@ export function openReviewRoot(dir: string): ReviewRoot {
   if (!statSync(real).isDirectory()) {
     throw new TeamError('INVALID_ARGUMENT', `review directory ${dir} is not a directory`);
   }
-  let rules: IgnoreRule[] = [];
-  try {
-    rules = parseIgnoreFile(readFileSync(path.join(real, '.gitignore'), 'utf8'));
-  } catch {
-    // no .gitignore: only the fixed names are skipped
-  }
+  const gitignored = gitignoreMatcher(real);
   return {
     dir: real,
     ignores(relative, isDirectory) {
       const base = relative.slice(relative.lastIndexOf('/') + 1);
       if (isDirectory && ALWAYS_IGNORED.includes(base)) return true;
-      return isIgnored(rules, relative, isDirectory);
+      return gitignored(relative, isDirectory);
     },
   };
 }

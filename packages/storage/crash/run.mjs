@@ -17,22 +17,28 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRng, parseArgs } from './shared.mjs';
+import { createRng, parseArgs, UsageError } from './shared.mjs';
 import { checkTeamFolder, readAcknowledged } from './verify.mjs';
 
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'child.mjs');
 const READY_TIMEOUT_MS = 30_000;
 const DRAIN_TIMEOUT_MS = 120_000;
 
-const args = parseArgs(process.argv.slice(2));
-const OPTIONS = ['kills', 'seed', 'min-ms', 'max-ms', 'kills-per-team', 'dir', 'keep'];
-for (const key of Object.keys(args)) {
-  if (!OPTIONS.includes(key)) {
-    console.error(
-      `crash test: unknown option --${key} (known: ${OPTIONS.map((o) => `--${o}`).join(' ')})`,
-    );
-    process.exit(2);
-  }
+let args;
+try {
+  args = parseArgs(process.argv.slice(2), {
+    kills: { type: 'string' },
+    seed: { type: 'string' },
+    'min-ms': { type: 'string' },
+    'max-ms': { type: 'string' },
+    'kills-per-team': { type: 'string' },
+    dir: { type: 'string' },
+    keep: { type: 'boolean' },
+  });
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  console.error(`crash test: ${error.message}`);
+  process.exit(2);
 }
 const inCi = process.env.CI !== undefined && !['', '0', 'false'].includes(process.env.CI);
 const kills = integer('kills', args.kills ?? process.env.CRASH_KILLS ?? (inCi ? 50 : 100), 1);

@@ -1,5 +1,7 @@
 // Helpers shared by the crash test's parent (run.mjs) and child (child.mjs).
 
+import { parseArgs as parseNodeArgs } from 'node:util';
+
 /**
  * A small seeded PRNG (mulberry32): the same seed gives the same kill delays and the same
  * scripted choices, so a failing run can be replayed with its printed seed.
@@ -23,22 +25,60 @@ export function createRng(seed) {
   };
 }
 
-/** Parses `--name value` and `--flag` arguments into an object (values stay strings). */
-export function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--') continue; // what `pnpm run script -- --flag` passes along
-    if (!arg.startsWith('--')) throw new Error(`unexpected argument ${JSON.stringify(arg)}`);
-    const key = arg.slice(2);
-    const value = argv[i + 1];
-    if (value === undefined || value.startsWith('--')) out[key] = true;
-    else {
-      out[key] = value;
-      i++;
+/** A bad command line: `message` is one line saying what is wrong. */
+export class UsageError extends Error {
+  name = 'UsageError';
+}
+
+/**
+ * Parses `--name value` and `--flag` arguments with node's own `parseArgs`, strictly: `options`
+ * is its option config, e.g. `{ kills: { type: 'string' }, keep: { type: 'boolean' } }`, and an
+ * unknown option, a missing value or a stray argument throws a `UsageError`. Values stay strings.
+ * A `--` is skipped: it is what `pnpm run script -- --flag` passes along.
+ */
+export function parseArgs(argv, options) {
+  const args = argv.filter((arg) => arg !== '--');
+  try {
+    return parseNodeArgs({ args, options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    if (!String(error?.code).startsWith('ERR_PARSE_ARGS_')) throw error;
+    throw new UsageError(explain(error, args, options));
+  }
+}
+
+/**
+ * The one-line reason for node's parse error. Node names the offending argument only in prose, so
+ * the arguments are read again, leniently, as tokens to find it.
+ */
+function explain(error, args, options) {
+  const { tokens } = parseNodeArgs({
+    args,
+    options,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind === 'positional') return `unexpected argument ${JSON.stringify(token.value)}`;
+    if (token.kind !== 'option') continue;
+    const type = Object.hasOwn(options, token.name) ? options[token.name].type : undefined;
+    if (type === undefined) {
+      const known = Object.keys(options).map((name) => `--${name}`);
+      return `unknown option ${token.rawName} (known: ${known.join(' ')})`;
+    }
+    if (type === 'boolean' && token.value !== undefined) {
+      return `${token.rawName} takes no value (got ${args[token.index]})`;
+    }
+    // node takes a value that starts with a dash only when it is attached with `=`
+    const value = token.value;
+    if (
+      type === 'string' &&
+      (value === undefined || (!token.inlineValue && value.startsWith('-')))
+    ) {
+      return `${token.rawName} needs a value`;
     }
   }
-  return out;
+  return error.message.split('\n')[0];
 }
 
 /** The agent types of the scripted team. */
