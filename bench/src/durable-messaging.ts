@@ -9,7 +9,7 @@ import {
   TeamState,
   textContent,
 } from '@teamwire/core';
-import { xmlProtocol } from '@teamwire/protocol';
+import { xmlFormat } from '@teamwire/protocol';
 import {
   type JsonlTeamStore,
   nodeFs,
@@ -194,7 +194,7 @@ async function sendAndDeliver(
     senderId: sender.id,
     senderName: sender.name,
   };
-  const rendered: ChatMessage[] = xmlProtocol
+  const rendered: ChatMessage[] = xmlFormat
     .formatMessage({ message: queued.message, sender: { name: sender.name } })
     .map((entry): ChatMessage => Object.assign({}, entry, { source }));
   await store.transcripts.append({
@@ -233,7 +233,7 @@ function sampleBytes(clock: Clock): MessageBytes {
     senderId: sender.id,
     senderName: sender.name,
   };
-  const entries = xmlProtocol
+  const entries = xmlFormat
     .formatMessage({ message: queued.message, sender: { name: sender.name } })
     .map((message) => ({
       schemaVersion: SCHEMA_VERSION,

@@ -4,7 +4,7 @@ import {
   createMemoryTranscriptStore,
   createScriptedModel,
 } from '@teamwire/core/testing';
-import { xmlProtocol } from '@teamwire/protocol';
+import { xmlFormat } from '@teamwire/protocol';
 import { Bench as TinyBench } from 'tinybench';
 import { type Bench, sizeLabel } from './context.js';
 import { type Figure, figure } from './report.js';
@@ -40,7 +40,7 @@ async function openTeamWithHistory(
     teamId: BENCH_TEAM_ID,
     log,
     transcripts: createMemoryTranscriptStore(),
-    protocol: xmlProtocol,
+    format: xmlFormat,
     agents: benchAgents(createScriptedModel()),
     lead: { agentType: LEAD_TYPE },
     events: errors,

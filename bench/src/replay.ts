@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { foldTeam, openTeam, parseTeamRecord, type TeamRecord } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
-import { xmlProtocol } from '@teamwire/protocol';
+import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { type Bench, sizeLabel } from './context.js';
 import { type Figure, figure } from './report.js';
@@ -45,7 +45,7 @@ async function reopenTeam(dir: string): Promise<void> {
       teamId: BENCH_TEAM_ID,
       log: store.log,
       transcripts: store.transcripts,
-      protocol: xmlProtocol,
+      format: xmlFormat,
       agents: benchAgents(createScriptedModel()),
       lead: { agentType: LEAD_TYPE },
     });

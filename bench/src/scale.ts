@@ -8,7 +8,7 @@ import {
   openTeam,
   type TeamService,
 } from '@teamwire/core';
-import { xmlProtocol } from '@teamwire/protocol';
+import { xmlFormat } from '@teamwire/protocol';
 import { type JsonlTeamStore, openJsonlTeamStore } from '@teamwire/storage';
 import type { Bench } from './context.js';
 import { type Figure, figure } from './report.js';
@@ -86,7 +86,7 @@ async function openScaleTeam(dir: string, teammates: number): Promise<ScaleTeam>
     teamId: BENCH_TEAM_ID,
     log: store.log,
     transcripts: store.transcripts,
-    protocol: xmlProtocol,
+    format: xmlFormat,
     agents: benchAgents(createPolicyModel(policy)),
     lead: { agentType: LEAD_TYPE },
     events: watcher.sink,

@@ -1,4 +1,4 @@
-import { type ChatMessage, openTeam, type ProtocolHooks, type QueuedMessage } from '@teamwire/core';
+import { type ChatMessage, openTeam, type QueuedMessage, type WireFormat } from '@teamwire/core';
 import {
   createMemoryTeamLog,
   createMemoryTranscriptStore,
@@ -8,7 +8,7 @@ import {
   type ScriptedStep,
   type ScriptedStepFunction,
 } from '@teamwire/core/testing';
-import { jsonProtocol, measureFraming, toolCallProtocol, xmlProtocol } from '@teamwire/protocol';
+import { jsonFormat, measureFraming, toolCallFormat, xmlFormat } from '@teamwire/protocol';
 import type { Bench } from './context.js';
 import { createRandom, prose } from './random.js';
 import { type Figure, figure } from './report.js';
@@ -95,7 +95,7 @@ interface RunResult {
   messages: QueuedMessage[];
 }
 
-async function scriptedRun(protocol: ProtocolHooks, rounds: number): Promise<RunResult> {
+async function scriptedRun(protocol: WireFormat, rounds: number): Promise<RunResult> {
   const model = createScriptedModel({
     scripts: {
       lead: lead(),
@@ -108,7 +108,7 @@ async function scriptedRun(protocol: ProtocolHooks, rounds: number): Promise<Run
     teamId: BENCH_TEAM_ID,
     log,
     transcripts: createMemoryTranscriptStore(),
-    protocol,
+    format: protocol,
     agents: benchAgents(model),
     lead: { agentType: LEAD_TYPE },
     events: errors,
@@ -186,7 +186,7 @@ export const tokenEconomyBench: Bench = {
   async run({ quick, log: say }) {
     const rounds = quick ? 3 : 8;
     const figures: Figure[] = [];
-    for (const protocol of [xmlProtocol, jsonProtocol, toolCallProtocol]) {
+    for (const protocol of [xmlFormat, jsonFormat, toolCallFormat]) {
       say(`token-economy: scripted run with the ${protocol.name} protocol, ${rounds} rounds`);
       const { model, messages } = await scriptedRun(protocol, rounds);
       let overhead = 0;

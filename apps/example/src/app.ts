@@ -8,17 +8,17 @@ import {
   defineTool,
   type ModelAdapter,
   openTeam,
-  type ProtocolHooks,
   TeamError,
   type TeamService,
   ulidIdSource,
+  type WireFormat,
 } from '@teamwire/core';
 import { createModel } from '@teamwire/host-adapters';
-import { jsonProtocol, toolCallProtocol, xmlProtocol } from '@teamwire/protocol';
+import { jsonFormat, toolCallFormat, xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { z } from 'zod';
 import type { Command } from './args.js';
-import { BoardModel, plainLine, renderBoard } from './board.js';
+import { BoardModel, createBoardScreen, plainLine, renderBoard } from './board.js';
 import {
   ListFilesInput,
   listFiles,
@@ -34,7 +34,7 @@ export type ReviewCommand = Extract<Command, { command: 'review' }>;
 
 /** Where the app writes and what it knows of the terminal. */
 export interface AppIo {
-  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
   stderr: { write(text: string): unknown };
   /** Base for relative paths (the directory the user ran the command in). */
   cwd: string;
@@ -55,10 +55,11 @@ const TeamSettings = z.object({
 type TeamSettings = z.infer<typeof TeamSettings>;
 const SETTINGS_FILE = 'example-app.json';
 
-export const PROTOCOLS: Record<TeamSettings['protocol'], ProtocolHooks> = {
-  xml: xmlProtocol,
-  json: jsonProtocol,
-  'tool-call': toolCallProtocol,
+/** The wire format of each `--protocol` choice (the team runs core's default policy). */
+export const FORMATS: Record<TeamSettings['protocol'], WireFormat> = {
+  xml: xmlFormat,
+  json: jsonFormat,
+  'tool-call': toolCallFormat,
 };
 
 export const LEAD_SYSTEM_PROMPT = `You lead a code-review team. Split the directory under review into one review task per
@@ -169,7 +170,7 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
     };
   }
   const root = openReviewRoot(settings.dir);
-  const protocol = PROTOCOLS[settings.protocol];
+  const format = FORMATS[settings.protocol];
 
   let reportWritten = false;
   const models: { lead: ModelAdapter; reviewer: ModelAdapter } = settings.model
@@ -177,12 +178,12 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
     : {
         lead: createPolicyModel({
           role: 'lead',
-          protocol,
+          format,
           teammates: settings.teammates,
           displayDir: path.relative(io.cwd, root.dir) || '.',
           paceMs: command.paceMs,
         }),
-        reviewer: createPolicyModel({ role: 'reviewer', protocol, paceMs: command.paceMs }),
+        reviewer: createPolicyModel({ role: 'reviewer', format, paceMs: command.paceMs }),
       };
   const store = await openJsonlTeamStore({
     teamId,
@@ -217,16 +218,20 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
   const board = new BoardModel();
   const tty = io.stdout.isTTY === true && !command.plain;
   const title = `teamwire review of ${root.dir} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
+  const screen = tty ? createBoardScreen(io.stdout) : undefined;
+  // Ctrl-C prints below the board; the board starts afresh under that line
+  io.signal?.addEventListener('abort', () => screen?.done(), { once: true });
   let dirty = true;
   const draw = () => {
-    if (!dirty) return;
+    if (!dirty || !screen) return;
     dirty = false;
-    const screen = renderBoard(board, {
-      title,
-      width: io.stdout.columns ?? 100,
-      elapsedMs: Date.now() - started,
-    });
-    io.stdout.write(`\x1b[H\x1b[2J${screen}\n`);
+    screen.draw(
+      renderBoard(board, {
+        title,
+        width: io.stdout.columns ?? 100,
+        elapsedMs: Date.now() - started,
+      }),
+    );
   };
   const subscription = hub.subscribe({});
   const consumer = (async () => {
@@ -256,7 +261,7 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
       teamId,
       log: store.log,
       transcripts: store.transcripts,
-      protocol,
+      format,
       agents: createAgentRegistry(definitions),
       lead: { agentType: 'lead', description: 'Leads the review.' },
       events: hub,
@@ -283,9 +288,10 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
     subscription.close();
     await consumer;
     if (ticker) clearInterval(ticker);
-    if (tty) {
+    if (screen) {
       dirty = true;
       draw();
+      screen.done();
     }
     await store.close();
   }

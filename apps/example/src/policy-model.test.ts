@@ -5,7 +5,7 @@ import {
   TERMINATED_TOOL_RESULT,
   type ToolCall,
 } from '@teamwire/core';
-import { xmlProtocol } from '@teamwire/protocol';
+import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
 import { createPolicyModel, type PolicyOptions, SUMMARY_SUBJECT } from './policy-model.js';
 
@@ -14,7 +14,7 @@ async function nextStep(
   role: PolicyOptions['role'],
   messages: ChatMessage[],
 ): Promise<AssistantMessage> {
-  const model = createPolicyModel({ role, protocol: xmlProtocol, teammates: 1 });
+  const model = createPolicyModel({ role, format: xmlFormat, teammates: 1 });
   let message: AssistantMessage | undefined;
   for await (const event of model.stream({ system: [], messages, tools: [] })) {
     if (event.type === 'finish') message = event.message;

@@ -1,7 +1,7 @@
 // The root README's usage example, verbatim: typechecked with the app, compared by readme.test.ts.
 import { createAgentRegistry, openTeam } from '@teamwire/core';
 import { createModel } from '@teamwire/host-adapters';
-import { xmlProtocol } from '@teamwire/protocol';
+import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 
 const teamId = 'migration-1'; // the lead's session id
@@ -11,7 +11,7 @@ const team = await openTeam({
   teamId,
   log: store.log,
   transcripts: store.transcripts,
-  protocol: xmlProtocol,
+  format: xmlFormat, // the wire format; the policy defaults to core's
   agents: createAgentRegistry([
     { type: 'lead', systemPrompt: 'You lead a small engineering team.', model },
     { type: 'engineer', systemPrompt: 'You are a careful engineer.', model },

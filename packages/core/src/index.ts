@@ -44,6 +44,7 @@ export {
   WAIT_TIMEOUT_MIN_MS,
   WRITE_SCOPE_MAX,
 } from './limits.js';
+export * from './policy/index.js';
 export type { AgentEvent, EventSink, MemberStatus } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';
 export type {
@@ -53,9 +54,15 @@ export type {
   SystemBlock,
   ToolDefinition,
 } from './ports/model.js';
-export type { EnvelopeSender, ParsedEnvelope, ProtocolHooks } from './ports/protocol.js';
 export type { TeamLog } from './ports/team-log.js';
+export type { PickNextOptions, TeamPolicy } from './ports/team-policy.js';
 export type { TranscriptStore } from './ports/transcript-store.js';
+export type {
+  EnvelopeSender,
+  InitialPromptOptions,
+  ParsedEnvelope,
+  WireFormat,
+} from './ports/wire-format.js';
 export type { TeamRecordType } from './records.js';
 export {
   checkSchemaVersion,
@@ -79,6 +86,7 @@ export {
   TaskStatus,
   TeamRecord,
 } from './records.js';
+export { TASK_ACTION_TYPES, taskNumber } from './rules.js';
 export * from './runtime/index.js';
 export * from './state/index.js';
 export { repairTranscript } from './transcript-repair.js';

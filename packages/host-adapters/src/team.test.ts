@@ -5,7 +5,7 @@ import {
   createMemoryTranscriptStore,
   createScriptedModel,
   createSequentialIds,
-  createSimpleProtocol,
+  createSimpleFormat,
   type ScriptedStepFunction,
 } from '@teamwire/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,7 +70,7 @@ describe('a team whose teammate runs on the OpenAI-compatible adapter', () => {
       teamId: TEAM_ID,
       log: createMemoryTeamLog({ teamId: TEAM_ID }),
       transcripts,
-      protocol: createSimpleProtocol(),
+      format: createSimpleFormat(),
       agents: createAgentRegistry([
         { type: 'lead', systemPrompt: 'You lead the team.', model: leadModel },
         { type: 'researcher', systemPrompt: 'You research carefully.', model: researcherModel },

@@ -2,13 +2,13 @@
 // paid on every delivered message. Not a test; run `pnpm build && pnpm bench` in this package.
 import {
   formatAssignmentNotice,
-  jsonProtocol,
+  jsonFormat,
   measureFraming,
-  toolCallProtocol,
-  xmlProtocol,
+  toolCallFormat,
+  xmlFormat,
 } from '../dist/index.js';
 
-const formats = [xmlProtocol, jsonProtocol, toolCallProtocol];
+const formats = [xmlFormat, jsonFormat, toolCallFormat];
 
 const task = {
   id: 'task-12',
@@ -85,8 +85,8 @@ function queued(kind, from, text, summary) {
 
 const rows = samples.map(([label, kind, from, text, summary]) => {
   const message = queued(kind, from, text, summary);
-  const costs = formats.map((protocol) =>
-    measureFraming(protocol, { message, sender: { name: from, color: 'blue' } }),
+  const costs = formats.map((format) =>
+    measureFraming(format, { message, sender: { name: from, color: 'blue' } }),
   );
   return [label, String(costs[0].textBytes), ...costs.map((c) => `+${c.overheadBytes}`)];
 });

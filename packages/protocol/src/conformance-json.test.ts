@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { jsonProtocol } from './json-protocol.js';
-import { defineProtocolConformance } from './testing/index.js';
+import { jsonFormat } from './json-format.js';
+import { defineFormatConformance } from './testing/index.js';
 
-defineProtocolConformance({ describe, it }, { name: jsonProtocol.name, protocol: jsonProtocol });
+defineFormatConformance({ describe, it }, { name: jsonFormat.name, format: jsonFormat });

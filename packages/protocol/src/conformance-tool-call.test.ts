@@ -1,8 +1,5 @@
 import { describe, it } from 'vitest';
-import { defineProtocolConformance } from './testing/index.js';
-import { toolCallProtocol } from './tool-call-protocol.js';
+import { defineFormatConformance } from './testing/index.js';
+import { toolCallFormat } from './tool-call-format.js';
 
-defineProtocolConformance(
-  { describe, it },
-  { name: toolCallProtocol.name, protocol: toolCallProtocol },
-);
+defineFormatConformance({ describe, it }, { name: toolCallFormat.name, format: toolCallFormat });

@@ -1,5 +1,5 @@
+import { formatIdleNotice } from '@teamwire/core';
 import { isBlank, isRecord, tryParseJson } from './shared.js';
-import { formatIdleNotice } from './texts.js';
 
 /**
  * The JSON body of an idle notification: a teammate finished its turn. `text` is its last text,

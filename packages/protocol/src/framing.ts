@@ -2,8 +2,8 @@ import {
   type ChatMessage,
   contentText,
   type EnvelopeSender,
-  type ProtocolHooks,
   type QueuedMessage,
+  type WireFormat,
 } from '@teamwire/core';
 
 /** What one rendered message costs, in UTF-8 bytes. */
@@ -39,10 +39,10 @@ function entryBytes(entry: ChatMessage): number {
  * chat template are left out: they depend on the provider, and every format pays them per entry.
  */
 export function measureFraming(
-  protocol: ProtocolHooks,
+  format: WireFormat,
   options: { message: QueuedMessage; sender: EnvelopeSender },
 ): FramingCost {
-  const entries = protocol.formatMessage(options);
+  const entries = format.formatMessage(options);
   const totalBytes = entries.reduce((sum, entry) => sum + entryBytes(entry), 0);
   const textBytes = bytes(contentText(options.message.content));
   return { totalBytes, textBytes, overheadBytes: totalBytes - textBytes };

@@ -1,3 +1,19 @@
+/*
+ * The team policy is core's (`defaultTeamPolicy`, the priority pick and the texts), so every team
+ * gets one without this package; it is re-exported here, where users of formats look for it.
+ */
+export type { PickPolicy } from '@teamwire/core';
+export {
+  CLAIM_PROMPT_MAX_LISTED_TASKS,
+  defaultTeamPolicy,
+  formatAssignmentNotice,
+  formatIdleNotice,
+  formatTaskClaimPrompt,
+  idleFallbackLine,
+  PriorityTier,
+  pickPriority,
+  priorityTier,
+} from '@teamwire/core';
 export type {
   ControlKind,
   ParsedTeammateAttachment,
@@ -31,23 +47,12 @@ export type { FramingCost } from './framing.js';
 export { measureFraming } from './framing.js';
 export type { JsonEnvelope } from './json-envelope.js';
 export { decodeJsonEnvelope, encodeJsonEnvelope, toJsonEnvelope } from './json-envelope.js';
-export { createJsonProtocol, jsonProtocol } from './json-protocol.js';
-export type { PickPolicy } from './priority.js';
-export { PriorityTier, pickPriority, priorityTier } from './priority.js';
-export type { ProtocolOptions } from './protocol-options.js';
+export { jsonFormat } from './json-format.js';
+export { formatTeamContext } from './texts.js';
 export {
-  CLAIM_PROMPT_MAX_LISTED_TASKS,
-  formatAssignmentNotice,
-  formatIdleNotice,
-  formatTaskClaimPrompt,
-  formatTeamContext,
-  idleFallbackLine,
-} from './texts.js';
-export {
-  createToolCallProtocol,
   TEAMMATE_MESSAGE_TOOL_NAME,
   teammateMessageCallId,
   teammateMessageTool,
-  toolCallProtocol,
-} from './tool-call-protocol.js';
-export { createXmlProtocol, xmlProtocol } from './xml-protocol.js';
+  toolCallFormat,
+} from './tool-call-format.js';
+export { xmlFormat } from './xml-format.js';

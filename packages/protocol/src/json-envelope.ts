@@ -17,7 +17,7 @@ interface JsonEnvelopeBase {
 /**
  * One message as a plain JSON object, discriminated on `type` (the message kind). The body sits
  * in a JSON string, so no content can add a key or change `type` or `from`. Used whole by
- * `jsonProtocol` and as the tool result of `toolCallProtocol`.
+ * `jsonFormat` and as the tool result of `toolCallFormat`.
  */
 export type JsonEnvelope =
   | (JsonEnvelopeBase & { type: 'message'; text: string })

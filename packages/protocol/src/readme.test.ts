@@ -3,16 +3,16 @@ import {
   type ChatMessage,
   contentText,
   type EnvelopeSender,
-  type ProtocolHooks,
+  formatAssignmentNotice,
   type QueuedMessage,
   type Task,
+  type WireFormat,
 } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
 import { measureFraming } from './framing.js';
-import { jsonProtocol } from './json-protocol.js';
-import { formatAssignmentNotice } from './texts.js';
-import { toolCallProtocol } from './tool-call-protocol.js';
-import { xmlProtocol } from './xml-protocol.js';
+import { jsonFormat } from './json-format.js';
+import { toolCallFormat } from './tool-call-format.js';
+import { xmlFormat } from './xml-format.js';
 
 /*
  * The README's examples are generated from the code: this test fails when they drift.
@@ -20,7 +20,6 @@ import { xmlProtocol } from './xml-protocol.js';
  */
 
 const README = new URL('../README.md', import.meta.url);
-const EXAMPLE_FORMAT = new URL('./example-format.ts', import.meta.url);
 const START = '<!-- generated:envelopes:start -->';
 const END = '<!-- generated:envelopes:end -->';
 
@@ -102,10 +101,10 @@ const examples: Example[] = [
   ),
 ];
 
-const formats: [string, ProtocolHooks][] = [
-  ['xmlProtocol', xmlProtocol],
-  ['jsonProtocol', jsonProtocol],
-  ['toolCallProtocol', toolCallProtocol],
+const formats: [string, WireFormat][] = [
+  ['xmlFormat', xmlFormat],
+  ['jsonFormat', jsonFormat],
+  ['toolCallFormat', toolCallFormat],
 ];
 
 function render(entries: ChatMessage[]): string {
@@ -130,10 +129,10 @@ function table(header: string[], rows: string[][]): string[] {
 
 function generate(): string {
   const out: string[] = [];
-  for (const [exportName, protocol] of formats) {
-    out.push(`### \`${exportName}\` (\`${protocol.name}\`)`, '');
+  for (const [exportName, format] of formats) {
+    out.push(`### \`${exportName}\` (\`${format.name}\`)`, '');
     for (const { title, message, sender } of examples) {
-      out.push(`${title}:`, '', render(protocol.formatMessage({ message, sender })), '');
+      out.push(`${title}:`, '', render(format.formatMessage({ message, sender })), '');
     }
   }
   const rows = examples.map(({ title, message, sender }) => {
@@ -164,13 +163,5 @@ describe('README', () => {
       return;
     }
     expect(current).toBe(wanted);
-  });
-
-  it('shows the fourth-format example as it is tested', () => {
-    const readme = readFileSync(README, 'utf8');
-    const code = readFileSync(EXAMPLE_FORMAT, 'utf8')
-      .replace("from './index.js'", "from '@teamwire/protocol'")
-      .replace(/\/\*\*[^\n]*\*\/\n/, '');
-    expect(readme).toContain(['```ts', code.trimEnd(), '```'].join('\n'));
   });
 });

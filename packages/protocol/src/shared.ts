@@ -1,17 +1,13 @@
 import {
   contentText,
-  type MessageKind,
+  MessageKind,
   type MessageSource,
   type QueuedMessage,
   TeamError,
 } from '@teamwire/core';
 
-const MESSAGE_KINDS: ReadonlySet<string> = new Set<MessageKind>([
-  'message',
-  'idle_notification',
-  'shutdown_request',
-  'task_assignment',
-]);
+// Core's list of kinds, the one definition every package reads.
+const MESSAGE_KINDS: ReadonlySet<string> = new Set<string>(MessageKind.options);
 
 /** True for `undefined`, the empty string and whitespace-only strings. */
 export function isBlank(value: string | undefined): value is undefined {

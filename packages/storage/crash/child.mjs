@@ -15,13 +15,26 @@
 
 import { fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { createAgentRegistry, foldTeam, openTeam, TeamError } from '@teamwire/core';
-import { createScriptedModel, createSimpleProtocol } from '@teamwire/core/testing';
+import { createScriptedModel, createSimpleFormat } from '@teamwire/core/testing';
 import { openJsonlTeamStore } from '../dist/index.js';
-import { createRng, LEAD_TYPE, parseArgs, TEAMMATES, WORKER_TYPE } from './shared.mjs';
+import { createRng, LEAD_TYPE, parseArgs, TEAMMATES, UsageError, WORKER_TYPE } from './shared.mjs';
 
 const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan'];
 
-const args = parseArgs(process.argv.slice(2));
+let args;
+try {
+  args = parseArgs(process.argv.slice(2), {
+    dir: { type: 'string' },
+    'team-id': { type: 'string' },
+    acks: { type: 'string' },
+    seed: { type: 'string' },
+    drain: { type: 'boolean' },
+  });
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`crash child: ${error.message}\n`);
+  process.exit(2);
+}
 const dir = String(args.dir);
 const teamId = String(args['team-id']);
 const drain = args.drain === true;
@@ -188,7 +201,7 @@ team = await openTeam({
   teamId,
   log: store.log,
   transcripts: store.transcripts,
-  protocol: createSimpleProtocol(),
+  format: createSimpleFormat(),
   agents: createAgentRegistry([
     { type: LEAD_TYPE, systemPrompt: 'You lead the crash-test team.', model },
     { type: WORKER_TYPE, systemPrompt: 'You are a crash-test worker.', model },

@@ -251,7 +251,7 @@ describe('tool errors', () => {
     const send = tools.find((t) => t.name === 'send_message');
     expect(send?.inputSchema).toMatchObject({
       type: 'object',
-      properties: { to: { type: 'string' }, delivery: { enum: ['wakeup', 'quiet'] } },
+      properties: { to: { type: 'string' }, delivery: { enum: ['quiet', 'wakeup'] } },
       required: ['to', 'message'],
     });
     expect(send?.inputSchema).not.toHaveProperty('$schema');

@@ -5,9 +5,9 @@ import { contentText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { EventSink } from '../ports/events.js';
 import type { ModelAdapter, SystemBlock, ToolDefinition } from '../ports/model.js';
-import type { AgentRef, AgentTool, ToolContext } from './agents.js';
+import type { AgentTool, ToolContext } from './agents.js';
 import type { Conversation } from './conversation.js';
-import type { TeamService } from './team-service.js';
+import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
 
 /** The tools of one agent: the definitions the model is offered and their implementations. */
 export interface ToolSet {
@@ -51,18 +51,6 @@ export function toolInputJsonSchema(schema: z.ZodType): Record<string, unknown> 
   return rest;
 }
 
-/** Why a turn ended. `stopped`: the runner ended it at a step boundary (e.g. a shutdown). */
-export type TurnStopReason = 'end_turn' | 'step_limit' | 'interrupted' | 'stopped';
-
-/** The result of one turn. */
-export interface TurnOutcome {
-  stopReason: TurnStopReason;
-  /** Model calls made. */
-  steps: number;
-  /** The last non-empty assistant text of the turn ('' when there was none). */
-  text: string;
-}
-
 /** What one turn runs with. */
 export interface RunTurnOptions {
   agentName: string;
@@ -71,10 +59,10 @@ export interface RunTurnOptions {
   tools: ToolSet;
   conversation: Conversation;
   /**
-   * Who runs the turn and the service it runs in. Tools never see the service itself: their
-   * context holds `team.forMember(agent)`, so a tool acts only as its own member.
+   * Who runs the turn, and the team as that member sees it. Tools get exactly this in their
+   * (frozen) context: a view that acts only as its own member, never the `TeamService`.
    */
-  toolContext: { agent: AgentRef; team: TeamService };
+  toolContext: { agent: AgentRef; team: MemberTeamService };
   /** Interrupts the turn: the model call is closed, a running tool is answered as interrupted. */
   signal: AbortSignal;
   maxSteps: number;
@@ -99,7 +87,7 @@ export interface RunTurnOptions {
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
   const { agentName, conversation, events, signal } = options;
   const { agent, team } = options.toolContext;
-  const context: ToolContext = Object.freeze({ agent, team: team.forMember(agent), signal });
+  const context: ToolContext = Object.freeze({ agent, team, signal });
   let steps = 0;
   let text = '';
   for (;;) {

@@ -2,19 +2,9 @@ import type { z } from 'zod';
 import { TeamError } from '../errors.js';
 import { AGENT_TYPE_MAX, isWithinTextLimit } from '../limits.js';
 import type { ModelAdapter } from '../ports/model.js';
-import type { MemberTeamService } from './member-service.js';
+import type { AgentRef, MemberTeamService } from './service-types.js';
 
-/**
- * The credential of one member, issued by a `TeamService` and nothing else. Every service method
- * takes one as its first argument. An object the service did not issue, or the ref of a member
- * that is no longer live, is refused with `NOT_A_MEMBER`, whatever its fields say. Tools get only
- * their own member's ref, and a {@link MemberTeamService} already bound to it, so code acting for
- * a teammate can only act as that teammate.
- */
-export interface AgentRef {
-  readonly memberId: string;
-  readonly name: string;
-}
+export type { AgentRef } from './service-types.js';
 
 /** What a tool runs with: who calls it, its view of the team, and the turn's abort signal. */
 export interface ToolContext {
@@ -128,4 +118,9 @@ export function createAgentRegistry(definitions: readonly AgentDefinition[]): Ag
     has: (type) => byType.has(type),
     types: () => [...byType.keys()],
   };
+}
+
+/** The `provider` a member record stores for a definition: `<provider>:<modelId>` of its model. */
+export function providerOf(definition: AgentDefinition): string {
+  return `${definition.model.provider}:${definition.model.modelId}`;
 }

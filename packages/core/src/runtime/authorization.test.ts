@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TeamErrorCode } from '../errors.js';
 import { TeamError } from '../errors.js';
 import type { AgentRef } from './agents.js';
-import type { TeamService } from './team-service.js';
+import type { TeamService } from './service-types.js';
 import type { Harness } from './test-harness.js';
 import { notedLead, openHarness, spawnIdle } from './test-harness.js';
 

@@ -59,3 +59,29 @@ export class Conversation {
     if (message.source?.kind === 'team-message') this.deliveredIds.add(message.source.messageId);
   }
 }
+
+/**
+ * The lead's conversation as a forked teammate starts from: its consistent prefix (a trailing
+ * assistant message whose tool calls are not all answered, such as the `spawn_teammate` call
+ * running now, is cut with its results) without team-message sources, which name the lead's mail.
+ */
+export function forkSeed(messages: readonly ChatMessage[]): ChatMessage[] {
+  let end = messages.length;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as ChatMessage;
+    if (message.role !== 'assistant') continue;
+    const answered = new Set(
+      messages
+        .slice(i + 1)
+        .filter((m) => m.role === 'tool')
+        .map((m) => (m.role === 'tool' ? m.toolCallId : '')),
+    );
+    if (!message.toolCalls.every((call) => answered.has(call.id))) end = i;
+    break;
+  }
+  return messages.slice(0, end).map((message) => {
+    if (message.source?.kind !== 'team-message') return message;
+    const { source: _source, ...rest } = message;
+    return rest as ChatMessage;
+  });
+}

@@ -1,6 +1,7 @@
 import type { ChatMessage } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import { textContent } from '../content.js';
+import { textLength } from '../limits.js';
 
 /**
  * Where the whole text of a cut idle notice can still be found, for the marker: a reply stays in
@@ -8,7 +9,10 @@ import { textContent } from '../content.js';
  */
 export type CutTextHome = 'transcript' | 'failure';
 
-/** The line that ends a cut idle notice. `omitted` counts UTF-16 code units, as `length` does. */
+/**
+ * The line that ends a cut idle notice. `omitted` counts characters as every other text limit
+ * does: Unicode code points ({@link textLength}), so an emoji is one.
+ */
 export function truncationMarker(omitted: number, memberName: string, home: CutTextHome): string {
   const where =
     home === 'transcript'
@@ -48,7 +52,7 @@ export function renderedBytes(entries: readonly ChatMessage[]): number {
 
 /**
  * The longest start of `text` that, ended with the marker, passes `fits`; `text` itself when it
- * fits whole. A cut never splits a surrogate pair. `undefined` when not even the marker alone fits.
+ * fits whole. A cut never splits a surrogate pair; `marker` gets the code points cut off. `undefined` when not even the marker alone fits.
  *
  * Binary search over the kept length: `fits` is expected to be monotonic in it (a longer start
  * never measures smaller), which holds for any format that does not shrink its input.
@@ -63,7 +67,7 @@ export function fitText(
     let end = kept;
     const last = text.charCodeAt(end - 1);
     if (end > 0 && last >= 0xd800 && last <= 0xdbff) end--;
-    return text.slice(0, end) + marker(text.length - end);
+    return text.slice(0, end) + marker(textLength(text.slice(end)));
   };
   if (!fits(cut(0))) return undefined;
   let lo = 0;

@@ -1,28 +1,24 @@
-export type { TurnOutcome, TurnStopReason } from './agent-loop.js';
-export type {
-  AgentDefinition,
-  AgentRef,
-  AgentRegistry,
-  AgentTool,
-  ToolContext,
-} from './agents.js';
+export type { AgentDefinition, AgentRegistry, AgentTool, ToolContext } from './agents.js';
 export { createAgentRegistry, defineTool } from './agents.js';
-export type { MemberTeamService } from './member-service.js';
+export type { OpenTeamOptions } from './open-team.js';
+export { openTeam } from './open-team.js';
 export type {
+  AgentRef,
   ListTasksInput,
   ListTasksResult,
   MemberInfo,
   Membership,
-  OpenTeamOptions,
+  MemberTeamService,
   SendMessageInput,
   SendMessageResult,
   SpawnTeammateInput,
   SpawnTeammateResult,
   TeamService,
+  TurnOutcome,
+  TurnStopReason,
   WaitForChangeInput,
   WaitForChangeResult,
-} from './team-service.js';
-export { openTeam } from './team-service.js';
+} from './service-types.js';
 export {
   InterruptTeammateToolInput,
   LEAD_TOOL_NAMES,

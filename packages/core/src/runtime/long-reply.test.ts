@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../chat.js';
 import { contentText, textContent } from '../content.js';
-import type { ProtocolHooks } from '../ports/protocol.js';
+import type { WireFormat } from '../ports/wire-format.js';
 import type { QueuedMessage } from '../records.js';
 import { DEFAULT_TEAM_LIMITS } from '../state/index.js';
-import { createSimpleProtocol } from '../testing/simple-protocol.js';
+import { createSimpleFormat, createSimplePolicy } from '../testing/simple-format.js';
 import type { Harness, HarnessOptions } from './test-harness.js';
 import { notedLead, openHarness } from './test-harness.js';
 
@@ -88,7 +88,8 @@ describe('a teammate whose final reply is longer than a message may be', () => {
     const cut = text.indexOf('\n… [truncated: ');
     expect(cut).toBeGreaterThan(LIMIT / 8);
     expect(reply.startsWith(text.slice(0, cut))).toBe(true);
-    const omitted = reply.length - cut;
+    // Counted in code points, as every text limit counts (an emoji is one character).
+    const omitted = [...reply.slice(cut)].length;
     expect(text.slice(cut)).toBe(
       `\n… [truncated: ${omitted} more characters; full reply in bob's transcript]`,
     );
@@ -105,14 +106,18 @@ describe('a teammate whose final reply is longer than a message may be', () => {
     expect(h.transcript('bob').at(-1) === `assistant: ${reply}`).toBe(true);
   });
 
-  it('keeps the formatted notice within the limit, whatever the protocol adds', async () => {
-    // A format whose escaping makes a "z" six bytes, and whose idle line adds a header: the reply
-    // alone fits the mailbox, the notice the lead would read does not.
-    const simple = createSimpleProtocol();
-    const expanding: ProtocolHooks = {
+  it('keeps the formatted notice within the limit, whatever format and policy add', async () => {
+    // A format whose escaping makes a "z" six bytes, and a policy whose idle line adds a header:
+    // the reply alone fits the mailbox, the notice the lead would read does not.
+    const simple = createSimpleFormat();
+    const policy = {
+      ...createSimplePolicy(),
+      formatIdleNotice: ({ from, text }: { from: string; text?: string }) =>
+        `${from} finished. Its last words:\n${text ?? ''}`,
+    };
+    const expanding: WireFormat = {
       ...simple,
       name: 'expanding',
-      formatIdleNotice: ({ from, text }) => `${from} finished. Its last words:\n${text ?? ''}`,
       formatMessage: ({ message, sender }) =>
         simple.formatMessage({
           message: {
@@ -124,7 +129,7 @@ describe('a teammate whose final reply is longer than a message may be', () => {
     };
     const reply = 'z'.repeat(60_000);
     expect(utf8(textContent(reply))).toBeLessThan(LIMIT);
-    const h = await bobReplies(reply, { protocol: expanding });
+    const h = await bobReplies(reply, { format: expanding, policy });
     expectBobStillWorking(h);
 
     const [seen] = idleNotices(h);

@@ -1,49 +1,17 @@
 import type { ChatMessage, MessageSource } from '../chat.js';
-import type { Clock, IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
-import { contentText, textContent } from '../content.js';
+import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
-import type { EventSink, MemberStatus } from '../ports/events.js';
+import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
-import type { ProtocolHooks } from '../ports/protocol.js';
-import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { Member, QueuedMessage, TeamRecord } from '../records.js';
-import type { TeamState } from '../state/index.js';
-import type { TurnOutcome } from './agent-loop.js';
 import { runTurn, type ToolSet } from './agent-loop.js';
-import type { AgentDefinition, AgentRef } from './agents.js';
+import type { AgentDefinition } from './agents.js';
 import { Conversation } from './conversation.js';
-import { type CutTextHome, idleNoticeContent } from './idle-notice.js';
-import type { TeamService } from './team-service.js';
-
-/** What a runner needs from the service that owns it. */
-export interface RunnerHost {
-  readonly teamId: string;
-  readonly state: TeamState;
-  readonly protocol: ProtocolHooks;
-  readonly events: EventSink;
-  readonly clock: Clock;
-  readonly ids: IdSource;
-  readonly transcripts: TranscriptStore;
-  readonly service: TeamService;
-  /** Retry interval of idle-claim while parked; undefined when idle-claim is off. */
-  readonly idleClaimIntervalMs: number | undefined;
-  readonly maxSteps: number;
-  /** Throws `DISPOSED` / `STORE_CLOSED` once the service can no longer write. */
-  guard(): void;
-  /** True once the service is disposed or broken: a runner then stops without writing. */
-  readonly closed: boolean;
-  /** Appends records the state already applied, then publishes them under `actorName`. */
-  commit(actorName: string, records: readonly TeamRecord[]): Promise<void>;
-  /** Pending mail of `memberId` whose `message.queued` record is already durable, in queue order. */
-  deliverable(memberId: string): readonly QueuedMessage[];
-  /** Routes a queued message to its target (notify a live runner or wake a stopped one). */
-  dispatch(message: QueuedMessage): 'accepted' | 'queued';
-  refFor(memberId: string): AgentRef;
-  toolsFor(member: Member, definition: AgentDefinition): ToolSet;
-  /** Called whenever a runner's activity changes, so `idle()` can settle. */
-  runnerChanged(): void;
-}
+import type { CutTextHome } from './idle-notice.js';
+import { deliverMessages, orderByPolicy, pickWith, queueIdleNotice } from './mail-delivery.js';
+import type { RunnerHost } from './runner-host.js';
+import type { AgentRef, TurnOutcome } from './service-types.js';
 
 /** What a runner is doing. `stopped`: its loop ended (disposed, retired or failed). */
 export type RunnerActivity = 'starting' | 'running' | 'idle' | 'stopped';
@@ -65,7 +33,8 @@ interface HostPrompt {
  * Drives one member: the teammate runner loop, or (for the lead) the lead inbox pump. Both are
  * `loop { pick work at the turn boundary -> run a turn -> ... -> park until mail }`; they differ
  * in what counts as work. A teammate handles a pending shutdown request before anything else and
- * ends without calling the model; after each turn it sends the lead an idle notification
+ * ends without calling the model (a rule of core: the team policy is never asked, so no policy
+ * can hold a shutdown back); other mail goes in the policy's order. After each turn it sends the lead an idle notification
  * (coalesced: at most one undelivered per teammate); when nothing wakes it and idle-claim is on,
  * it claims the lowest ready task. The lead takes host prompts and wakeup mail, never claims and
  * sends no idle notices. Quiet mail never starts a turn: it waits for the next step or turn.
@@ -102,7 +71,7 @@ export class AgentRunner {
     this.system = [{ text: definition.systemPrompt, cacheable: true }];
     if (!this.isLead) {
       this.system.push({
-        text: host.protocol.formatInitialPrompt({
+        text: host.format.formatInitialPrompt({
           agentName: member.name,
           leadName: host.state.member(host.state.leadId ?? '')?.name ?? 'lead',
           description: member.description,
@@ -234,8 +203,9 @@ export class AgentRunner {
 
   /** The turn-boundary decision; synchronous, so no mail can slip between look and park. */
   private nextWork(): Work | undefined {
-    const { state, protocol } = this.host;
+    const { state, policy } = this.host;
     const pending = this.host.deliverable(this.member.id);
+    // Core's rule, before any policy: a pending shutdown ends a teammate (the lead gets none).
     if (!this.isLead) {
       const shutdown = pending.find((m) => m.kind === 'shutdown_request');
       if (shutdown !== undefined) return { type: 'shutdown', message: shutdown };
@@ -249,10 +219,9 @@ export class AgentRunner {
         return { type: 'resume', taskId };
       }
     }
-    if (pending.some((m) => m.delivery === 'wakeup')) {
-      const picked =
-        protocol.pickNext({ pending, leadId: state.leadId ?? '' }) ??
-        pending.find((m) => m.delivery === 'wakeup');
+    const wakeup = pending.find((m) => m.delivery === 'wakeup');
+    if (wakeup !== undefined) {
+      const picked = pickWith(policy, pending, state.leadId ?? '', wakeup);
       if (picked !== undefined) return { type: 'message', message: picked };
     }
     if (!this.isLead && this.host.idleClaimIntervalMs !== undefined && !this.claimFailed) {
@@ -325,7 +294,7 @@ export class AgentRunner {
           await conversation.append([
             {
               role: 'user',
-              content: textContent(this.host.protocol.formatTaskClaimPrompt({ task, openTasks })),
+              content: textContent(this.host.policy.formatTaskClaimPrompt({ task, openTasks })),
               source,
             },
           ]);
@@ -344,7 +313,7 @@ export class AgentRunner {
         system: this.system,
         tools: this.tools,
         conversation,
-        toolContext: { agent: this.ref, team: this.host.service },
+        toolContext: { agent: this.ref, team: this.host.memberService(this.ref) },
         signal: abort.signal,
         maxSteps: this.definition.maxSteps ?? this.host.maxSteps,
         events,
@@ -373,132 +342,24 @@ export class AgentRunner {
   }
 
   /**
-   * The step boundary inside a turn: a pending shutdown ends the turn here; otherwise all pending
-   * mail, quiet or not, is recorded now, highest priority first.
+   * The step boundary inside a turn: a pending shutdown ends the turn here (core's rule, before
+   * any policy); otherwise all pending mail, quiet or not, is recorded now, in policy order.
    */
   private async stepBoundary(): Promise<'continue' | 'stop'> {
     if (this.stopping) return 'stop';
-    const { state, protocol } = this.host;
-    let pending = [...this.host.deliverable(this.member.id)];
+    const pending = this.host.deliverable(this.member.id);
     if (pending.length === 0) return 'continue';
     if (!this.isLead && pending.some((m) => m.kind === 'shutdown_request')) return 'stop';
-    const ordered: QueuedMessage[] = [];
-    const leadId = state.leadId ?? '';
-    while (pending.length > 0) {
-      const next = protocol.pickNext({ pending, leadId }) ?? (pending[0] as QueuedMessage);
-      ordered.push(next);
-      pending = pending.filter((m) => m !== next);
-    }
-    await this.deliver(ordered);
+    await this.deliver(orderByPolicy(this.host.policy, pending, this.host.state.leadId ?? ''));
     return 'continue';
   }
 
-  /**
-   * Records messages in the transcript (skipping any it already holds, e.g. after a crash between
-   * the transcript write and the log's `message.delivered`), then appends `message.delivered`.
-   */
-  private async deliver(messages: readonly QueuedMessage[]): Promise<void> {
-    const conversation = this.conversation as Conversation;
-    const fresh: ChatMessage[] = [];
-    for (const message of messages) {
-      if (conversation.holds(message.id)) continue;
-      for (const entry of this.render(message)) fresh.push(entry);
-    }
-    await conversation.append(fresh);
-    this.host.guard();
-    const records: TeamRecord[] = [];
-    for (const message of messages) {
-      if (this.host.state.isPending(message.id)) {
-        records.push(this.host.state.markDelivered({ messageId: message.id }));
-      }
-    }
-    if (records.length > 0) await this.host.commit(this.name, records);
+  private deliver(messages: readonly QueuedMessage[]): Promise<void> {
+    return deliverMessages(this.host, this.conversation as Conversation, this.name, messages);
   }
 
-  private render(message: QueuedMessage): ChatMessage[] {
-    let entries: readonly ChatMessage[];
-    if (message.kind === 'idle_notification') {
-      // Queued notices were cut to fit already; this re-check only bites on one queued under
-      // another protocol (a reopened team), so the lead never reads a notice over the limit.
-      const content = idleNoticeContent({
-        text: contentText(message.content),
-        limit: this.host.state.limits.maxMessageBytes,
-        memberName: message.senderName,
-        home: 'transcript',
-        render: (fitted) => this.formatIdleNotice(message, fitted),
-      });
-      entries = this.formatIdleNotice(message, content);
-    } else {
-      entries = this.format(message);
-    }
-    const source: MessageSource = {
-      kind: 'team-message',
-      messageId: message.id,
-      senderId: message.senderId,
-      senderName: message.senderName,
-    };
-    return entries.map((entry): ChatMessage => Object.assign({}, entry, { source }));
-  }
-
-  /** The protocol's rendering of `message`, as its target's model will read it. */
-  private format(message: QueuedMessage): ChatMessage[] {
-    const senderColor = this.host.state.member(message.senderId)?.color;
-    return this.host.protocol.formatMessage({
-      message,
-      sender: { name: message.senderName, ...(senderColor ? { color: senderColor } : {}) },
-    });
-  }
-
-  /** An idle notification carrying `content`, through the protocol's idle line and envelope. */
-  private formatIdleNotice(message: QueuedMessage, content: ContentBlock[]): ChatMessage[] {
-    const text = contentText(content);
-    const notice = this.host.protocol.formatIdleNotice({
-      from: message.senderName,
-      ...(text === '' ? {} : { text }),
-    });
-    return this.format({ ...message, content: textContent(notice) });
-  }
-
-  /**
-   * Tells the lead this teammate is idle, with `text` (the turn's last text, or why it stopped).
-   * A text too long for one message is cut to fit, with a marker saying where the rest is: a long
-   * reply must reach the lead, never make the teammate fail.
-   */
-  private async notifyIdle(text: string, home: CutTextHome): Promise<void> {
-    const { state } = this.host;
-    const leadId = state.leadId;
-    if (leadId === undefined || !state.isLive(this.member.id)) return;
-    const holding = state
-      .pending(leadId)
-      .some((m) => m.kind === 'idle_notification' && m.senderId === this.member.id);
-    if (holding) return;
-    this.host.guard();
-    const draft: QueuedMessage = {
-      id: this.host.ids.next(),
-      senderId: this.member.id,
-      senderName: this.name,
-      targetId: leadId,
-      kind: 'idle_notification',
-      delivery: 'wakeup',
-      content: [],
-    };
-    const content = idleNoticeContent({
-      text,
-      limit: state.limits.maxMessageBytes,
-      memberName: this.name,
-      home,
-      render: (fitted) => this.formatIdleNotice(draft, fitted),
-    });
-    const record = state.queueMessage({
-      id: draft.id,
-      senderId: draft.senderId,
-      targetId: draft.targetId,
-      kind: draft.kind,
-      delivery: draft.delivery,
-      content,
-    });
-    await this.host.commit(this.name, [record]);
-    this.host.dispatch(record.message);
+  private notifyIdle(text: string, home: CutTextHome): Promise<void> {
+    return queueIdleNotice(this.host, this.member, text, home);
   }
 
   /** Handles a shutdown request: recorded, tasks released, member retired; no model call. */

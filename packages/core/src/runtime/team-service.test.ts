@@ -2,12 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { TERMINATED_TOOL_RESULT } from '../chat.js';
 import { TeamError } from '../errors.js';
+import { defaultTeamPolicy } from '../policy/index.js';
+import type { TeamPolicy } from '../ports/team-policy.js';
+import type { WireFormat } from '../ports/wire-format.js';
 import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
 import { createMemoryTeamLog, createMemoryTranscriptStore } from '../testing/memory-stores.js';
 import { createScriptedModel } from '../testing/scripted-model.js';
-import { createSimpleProtocol } from '../testing/simple-protocol.js';
+import { createSimpleFormat } from '../testing/simple-format.js';
 import { createAgentRegistry, defineTool } from './agents.js';
-import { openTeam } from './team-service.js';
+import { type OpenTeamOptions, openTeam } from './open-team.js';
 import type { CrashableStores } from './test-harness.js';
 import {
   continuesTurn,
@@ -450,6 +453,46 @@ describe('configuration and edge cases', () => {
     expect(h.transcript('lead')).toContain('user: [idle notification from bob]\nbob is idle.');
   });
 
+  it("runs core's default policy when opened without one", async () => {
+    const h = await openHarness({
+      scripts: { lead: notedLead, bob: [{ toolCalls: [{ name: 'whoami' }] }, {}] },
+      idleClaim: false,
+      policy: null,
+    });
+    await spawnIdle(h, 'bob');
+    expect(h.transcript('lead')).toContain(
+      'user: [idle notification from bob]\nbob is idle and ready for the next instruction.',
+    );
+  });
+
+  it('refuses a format or policy that is not a v1 port, naming the old protocol option', async () => {
+    const model = createScriptedModel();
+    const base = {
+      teamId: 'team-x',
+      log: createMemoryTeamLog({ teamId: 'team-x' }),
+      transcripts: createMemoryTranscriptStore(),
+      agents: createAgentRegistry([{ type: 'lead', systemPrompt: '', model }]),
+      lead: { agentType: 'lead' },
+    };
+    const { formatMessage: _dropped, ...formatless } = createSimpleFormat();
+    await expect(
+      openTeam({ ...base, format: formatless as unknown as WireFormat }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', details: { missing: ['formatMessage'] } });
+    await expect(
+      openTeam({
+        ...base,
+        format: createSimpleFormat(),
+        policy: { ...defaultTeamPolicy, specificationVersion: 'v2' } as unknown as TeamPolicy,
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', details: { option: 'policy' } });
+    await expect(
+      openTeam({ ...base, protocol: createSimpleFormat() } as unknown as OpenTeamOptions),
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('`format`'),
+    });
+  });
+
   it('refuses at open an agent type whose tools clash with the team tools', async () => {
     const model = createScriptedModel();
     const clash = defineTool({
@@ -465,7 +508,7 @@ describe('configuration and edge cases', () => {
         teamId: 'team-x',
         log: createMemoryTeamLog({ teamId: 'team-x' }),
         transcripts: createMemoryTranscriptStore(),
-        protocol: createSimpleProtocol(),
+        format: createSimpleFormat(),
         agents: createAgentRegistry([{ type: 'lead', systemPrompt: '', model, tools: [clash] }]),
         lead: { agentType: 'lead' },
       }),
@@ -503,7 +546,7 @@ describe('configuration and edge cases', () => {
     const b = await openTeam({
       teamId: TEAM_ID,
       ...memory,
-      protocol: createSimpleProtocol(),
+      format: createSimpleFormat(),
       agents: createAgentRegistry([{ type: 'lead', systemPrompt: '', model }]),
       lead: { agentType: 'lead' },
       clock: createManualClock(),

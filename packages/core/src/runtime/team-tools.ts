@@ -15,12 +15,12 @@ import {
   WRITE_SCOPE_MAX,
 } from '../limits.js';
 import type { TeamRecord } from '../records.js';
-import { TaskStatus } from '../records.js';
+import { MemberContext, MessageDelivery, TaskStatus } from '../records.js';
+import { TASK_ACTION_TYPES } from '../rules.js';
 import type { TaskAction, TaskView } from '../state/index.js';
 import type { AgentTool, ToolContext } from './agents.js';
 import { defineTool } from './agents.js';
-import type { MemberTeamService } from './member-service.js';
-import type { MemberInfo } from './team-service.js';
+import type { MemberInfo, MemberTeamService } from './service-types.js';
 
 /** Names of the tools every member gets. */
 export const TEAM_TOOL_NAMES = [
@@ -40,8 +40,8 @@ export const LEAD_TOOL_NAMES = [
   'wait_for_team',
 ] as const;
 
-// Every bound below is the state's own constant: the state enforces it for every caller, the
-// schema only tells the model up front.
+// Every bound and value set below is the state's own (limits.ts, records.ts, rules.ts): the state
+// enforces it for every caller, the schema only tells the model up front.
 const name = z.string().min(1).max(MEMBER_NAME_MAX);
 const taskId = z.string().regex(TASK_ID_PATTERN, 'a task id like task-3');
 const blockedBy = z.array(taskId).max(TASK_BLOCKED_BY_MAX);
@@ -52,12 +52,9 @@ export const SendMessageToolInput = z.object({
   to: name.describe('The name of the member to message (see list_members).'),
   message: z.string().min(1).describe('The message body.'),
   summary: z.string().max(MESSAGE_SUMMARY_MAX).optional().describe('An optional one-line preview.'),
-  delivery: z
-    .enum(['wakeup', 'quiet'])
-    .optional()
-    .describe(
-      '"wakeup" (default) starts a turn of an idle recipient; "quiet" waits for its next step or turn (no need to wake them).',
-    ),
+  delivery: MessageDelivery.optional().describe(
+    '"wakeup" (default) starts a turn of an idle recipient; "quiet" waits for its next step or turn (no need to wake them).',
+  ),
 });
 export type SendMessageToolInput = z.infer<typeof SendMessageToolInput>;
 
@@ -101,16 +98,7 @@ export type TaskGetToolInput = z.infer<typeof TaskGetToolInput>;
 export const TaskUpdateToolInput = z.object({
   taskId,
   action: z
-    .enum([
-      'claim',
-      'release',
-      'complete',
-      'reopen',
-      'edit',
-      'set_dependencies',
-      'reassign',
-      'delete',
-    ])
+    .enum(TASK_ACTION_TYPES)
     .describe(
       'claim: take a ready task; release: give it back; complete; reopen; edit: change subject/description/writeScopes; set_dependencies: replace blockedBy; reassign (lead only): give it to owner; delete.',
     ),
@@ -162,10 +150,9 @@ export function spawnTeammateToolInput(agentTypes: readonly [string, ...string[]
       .describe('The teammate role, in one sentence.'),
     prompt: z.string().min(1).describe('The first message the teammate gets from you.'),
     agentType: z.enum(agentTypes).optional().describe(`The agent type (default ${agentTypes[0]}).`),
-    context: z
-      .enum(['fresh', 'fork'])
-      .optional()
-      .describe('"fresh" (default): an empty conversation; "fork": a copy of yours.'),
+    context: MemberContext.optional().describe(
+      '"fresh" (default): an empty conversation; "fork": a copy of yours.',
+    ),
   });
 }
 

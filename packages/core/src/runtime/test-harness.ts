@@ -2,9 +2,10 @@ import { z } from 'zod';
 import type { ChatMessage, TranscriptEntry } from '../chat.js';
 import { contentText } from '../content.js';
 import type { AgentEvent, EventSink } from '../ports/events.js';
-import type { ProtocolHooks } from '../ports/protocol.js';
 import type { TeamLog } from '../ports/team-log.js';
+import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
+import type { WireFormat } from '../ports/wire-format.js';
 import type { TeamLimits } from '../state/index.js';
 import type { ManualClock } from '../testing/manual-clock.js';
 import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
@@ -12,11 +13,11 @@ import type { MemoryTeamLog, MemoryTranscriptStore } from '../testing/memory-sto
 import { createMemoryTeamLog, createMemoryTranscriptStore } from '../testing/memory-stores.js';
 import type { AgentScript, ScriptedModel } from '../testing/scripted-model.js';
 import { createScriptedModel } from '../testing/scripted-model.js';
-import { createSimpleProtocol } from '../testing/simple-protocol.js';
+import { createSimpleFormat, createSimplePolicy } from '../testing/simple-format.js';
 import type { AgentDefinition, AgentRef } from './agents.js';
 import { createAgentRegistry, defineTool } from './agents.js';
-import type { TeamService } from './team-service.js';
-import { openTeam } from './team-service.js';
+import { openTeam } from './open-team.js';
+import type { TeamService } from './service-types.js';
 
 export const TEAM_ID = 'team-1';
 
@@ -96,8 +97,10 @@ export interface HarnessOptions {
   model?: ScriptedModel;
   workerTools?: AgentDefinition['tools'];
   ids?: string;
-  /** The team's protocol. Default: `createSimpleProtocol()`. */
-  protocol?: ProtocolHooks;
+  /** The team's wire format. Default: `createSimpleFormat()`. */
+  format?: WireFormat;
+  /** The team's policy. Default: `createSimplePolicy()`; `null` opens without one (core's default). */
+  policy?: TeamPolicy | null;
 }
 
 export interface Harness {
@@ -144,7 +147,8 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     teamId: TEAM_ID,
     log: ports.log,
     transcripts: ports.transcripts,
-    protocol: options.protocol ?? createSimpleProtocol(),
+    format: options.format ?? createSimpleFormat(),
+    ...(options.policy === null ? {} : { policy: options.policy ?? createSimplePolicy() }),
     agents,
     lead: { agentType: 'lead', description: 'Leads the team' },
     events: sink,

@@ -24,4 +24,4 @@ export type {
   ScriptedToolCall,
 } from './scripted-model.js';
 export { createScriptedModel } from './scripted-model.js';
-export { createSimpleProtocol, simpleEnvelopeText } from './simple-protocol.js';
+export { createSimpleFormat, createSimplePolicy, simpleEnvelopeText } from './simple-format.js';

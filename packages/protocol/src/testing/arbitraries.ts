@@ -1,13 +1,15 @@
-import type { EnvelopeSender, MessageKind, QueuedMessage, Task } from '@teamwire/core';
+import {
+  type EnvelopeSender,
+  MEMBER_NAME_MAX,
+  MessageKind,
+  type QueuedMessage,
+  TASK_SUBJECT_MAX,
+  type Task,
+} from '@teamwire/core';
 import * as fc from 'fast-check';
 
-/** Every message kind, in a fixed order. */
-export const MESSAGE_KINDS: readonly MessageKind[] = [
-  'message',
-  'idle_notification',
-  'shutdown_request',
-  'task_assignment',
-];
+/** Every message kind, in core's order (`MessageKind.options`). */
+export const MESSAGE_KINDS: readonly MessageKind[] = MessageKind.options;
 
 /**
  * Fragments that break naive envelopes: closing and opening tags (also in other cases and
@@ -93,7 +95,7 @@ export const TRICKY_FRAGMENTS: readonly string[] = [
 
 const memberNameChar = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789');
 
-/** Valid member names (`^[a-z0-9]+(-[a-z0-9]+)*$`, at most 64 characters) and `lead`. */
+/** Valid member names (`MEMBER_NAME_PATTERN`, at most `MEMBER_NAME_MAX` characters) and `lead`. */
 export const memberName: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.constant('lead') },
   {
@@ -103,7 +105,7 @@ export const memberName: fc.Arbitrary<string> = fc.oneof(
         minLength: 1,
         maxLength: 4,
       })
-      .map((parts) => parts.join('-').slice(0, 64).replace(/-+$/, '')),
+      .map((parts) => parts.join('-').slice(0, MEMBER_NAME_MAX).replace(/-+$/, '')),
   },
 );
 
@@ -231,7 +233,7 @@ export function taskArbitrary(number: fc.Arbitrary<number>): fc.Arbitrary<Task> 
       const task: Task = {
         id: `task-${r.n}`,
         revision: 1,
-        subject: r.subject.slice(0, 200),
+        subject: r.subject.slice(0, TASK_SUBJECT_MAX),
         description: r.description,
         status: r.status,
         creatorId: 'm-lead',

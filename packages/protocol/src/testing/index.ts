@@ -9,5 +9,5 @@ export {
   taskArbitrary,
   trickyText,
 } from './arbitraries.js';
-export type { ConformanceOptions, ConformanceTestApi } from './conformance.js';
-export { defineProtocolConformance } from './conformance.js';
+export type { ConformanceTestApi, FormatConformanceOptions } from './conformance.js';
+export { defineFormatConformance } from './conformance.js';

@@ -1,10 +1,8 @@
-import type { QueuedMessage } from '@teamwire/core';
+import type { TeamPolicy } from '../ports/team-policy.js';
+import type { QueuedMessage } from '../records.js';
 
-/** A pick policy: the shape of `ProtocolHooks.pickNext`, so a custom one plugs into any format. */
-export type PickPolicy = (options: {
-  pending: readonly QueuedMessage[];
-  leadId: string;
-}) => QueuedMessage | undefined;
+/** A pick function: the shape of {@link TeamPolicy.pickNext}, to compose into a custom policy. */
+export type PickPolicy = TeamPolicy['pickNext'];
 
 /** Priority tiers of the default policy; lower is handled first. */
 export const PriorityTier = { shutdown: 0, lead: 1, peer: 2 } as const;
@@ -18,9 +16,11 @@ export function priorityTier(message: QueuedMessage, leadId: string): PriorityTi
 }
 
 /**
- * The default pick policy: shutdown requests first, then the lead's messages, then peers', FIFO
- * (queue order) within a tier. It scans the whole pending set in one pass, so a shutdown behind
- * any number of peer messages is still picked next; `pending` is not modified.
+ * The default pick: shutdown requests first, then the lead's messages, then peers', FIFO (queue
+ * order) within a tier. It scans the whole pending set in one pass, so a message behind any
+ * number of peer messages is still picked next; `pending` is not modified. (In a team the runner
+ * handles shutdown requests before any policy is asked; the tier keeps this function right on
+ * any set it is given.)
  */
 export const pickPriority: PickPolicy = ({ pending, leadId }) => {
   let best: QueuedMessage | undefined;

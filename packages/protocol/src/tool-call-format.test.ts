@@ -5,11 +5,7 @@ import type {
   ToolResultMessage,
 } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
-import {
-  createToolCallProtocol,
-  teammateMessageCallId,
-  toolCallProtocol,
-} from './tool-call-protocol.js';
+import { teammateMessageCallId, toolCallFormat } from './tool-call-format.js';
 
 function queued(patch: Partial<QueuedMessage> = {}): QueuedMessage {
   return {
@@ -31,10 +27,10 @@ const source = {
   senderName: 'alice',
 } as const;
 
-describe('toolCallProtocol.formatMessage', () => {
+describe('toolCallFormat.formatMessage', () => {
   it('renders an assistant tool call and its tool result', () => {
     expect(
-      toolCallProtocol.formatMessage({
+      toolCallFormat.formatMessage({
         message: queued({ summary: 'CI' }),
         sender: { name: 'alice' },
       }),
@@ -68,14 +64,14 @@ describe('teammateMessageCallId', () => {
   });
 });
 
-describe('toolCallProtocol.parseEnvelope', () => {
-  const [call, result] = toolCallProtocol.formatMessage({
+describe('toolCallFormat.parseEnvelope', () => {
+  const [call, result] = toolCallFormat.formatMessage({
     message: queued(),
     sender: { name: 'alice' },
   }) as [AssistantMessage, ToolResultMessage];
 
   it('reads its own pair', () => {
-    expect(toolCallProtocol.parseEnvelope([call, result])).toEqual({
+    expect(toolCallFormat.parseEnvelope([call, result])).toEqual({
       from: 'alice',
       kind: 'message',
       text: 'Tests pass.',
@@ -108,13 +104,6 @@ describe('toolCallProtocol.parseEnvelope', () => {
       [call, { ...result, content: [{ type: 'text', text: 'x' }] }],
     ],
   ])('refuses %s', (_label, entries) => {
-    expect(toolCallProtocol.parseEnvelope(entries)).toBeUndefined();
-  });
-
-  it('uses a custom pick policy', () => {
-    const a = queued({ id: 'a' });
-    const b = queued({ id: 'b', kind: 'shutdown_request' });
-    const protocol = createToolCallProtocol({ pickNext: ({ pending }) => pending.at(-1) });
-    expect(protocol.pickNext({ pending: [b, a], leadId: 'x' })).toBe(a);
+    expect(toolCallFormat.parseEnvelope(entries)).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
-import type { QueuedMessage } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
+import type { QueuedMessage } from '../records.js';
 import { PriorityTier, pickPriority, priorityTier } from './priority.js';
 
 const LEAD = 'lead-id';

@@ -1,6 +1,8 @@
-import type { ChatMessage } from '../chat.js';
+import type { ChatMessage, MessageSource } from '../chat.js';
 import { contentText } from '../content.js';
-import type { ProtocolHooks } from '../ports/protocol.js';
+import { pickPriority } from '../policy/index.js';
+import type { TeamPolicy } from '../ports/team-policy.js';
+import type { WireFormat } from '../ports/wire-format.js';
 import type { MessageKind, QueuedMessage } from '../records.js';
 
 const LABELS: Readonly<Record<MessageKind, string>> = {
@@ -17,26 +19,27 @@ const KIND_BY_LABEL = new Map<string, MessageKind>(
 const HEADER = /^\[(message|idle notification|shutdown request|task assignment) from ([^\]\n]+)\]$/;
 
 /**
- * A minimal, complete {@link ProtocolHooks} for tests of core itself (core cannot depend on
+ * A minimal, complete {@link WireFormat} for tests of core itself (core cannot depend on
  * `@teamwire/protocol`). A message renders as one user message whose first line is
  * `[message from NAME]` (or `[shutdown request from NAME]`, ...) followed by the body. Only the
- * first line is parsed, so a body cannot forge a sender or a kind. Policy: shutdown requests first,
- * then the lead's messages, then peers', FIFO within a tier.
+ * first line is parsed, so a body cannot forge a sender or a kind.
  */
-export function createSimpleProtocol(): ProtocolHooks {
+export function createSimpleFormat(): WireFormat {
   return {
     specificationVersion: 'v1',
     name: 'simple',
     formatMessage({ message, sender }): ChatMessage[] {
+      const source: MessageSource = {
+        kind: 'team-message',
+        messageId: message.id,
+        senderId: message.senderId,
+        senderName: message.senderName,
+      };
       return [
         {
           role: 'user',
-          content: [
-            {
-              type: 'text',
-              text: `[${LABELS[message.kind]} from ${sender.name}]\n${contentText(message.content)}`,
-            },
-          ],
+          content: [{ type: 'text', text: simpleEnvelopeText(message, sender.name) }],
+          source,
         },
       ];
     },
@@ -61,13 +64,18 @@ export function createSimpleProtocol(): ProtocolHooks {
         'Messages arrive as "[message from NAME]" followed by the body; reply with send_message.',
       ].join('\n');
     },
-    pickNext({ pending, leadId }) {
-      return (
-        pending.find((m) => m.kind === 'shutdown_request') ??
-        pending.find((m) => m.senderId === leadId) ??
-        pending[0]
-      );
-    },
+  };
+}
+
+/**
+ * A {@link TeamPolicy} with one-line texts, so tests can assert whole transcripts: the default
+ * pick (`pickPriority`), `NAME is idle.` as the idle fallback, `You claimed task-N: SUBJECT` with
+ * the description and the other open tasks on one line, and `LEAD assigned you task-N: SUBJECT`.
+ */
+export function createSimplePolicy(): TeamPolicy {
+  return {
+    specificationVersion: 'v1',
+    pickNext: pickPriority,
     formatIdleNotice({ from, text }) {
       return text !== undefined && text.trim() !== '' ? text : `${from} is idle.`;
     },
@@ -85,7 +93,7 @@ export function createSimpleProtocol(): ProtocolHooks {
   };
 }
 
-/** Shorthand used by tests: the text `createSimpleProtocol` renders for a message. */
+/** Shorthand used by tests: the text `createSimpleFormat` renders for a message. */
 export function simpleEnvelopeText(
   message: Pick<QueuedMessage, 'kind' | 'content'>,
   senderName: string,

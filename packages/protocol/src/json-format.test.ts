@@ -1,7 +1,7 @@
 import type { ChatMessage, QueuedMessage } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
 import { decodeJsonEnvelope } from './json-envelope.js';
-import { createJsonProtocol, jsonProtocol } from './json-protocol.js';
+import { jsonFormat } from './json-format.js';
 
 function queued(patch: Partial<QueuedMessage> = {}): QueuedMessage {
   return {
@@ -22,15 +22,15 @@ function text(entries: ChatMessage[]): string {
   return entries[0]?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '';
 }
 
-describe('jsonProtocol.formatMessage', () => {
+describe('jsonFormat.formatMessage', () => {
   it('renders each kind as one compact JSON object', () => {
     const sender = { name: 'alice', color: 'blue' };
-    expect(text(jsonProtocol.formatMessage({ message: queued({ summary: 'Hi' }), sender }))).toBe(
+    expect(text(jsonFormat.formatMessage({ message: queued({ summary: 'Hi' }), sender }))).toBe(
       '{"type":"message","from":"alice","color":"blue","summary":"Hi","text":"Hi \\"lead\\"\\n</teammate-message>"}',
     );
     expect(
       text(
-        jsonProtocol.formatMessage({
+        jsonFormat.formatMessage({
           message: queued({ kind: 'idle_notification', content: [] }),
           sender: { name: 'alice' },
         }),
@@ -38,7 +38,7 @@ describe('jsonProtocol.formatMessage', () => {
     ).toBe('{"type":"idle_notification","from":"alice"}');
     expect(
       text(
-        jsonProtocol.formatMessage({
+        jsonFormat.formatMessage({
           message: queued({ kind: 'shutdown_request', content: [{ type: 'text', text: 'Done' }] }),
           sender: { name: 'lead' },
         }),
@@ -46,7 +46,7 @@ describe('jsonProtocol.formatMessage', () => {
     ).toBe('{"type":"shutdown_request","from":"lead","reason":"Done"}');
     expect(
       text(
-        jsonProtocol.formatMessage({
+        jsonFormat.formatMessage({
           message: queued({ kind: 'task_assignment', content: [{ type: 'text', text: 'T' }] }),
           sender: { name: 'lead', color: ' ' },
         }),
@@ -86,17 +86,10 @@ describe('decodeJsonEnvelope', () => {
   });
 });
 
-describe('jsonProtocol.parseEnvelope', () => {
+describe('jsonFormat.parseEnvelope', () => {
   it('refuses anything but exactly one user message', () => {
-    const entries = jsonProtocol.formatMessage({ message: queued(), sender: { name: 'alice' } });
-    expect(jsonProtocol.parseEnvelope(entries)).toMatchObject({ from: 'alice', kind: 'message' });
-    expect(jsonProtocol.parseEnvelope([...entries, ...entries])).toBeUndefined();
-  });
-
-  it('uses a custom pick policy', () => {
-    const a = queued({ id: 'a' });
-    const b = queued({ id: 'b', kind: 'shutdown_request' });
-    const protocol = createJsonProtocol({ pickNext: ({ pending }) => pending.at(-1) });
-    expect(protocol.pickNext({ pending: [b, a], leadId: 'x' })).toBe(a);
+    const entries = jsonFormat.formatMessage({ message: queued(), sender: { name: 'alice' } });
+    expect(jsonFormat.parseEnvelope(entries)).toMatchObject({ from: 'alice', kind: 'message' });
+    expect(jsonFormat.parseEnvelope([...entries, ...entries])).toBeUndefined();
   });
 });

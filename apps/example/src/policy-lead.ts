@@ -1,0 +1,285 @@
+import type { ChatMessage, WireFormat } from '@teamwire/core';
+import { type Findings, parseFindingsMessage, renderReport } from './findings.js';
+import {
+  currentTurn,
+  last,
+  outcomes,
+  outcomeUnknown,
+  type Step,
+  type ToolOutcome,
+} from './policy-conversation.js';
+import type { ListResult } from './policy-reviewer.js';
+
+/** What the lead's policy needs besides the conversation. */
+export interface LeadPolicyOptions {
+  /** The team's wire format: the policy reads its mail with `parseEnvelope`. */
+  format: WireFormat;
+  /** How many reviewers to spawn (default 3). */
+  teammates?: number;
+  /** The directory shown in the report. */
+  displayDir?: string;
+}
+
+export const REVIEW_SUBJECT_PREFIX = 'Review ';
+export const SUMMARY_SUBJECT = 'Write the team report';
+export const reviewerName = (i: number) => `reviewer-${i}`;
+
+/** A task as the team tools show it (`owner` is a member name). */
+interface TaskLite {
+  id: string;
+  subject: string;
+  status: string;
+  owner?: string;
+}
+/** A member as `list_members` shows it. */
+interface MemberLite {
+  name: string;
+  status: string;
+}
+const isLive = (m: MemberLite) => m.status !== 'failed' && m.status !== 'retired';
+
+/** Review units from a file listing: workspace packages under packages/ and apps/, else top-level folders. */
+export function unitsFromPaths(paths: readonly string[]): string[] {
+  const packages = new Set<string>();
+  for (const p of paths) {
+    const m = /^((?:packages|apps)\/[^/]+)\/package\.json$/.exec(p);
+    if (m?.[1]) packages.add(m[1]);
+  }
+  const containers = new Set([...packages].map((p) => p.split('/')[0]));
+  const units = new Set<string>();
+  for (const p of paths) {
+    const [top, second, third] = p.split('/');
+    // root files and hidden folders (.github, .changeset, ...) belong to no unit
+    if (!top || second === undefined || top.startsWith('.')) continue;
+    if (containers.has(top)) {
+      // packages/ and apps/ split into their subfolders; a loose file there belongs to none
+      if (third !== undefined) units.add(`${top}/${second}`);
+    } else {
+      units.add(top);
+    }
+  }
+  return [...units].filter(Boolean).sort();
+}
+
+/** The lead's next step: plan the tasks, spawn reviewers, wait, write the report, shut down. */
+export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOptions): Step {
+  const turn = currentTurn(messages);
+  const all = outcomes(turn);
+  const teammates = options.teammates ?? 3;
+  // After a call whose outcome is unknown (a kill or an interrupt cut it off) the files, the roster
+  // and the board read before it may be stale: read them again before deciding anything, so a
+  // resumed lead never creates a task or spawns a reviewer twice.
+  let cut = -1;
+  all.forEach((o, i) => {
+    if (outcomeUnknown(o)) cut = i;
+  });
+  const fresh = all.slice(cut + 1);
+  const done = all.filter((o) => !outcomeUnknown(o));
+  const failed = done.filter((o) => !o.ok && o.call.name !== 'wait_for_team');
+  const fatal = failed.find((o) => ['list_files', 'write_report'].includes(o.call.name));
+  if (fatal) return { text: `The review stopped: ${fatal.call.name} failed: ${fatal.text}` };
+
+  const files = last(fresh, 'list_files');
+  const members = last(fresh, 'list_members');
+  const board = last(fresh, 'task_list');
+  if (!files || !members || !board) {
+    return {
+      toolCalls: [
+        { name: 'list_files', input: { path: '.', limit: 2000 } },
+        { name: 'list_members', input: {} },
+        { name: 'task_list', input: { limit: 100 } },
+      ],
+    };
+  }
+  const units = unitsFromPaths((files.value as ListResult).files.map((f) => f.path));
+  const roster = Array.isArray(members.value) ? (members.value as MemberLite[]) : [];
+  const tasks = currentTasks(done, (board.value as { tasks: TaskLite[] }).tasks ?? []);
+  const summary = [...tasks.values()].find((t) => t.subject === SUMMARY_SUBJECT);
+  if (summary?.status === 'completed') {
+    // the roster read at the start of the turn predates the spawns: read it again first
+    const completedAt = done.findIndex(
+      (o) =>
+        o.call.name === 'task_update' &&
+        (o.value as TaskLite).id === summary.id &&
+        (o.value as TaskLite).status === 'completed',
+    );
+    if (completedAt > done.indexOf(members)) {
+      return { toolCalls: [{ name: 'list_members', input: {} }] };
+    }
+    const live = roster.filter((m) => m.name !== 'lead' && isLive(m));
+    const asked = new Set(
+      done
+        .filter((o) => o.call.name === 'shutdown_teammate')
+        .map((o) => (o.call.input as { name: string }).name),
+    );
+    const toStop = live.filter((m) => !asked.has(m.name));
+    if (toStop.length > 0) {
+      return {
+        text: 'The report is written; shutting the team down.',
+        toolCalls: toStop.map((m) => ({
+          name: 'shutdown_teammate',
+          input: { name: m.name, reason: 'The review is complete.' },
+        })),
+      };
+    }
+    return { text: 'The review is complete; the report is in team-report.md.' };
+  }
+
+  // 1. the reviewers
+  const spawned = new Set(roster.map((m) => m.name));
+  for (const o of done) {
+    if (o.call.name === 'spawn_teammate') spawned.add((o.call.input as { name: string }).name);
+  }
+  const missing = Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)).filter(
+    (n) => !spawned.has(n),
+  );
+  if (missing.length > 0) {
+    return {
+      text: `Spawning ${missing.length} reviewer(s).`,
+      toolCalls: missing.map((name) => ({
+        name: 'spawn_teammate',
+        input: {
+          name,
+          description: 'Reviews one folder at a time and reports its findings to the lead.',
+          agentType: 'reviewer',
+          context: 'fresh',
+          prompt:
+            'You are a code reviewer on this team. Claim ready review tasks from the task board one at a time; ' +
+            'for each, inspect the folder with list_files, search_text and read_file, send your findings to the ' +
+            'lead with send_message, then complete the task.',
+        },
+      })),
+    };
+  }
+
+  // 2. one task per unit, then the summary task blocked by all of them
+  const bySubject = new Map([...tasks.values()].map((t) => [t.subject, t]));
+  const toCreate = units.filter((u) => !bySubject.has(`${REVIEW_SUBJECT_PREFIX}${u}`));
+  if (toCreate.length > 0) {
+    return {
+      text: `Creating ${toCreate.length} review task(s).`,
+      toolCalls: toCreate.map((unit) => ({
+        name: 'task_create',
+        input: {
+          subject: `${REVIEW_SUBJECT_PREFIX}${unit}`,
+          description: `Review the folder ${unit} (path: ${unit}): files, lines, largest files, TODO/FIXME markers and exported symbols; send the findings to the lead.`,
+          writeScopes: [unit],
+        },
+      })),
+    };
+  }
+  const reviewTasks = units
+    .map((u) => bySubject.get(`${REVIEW_SUBJECT_PREFIX}${u}`))
+    .filter((t) => t !== undefined);
+  if (!summary) {
+    return {
+      toolCalls: [
+        {
+          name: 'task_create',
+          input: {
+            subject: SUMMARY_SUBJECT,
+            description: 'Collect every reviewer finding and write team-report.md.',
+            blockedBy: reviewTasks.map((t) => t.id),
+          },
+        },
+      ],
+    };
+  }
+  if (summary.status === 'pending' && !summary.owner) {
+    return {
+      toolCalls: [
+        { name: 'task_update', input: { taskId: summary.id, action: 'reassign', owner: 'lead' } },
+      ],
+    };
+  }
+
+  // 3. wait until every review task is completed
+  const open = reviewTasks.filter((t) => t.status !== 'completed');
+  if (open.length > 0) {
+    const lastWait = last(done, 'wait_for_team');
+    const afterWait = lastWait ? done.slice(done.indexOf(lastWait) + 1) : [];
+    const stalled = (lastWait?.value as { noProgress?: string } | undefined)?.noProgress;
+    if (lastWait && !afterWait.some((o) => o.call.name === 'task_list')) {
+      if (stalled && !afterWait.some((o) => o.call.name === 'send_message')) {
+        const idle = roster.filter((m) => m.name !== 'lead' && isLive(m));
+        if (idle.length > 0) {
+          return {
+            text: `${open.length} review task(s) are open and nobody is working; nudging the reviewers.`,
+            toolCalls: idle.map((m) => ({
+              name: 'send_message',
+              input: {
+                to: m.name,
+                message: 'Please claim the next ready review task from the board.',
+              },
+            })),
+          };
+        }
+      }
+      return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
+    }
+    return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+  }
+
+  // 4. write the report, complete the summary
+  if (!last(done, 'write_report')) {
+    const findings = collectFindings(messages, options.format);
+    const reviewers = new Map<string, string>();
+    for (const [unit, f] of findings) reviewers.set(unit, f.reviewer);
+    const markdown = renderReport({
+      dir: options.displayDir ?? '.',
+      units,
+      findings: new Map([...findings].map(([u, f]) => [u, f.findings])),
+      reviewers,
+    });
+    return {
+      text: `All ${units.length} folders are reviewed; writing the report.`,
+      toolCalls: [{ name: 'write_report', input: { markdown } }],
+    };
+  }
+  return {
+    toolCalls: [{ name: 'task_update', input: { taskId: summary.id, action: 'complete' } }],
+  };
+}
+
+/** The board as of the latest task_list, updated by the task results seen after it. */
+function currentTasks(
+  done: readonly ToolOutcome[],
+  listed: readonly TaskLite[],
+): Map<string, TaskLite> {
+  const tasks = new Map(listed.map((t) => [t.id, t]));
+  const board = done.filter((o) => o.call.name === 'task_list').at(-1);
+  const after = board ? done.slice(done.indexOf(board) + 1) : done;
+  for (const o of after) {
+    if (!o.ok || !['task_create', 'task_update'].includes(o.call.name)) continue;
+    const task = o.value as TaskLite;
+    if (typeof task?.id === 'string') tasks.set(task.id, task);
+  }
+  return tasks;
+}
+
+/** Every reviewer finding in the lead's conversation, newest per folder. */
+function collectFindings(
+  messages: readonly ChatMessage[],
+  format: WireFormat,
+): Map<string, { findings: Findings; reviewer: string }> {
+  const out = new Map<string, { findings: Findings; reviewer: string }>();
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m?.source?.kind !== 'team-message') continue;
+    const group: ChatMessage[] = [m];
+    const next = messages[i + 1];
+    if (
+      next &&
+      next.source?.kind === 'team-message' &&
+      next.source.messageId === m.source.messageId
+    ) {
+      group.push(next);
+      i++;
+    }
+    const envelope = format.parseEnvelope(group);
+    if (envelope?.kind !== 'message') continue;
+    const findings = parseFindingsMessage(envelope.text);
+    if (findings) out.set(findings.unit, { findings, reviewer: envelope.from });
+  }
+  return out;
+}

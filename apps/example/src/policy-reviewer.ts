@@ -1,0 +1,160 @@
+import type { ChatMessage } from '@teamwire/core';
+import { contentText } from '@teamwire/core';
+import { type Findings, formatFindingsMessage } from './findings.js';
+import { currentTurn, last, outcomes, outcomeUnknown, type Step } from './policy-conversation.js';
+import { EXPORT_PATTERN, SOURCE_EXTENSIONS, TODO_PATTERN } from './workspace-files.js';
+
+/** What `list_files` returns. */
+export interface ListResult {
+  files: { path: string; lines: number | null }[];
+  total: number;
+}
+interface SearchResult {
+  matches: { path: string; line: number; text: string }[];
+  total: number;
+}
+
+/** The reviewer's next step: review the claimed folder, send the findings, complete the task. */
+export function reviewerStep(messages: readonly ChatMessage[]): Step {
+  const turn = currentTurn(messages);
+  const start = turn.find((m) => m.role === 'user');
+  const claim = start?.role === 'user' && start.source?.kind === 'task-claim' ? start : undefined;
+  if (claim?.source?.kind !== 'task-claim') {
+    return { text: 'Ready to review; I will claim a ready task from the board.' };
+  }
+  const taskId = claim.source.taskId;
+  const unit = /\(path: ([^)\s]+)\)/.exec(contentText(claim.content))?.[1];
+  if (!unit) {
+    return {
+      text: `Task ${taskId} names no folder to review; releasing it.`,
+      toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
+    };
+  }
+  // a call whose outcome is unknown is made again: reads are harmless, a second findings message
+  // replaces the first in the lead's report, and completing a completed task is refused
+  const done = outcomes(turn).filter((o) => !outcomeUnknown(o));
+  const failed = done.find((o) => !o.ok);
+  if (failed) {
+    if (last(done, 'task_update')) return { text: `Stopped on ${taskId}: ${failed.text}` };
+    return {
+      text: `Could not review ${unit}: ${failed.call.name} failed (${failed.text}). Releasing ${taskId}.`,
+      toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
+    };
+  }
+  const list = last(done, 'list_files');
+  if (!list) return { toolCalls: [{ name: 'list_files', input: { path: unit, limit: 2000 } }] };
+  const searches = done.filter((o) => o.call.name === 'search_text');
+  const todo = searches.find(
+    (o) => (o.call.input as { pattern?: string }).pattern === TODO_PATTERN.source,
+  );
+  const exported = searches.find(
+    (o) => (o.call.input as { pattern?: string }).pattern === EXPORT_PATTERN.source,
+  );
+  if (!todo || !exported) {
+    return {
+      toolCalls: [
+        { name: 'search_text', input: { pattern: TODO_PATTERN.source, path: unit, limit: 20 } },
+        {
+          name: 'search_text',
+          input: {
+            pattern: EXPORT_PATTERN.source,
+            path: unit,
+            extensions: SOURCE_EXTENSIONS,
+            limit: 500,
+          },
+        },
+      ],
+    };
+  }
+  const files = (list.value as ListResult).files;
+  const largest = files
+    .filter((f): f is { path: string; lines: number } => f.lines !== null)
+    .sort((a, b) => b.lines - a.lines || (a.path < b.path ? -1 : 1))
+    .slice(0, 3);
+  const read = last(done, 'read_file');
+  if (!read && largest[0]) {
+    return { toolCalls: [{ name: 'read_file', input: { path: largest[0].path, maxLines: 80 } }] };
+  }
+  const sent = last(done, 'send_message');
+  if (!sent) {
+    const findings = computeFindings({
+      unit,
+      taskId,
+      list: list.value as ListResult,
+      todo: todo.value as SearchResult,
+      exported: exported.value as SearchResult,
+      largest,
+      read: read?.value as { path: string; text: string; totalLines: number } | undefined,
+    });
+    return {
+      text: `Finished reviewing ${unit}; sending my findings to the lead.`,
+      toolCalls: [
+        {
+          name: 'send_message',
+          input: {
+            to: 'lead',
+            message: formatFindingsMessage(findings),
+            summary: `findings for ${unit}`,
+          },
+        },
+      ],
+    };
+  }
+  if (!last(done, 'task_update')) {
+    return { toolCalls: [{ name: 'task_update', input: { taskId, action: 'complete' } }] };
+  }
+  return { text: `Reviewed ${unit} (${taskId}).` };
+}
+
+function computeFindings(input: {
+  unit: string;
+  taskId: string;
+  list: ListResult;
+  todo: SearchResult;
+  exported: SearchResult;
+  largest: { path: string; lines: number }[];
+  read?: { path: string; text: string; totalLines: number };
+}): Findings {
+  const files = input.list.files;
+  const lines = files.reduce((n, f) => n + (f.lines ?? 0), 0);
+  const names: string[] = [];
+  for (const match of input.exported.matches) {
+    const name = EXPORT_PATTERN.exec(match.text)?.[1];
+    if (name && !names.includes(name)) names.push(name);
+  }
+  const notes: string[] = [];
+  const tests = files.filter((f) => /\.(test|spec)\.[cm]?[jt]sx?$/.test(f.path)).length;
+  const sources = files.filter(
+    (f) => SOURCE_EXTENSIONS.some((ext) => f.path.endsWith(ext)) && !/\.(test|spec)\./.test(f.path),
+  ).length;
+  notes.push(`${tests} test file(s) beside ${sources} source file(s).`);
+  const big = files.filter((f) => (f.lines ?? 0) > 500);
+  if (big.length > 0) {
+    notes.push(
+      `${big.length} file(s) over 500 lines: ${big
+        .map((f) => f.path)
+        .slice(0, 5)
+        .join(', ')}.`,
+    );
+  }
+  for (const m of input.todo.matches.slice(0, 3)) {
+    notes.push(`marker at ${m.path}:${m.line}: ${m.text.trim().slice(0, 100)}`);
+  }
+  if (input.read) {
+    const imports = input.read.text.split('\n').filter((l) => /^import\s/.test(l)).length;
+    notes.push(
+      `read the largest file ${input.read.path} (${input.read.totalLines} lines; ${imports} import line(s) in its first part).`,
+    );
+  }
+  return {
+    unit: input.unit,
+    taskId: input.taskId,
+    files: input.list.total,
+    lines,
+    largest: input.largest,
+    todoFixme: input.todo.total,
+    exportedSymbols: input.exported.total,
+    exportNames: names.slice(0, 20),
+    notes,
+  };
+}

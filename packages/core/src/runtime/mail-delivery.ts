@@ -1,0 +1,168 @@
+import type { ChatMessage, MessageSource } from '../chat.js';
+import type { ContentBlock } from '../content.js';
+import { contentText, textContent } from '../content.js';
+import type { TeamPolicy } from '../ports/team-policy.js';
+import type { Member, QueuedMessage, TeamRecord } from '../records.js';
+import type { Conversation } from './conversation.js';
+import { type CutTextHome, idleNoticeContent } from './idle-notice.js';
+import type { RunnerHost } from './runner-host.js';
+
+/** The part of the runner host that mail needs. */
+export type MailHost = Pick<
+  RunnerHost,
+  'state' | 'format' | 'policy' | 'ids' | 'guard' | 'commit' | 'dispatch'
+>;
+
+/**
+ * The policy's pick from `pending`. A policy that picks nothing, or a message that is not
+ * pending, gets `fallback` instead: a buggy policy can reorder mail, never invent or lose it.
+ */
+export function pickWith(
+  policy: TeamPolicy,
+  pending: readonly QueuedMessage[],
+  leadId: string,
+  fallback: QueuedMessage | undefined,
+): QueuedMessage | undefined {
+  if (pending.length === 0) return undefined;
+  const picked = policy.pickNext({ pending, leadId });
+  return picked !== undefined && pending.includes(picked) ? picked : fallback;
+}
+
+/** All of `pending` in the order of repeated policy picks (the step-boundary order). */
+export function orderByPolicy(
+  policy: TeamPolicy,
+  pending: readonly QueuedMessage[],
+  leadId: string,
+): QueuedMessage[] {
+  const ordered: QueuedMessage[] = [];
+  let rest = pending;
+  while (rest.length > 0) {
+    const next = pickWith(policy, rest, leadId, rest[0]) as QueuedMessage;
+    ordered.push(next);
+    rest = rest.filter((m) => m !== next);
+  }
+  return ordered;
+}
+
+/** The wire format's rendering of `message`, as its target's model will read it. */
+function format(host: MailHost, message: QueuedMessage): ChatMessage[] {
+  const senderColor = host.state.member(message.senderId)?.color;
+  return host.format.formatMessage({
+    message,
+    sender: { name: message.senderName, ...(senderColor ? { color: senderColor } : {}) },
+  });
+}
+
+/** An idle notification carrying `content`, through the policy's idle line and the format. */
+function formatIdleNotice(
+  host: MailHost,
+  message: QueuedMessage,
+  content: ContentBlock[],
+): ChatMessage[] {
+  const text = contentText(content);
+  const notice = host.policy.formatIdleNotice({
+    from: message.senderName,
+    ...(text === '' ? {} : { text }),
+  });
+  return format(host, { ...message, content: textContent(notice) });
+}
+
+/** The transcript entries of one message, each carrying its `team-message` source. */
+export function renderMessage(host: MailHost, message: QueuedMessage): ChatMessage[] {
+  let entries: readonly ChatMessage[];
+  if (message.kind === 'idle_notification') {
+    // Queued notices were cut to fit already; this re-check only bites on one queued under
+    // another format or policy (a reopened team), so the lead never reads a notice over the limit.
+    const content = idleNoticeContent({
+      text: contentText(message.content),
+      limit: host.state.limits.maxMessageBytes,
+      memberName: message.senderName,
+      home: 'transcript',
+      render: (fitted) => formatIdleNotice(host, message, fitted),
+    });
+    entries = formatIdleNotice(host, message, content);
+  } else {
+    entries = format(host, message);
+  }
+  const source: MessageSource = {
+    kind: 'team-message',
+    messageId: message.id,
+    senderId: message.senderId,
+    senderName: message.senderName,
+  };
+  return entries.map((entry): ChatMessage => Object.assign({}, entry, { source }));
+}
+
+/**
+ * Records messages in the transcript (skipping any it already holds, e.g. after a crash between
+ * the transcript write and the log's `message.delivered`), then appends `message.delivered`.
+ */
+export async function deliverMessages(
+  host: MailHost,
+  conversation: Conversation,
+  actorName: string,
+  messages: readonly QueuedMessage[],
+): Promise<void> {
+  const fresh: ChatMessage[] = [];
+  for (const message of messages) {
+    if (conversation.holds(message.id)) continue;
+    for (const entry of renderMessage(host, message)) fresh.push(entry);
+  }
+  await conversation.append(fresh);
+  host.guard();
+  const records: TeamRecord[] = [];
+  for (const message of messages) {
+    if (host.state.isPending(message.id)) {
+      records.push(host.state.markDelivered({ messageId: message.id }));
+    }
+  }
+  if (records.length > 0) await host.commit(actorName, records);
+}
+
+/**
+ * Tells the lead `member` is idle, with `text` (the turn's last text, or why it stopped), unless
+ * a notice from it is still undelivered (the lead holds at most one per teammate). A text too
+ * long for one message is cut to fit, with a marker saying where the rest is: a long reply must
+ * reach the lead, never make the teammate fail.
+ */
+export async function queueIdleNotice(
+  host: MailHost,
+  member: Member,
+  text: string,
+  home: CutTextHome,
+): Promise<void> {
+  const { state } = host;
+  const leadId = state.leadId;
+  if (leadId === undefined || !state.isLive(member.id)) return;
+  const holding = state
+    .pending(leadId)
+    .some((m) => m.kind === 'idle_notification' && m.senderId === member.id);
+  if (holding) return;
+  host.guard();
+  const draft: QueuedMessage = {
+    id: host.ids.next(),
+    senderId: member.id,
+    senderName: member.name,
+    targetId: leadId,
+    kind: 'idle_notification',
+    delivery: 'wakeup',
+    content: [],
+  };
+  const content = idleNoticeContent({
+    text,
+    limit: state.limits.maxMessageBytes,
+    memberName: member.name,
+    home,
+    render: (fitted) => formatIdleNotice(host, draft, fitted),
+  });
+  const record = state.queueMessage({
+    id: draft.id,
+    senderId: draft.senderId,
+    targetId: draft.targetId,
+    kind: draft.kind,
+    delivery: draft.delivery,
+    content,
+  });
+  await host.commit(member.name, [record]);
+  host.dispatch(record.message);
+}

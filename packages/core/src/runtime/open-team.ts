@@ -1,0 +1,201 @@
+import type { Clock, IdSource } from '../clock.js';
+import { systemClock, ulidIdSource } from '../clock.js';
+import { TeamError } from '../errors.js';
+import { defaultTeamPolicy } from '../policy/index.js';
+import type { EventSink } from '../ports/events.js';
+import { noopEventSink } from '../ports/events.js';
+import type { TeamLog } from '../ports/team-log.js';
+import type { TeamPolicy } from '../ports/team-policy.js';
+import type { TranscriptStore } from '../ports/transcript-store.js';
+import type { WireFormat } from '../ports/wire-format.js';
+import type { TeamRecord } from '../records.js';
+import type { TeamLimits } from '../state/index.js';
+import { TeamState } from '../state/index.js';
+import { type AgentRegistry, providerOf } from './agents.js';
+import { ChangeWaiters } from './change-waiters.js';
+import { CommitPipeline } from './commit-pipeline.js';
+import { Credentials } from './credentials.js';
+import { RunnerPool } from './runner-pool.js';
+import type { TeamService } from './service-types.js';
+import { TeamServiceFacade } from './team-service.js';
+
+/** Options of {@link openTeam}. */
+export interface OpenTeamOptions {
+  /** The team id: the lead's session id. The lead's member id is the team id. */
+  teamId: string;
+  log: TeamLog;
+  transcripts: TranscriptStore;
+  /** How team mail is framed for the models (e.g. `xmlFormat` of `@teamwire/protocol`). */
+  format: WireFormat;
+  /**
+   * Which pending message goes next and the texts the runtime writes; default
+   * {@link defaultTeamPolicy}. Whatever the policy, a pending shutdown request ends a teammate
+   * at its next boundary.
+   */
+  policy?: TeamPolicy;
+  agents: AgentRegistry;
+  /** The lead's agent type (and description, used when the team is created). */
+  lead: { agentType: string; description?: string };
+  /** Where agent events go; defaults to {@link noopEventSink}. */
+  events?: EventSink;
+  clock?: Clock;
+  ids?: IdSource;
+  limits?: Partial<TeamLimits>;
+  /**
+   * Whether parked teammates claim the lowest ready unowned task (default true). While parked they
+   * look again whenever the board changes and every `intervalMs` (default 5000).
+   */
+  idleClaim?: boolean | { intervalMs?: number };
+  /** Model calls per turn (default 50); an agent definition's `maxSteps` overrides it. */
+  maxSteps?: number;
+  /** How long `dispose` waits for in-flight work before it returns (default 10000 ms). */
+  disposeTimeoutMs?: number;
+}
+
+/**
+ * Opens (or creates) a team over the given ports. Reads the whole log once and folds it strictly,
+ * creates the lead when the log is empty, settles members left `provisioning` by a crash (a
+ * transcript with entries -> `active`, else `failed`), then revives lazily: only teammates with
+ * pending wakeup mail, teammates owning `in_progress` tasks (a turn resuming the task) and, with
+ * idle-claim on, enough idle teammates to take the ready tasks. Everyone else stays inactive
+ * until mail wakes them.
+ */
+export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
+  if (options.format === undefined && 'protocol' in options) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      'openTeam takes `format` (a WireFormat) and an optional `policy` (a TeamPolicy) instead of `protocol`',
+      { details: { option: 'protocol' } },
+    );
+  }
+  checkPort(options.format, 'format', ['formatMessage', 'parseEnvelope', 'formatInitialPrompt']);
+  if (options.policy !== undefined) {
+    checkPort(options.policy, 'policy', [
+      'pickNext',
+      'formatIdleNotice',
+      'formatTaskClaimPrompt',
+      'formatAssignmentNotice',
+    ]);
+  }
+  const clock = options.clock ?? systemClock;
+  const records: TeamRecord[] = [];
+  for await (const record of options.log.read()) records.push(record);
+  const state = TeamState.fromRecords(records, {
+    teamId: options.teamId,
+    clock,
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+  });
+  const leadDefinition = options.agents.get(options.lead.agentType);
+  const { service, pipeline, pool } = assemble(options, state, clock);
+  if (state.leadId === undefined) {
+    await pipeline.commit(
+      'lead',
+      state.createLead({
+        id: options.teamId,
+        agentType: options.lead.agentType,
+        provider: providerOf(leadDefinition),
+        ...(options.lead.description === undefined
+          ? {}
+          : { description: options.lead.description }),
+      }),
+    );
+  }
+  await pool.recover();
+  return service;
+}
+
+/** Refuses a port that is missing or lacks a member, naming it (plain JS callers get no types). */
+function checkPort(port: unknown, option: string, members: readonly string[]): void {
+  const missing = members.filter(
+    (name) =>
+      typeof port !== 'object' ||
+      port === null ||
+      typeof (port as Record<string, unknown>)[name] !== 'function',
+  );
+  const version = (port as { specificationVersion?: unknown } | undefined)?.specificationVersion;
+  if (missing.length > 0 || version !== 'v1') {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `openTeam needs a v1 ${option}${missing.length > 0 ? ` (missing ${missing.join(', ')})` : ''}`,
+      { details: { option, missing } },
+    );
+  }
+}
+
+/**
+ * Builds the parts of a service and wires them: commits reach the change waiters and the runner
+ * pool, a refused append stops the pool, and members' tools get the facade's bound views.
+ */
+function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
+  const events = guardedSink(options.events ?? noopEventSink);
+  const ids = options.ids ?? ulidIdSource(clock);
+  const policy = options.policy ?? defaultTeamPolicy;
+  const credentials = new Credentials(state);
+  // The parts call each other back; every callback runs only after all of them exist.
+  let waiters: ChangeWaiters | undefined;
+  let pool: RunnerPool | undefined;
+  let service: TeamServiceFacade | undefined;
+  const pipeline = new CommitPipeline({
+    log: options.log,
+    state,
+    events,
+    onCommitted: (records) => {
+      waiters?.push(records);
+      pool?.afterCommit(records);
+    },
+    onBroken: (error) => pool?.breakDown(error),
+  });
+  waiters = new ChangeWaiters(clock, () => pipeline.disposed);
+  const idleClaim = options.idleClaim ?? true;
+  pool = new RunnerPool({
+    teamId: options.teamId,
+    state,
+    format: options.format,
+    policy,
+    events,
+    clock,
+    ids,
+    transcripts: options.transcripts,
+    agents: options.agents,
+    leadAgentType: options.lead.agentType,
+    idleClaimIntervalMs:
+      idleClaim === false
+        ? undefined
+        : idleClaim === true
+          ? 5_000
+          : (idleClaim.intervalMs ?? 5_000),
+    maxSteps: options.maxSteps ?? 50,
+    disposeTimeoutMs: options.disposeTimeoutMs ?? 10_000,
+    pipeline,
+    credentials,
+    memberService: (agent) => (service as TeamServiceFacade).forMember(agent),
+  });
+  service = new TeamServiceFacade({
+    teamId: options.teamId,
+    state,
+    ids,
+    agents: options.agents,
+    policy,
+    credentials,
+    pipeline,
+    pool,
+    waiters,
+  });
+  return { service: service as TeamService, pipeline, pool };
+}
+
+/**
+ * A sink that can never throw into the runtime: an observer's bug must not break a turn or make a
+ * durable change look failed.
+ */
+function guardedSink(sink: EventSink): EventSink {
+  return {
+    publish(agentName, event) {
+      try {
+        sink.publish(agentName, event);
+      } catch {
+        // Observers are best-effort by contract.
+      }
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { Clock, IdSource } from '../clock.js';
+import type { EventSink } from '../ports/events.js';
+import type { TeamPolicy } from '../ports/team-policy.js';
+import type { TranscriptStore } from '../ports/transcript-store.js';
+import type { WireFormat } from '../ports/wire-format.js';
+import type { Member, QueuedMessage, TeamRecord } from '../records.js';
+import type { TeamState } from '../state/index.js';
+import type { ToolSet } from './agent-loop.js';
+import type { AgentDefinition } from './agents.js';
+import type { AgentRef, MemberTeamService } from './service-types.js';
+
+/**
+ * What a runner needs from the runtime that owns it (the runner pool implements it). It is
+ * internal: tools never get it, only the {@link MemberTeamService} of their member.
+ */
+export interface RunnerHost {
+  readonly teamId: string;
+  readonly state: TeamState;
+  readonly format: WireFormat;
+  readonly policy: TeamPolicy;
+  readonly events: EventSink;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly transcripts: TranscriptStore;
+  /** Retry interval of idle-claim while parked; undefined when idle-claim is off. */
+  readonly idleClaimIntervalMs: number | undefined;
+  readonly maxSteps: number;
+  /** Throws `DISPOSED` / `STORE_CLOSED` once the service can no longer write. */
+  guard(): void;
+  /** True once the service is disposed or broken: a runner then stops without writing. */
+  readonly closed: boolean;
+  /** Appends records the state already applied, then publishes them under `actorName`. */
+  commit(actorName: string, records: readonly TeamRecord[]): Promise<void>;
+  /** Pending mail of `memberId` whose `message.queued` record is already durable, in queue order. */
+  deliverable(memberId: string): readonly QueuedMessage[];
+  /** Routes a queued message to its target (notify a live runner or wake a stopped one). */
+  dispatch(message: QueuedMessage): 'accepted' | 'queued';
+  refFor(memberId: string): AgentRef;
+  /** The team as `agent`'s member sees it: what that member's tools get. */
+  memberService(agent: AgentRef): MemberTeamService;
+  toolsFor(member: Member, definition: AgentDefinition): ToolSet;
+  /** Called whenever a runner's activity changes, so `idle()` can settle. */
+  runnerChanged(): void;
+}

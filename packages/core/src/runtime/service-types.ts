@@ -1,0 +1,216 @@
+import type { ContentBlock } from '../content.js';
+import type { MemberStatus } from '../ports/events.js';
+import type { Member, MemberContext, MessageDelivery, TaskStatus, TeamRecord } from '../records.js';
+import type { CreateTaskInput, TaskView, TeamLimits, UpdateTaskInput } from '../state/index.js';
+
+/*
+ * The public shapes of the runtime: the credential, the TeamService a host calls, the
+ * MemberTeamService a tool gets, and their inputs and results. Types only, imported by every
+ * other runtime file and importing none of them, so the runtime's imports point one way.
+ */
+
+/**
+ * The credential of one member, issued by a `TeamService` and nothing else. Every service method
+ * takes one as its first argument. An object the service did not issue, or the ref of a member
+ * that is no longer live, is refused with `NOT_A_MEMBER`, whatever its fields say. Tools get only
+ * their own member's ref, and a {@link MemberTeamService} already bound to it, so code acting for
+ * a teammate can only act as that teammate.
+ */
+export interface AgentRef {
+  readonly memberId: string;
+  readonly name: string;
+}
+
+/** Why a turn ended. `stopped`: the runner ended it at a step boundary (e.g. a shutdown). */
+export type TurnStopReason = 'end_turn' | 'step_limit' | 'interrupted' | 'stopped';
+
+/** The result of one turn. */
+export interface TurnOutcome {
+  stopReason: TurnStopReason;
+  /** Model calls made. */
+  steps: number;
+  /** The last non-empty assistant text of the turn ('' when there was none). */
+  text: string;
+}
+
+/** A member as `listMembers` shows it: the roster record plus its derived runtime status. */
+export interface MemberInfo extends Member {
+  memberId: string;
+  status: MemberStatus;
+  isLead: boolean;
+  /** Why the member's runner stopped, when its status is `failed`. */
+  failure?: { code: string; message: string };
+}
+
+/** What `membership` answers: whose credential this is. */
+export interface Membership {
+  agent: AgentRef;
+  member: Member;
+  isLead: boolean;
+  status: MemberStatus;
+}
+
+/** Input of {@link TeamService.spawnTeammate}. */
+export interface SpawnTeammateInput {
+  name: string;
+  description: string;
+  /** The teammate's first message, sent from the lead. */
+  prompt: string;
+  agentType: string;
+  /** `fresh` (default): an empty conversation; `fork`: a copy of the lead's. */
+  context?: MemberContext;
+}
+
+/** Result of {@link TeamService.spawnTeammate}. */
+export interface SpawnTeammateResult {
+  memberId: string;
+  name: string;
+  /** The id of the queued prompt message. */
+  messageId: string;
+}
+
+/** Input of {@link TeamService.sendMessage}: `text` or `content`. */
+export interface SendMessageInput {
+  /** The target member's name. */
+  to: string;
+  text?: string;
+  content?: ContentBlock[];
+  /** `wakeup` (default) starts a turn of an idle target; `quiet` waits for its next step. */
+  delivery?: MessageDelivery;
+  summary?: string;
+}
+
+/**
+ * Result of {@link TeamService.sendMessage}. Both statuses mean the message is durable: do not
+ * resend. `accepted`: handed to a live runner; `queued`: its target is not running now.
+ */
+export interface SendMessageResult {
+  messageId: string;
+  status: 'accepted' | 'queued';
+}
+
+/** Input of {@link TeamService.listTasks}. */
+export interface ListTasksInput {
+  status?: TaskStatus | readonly TaskStatus[];
+  /** A member id, or `null` for unowned tasks. */
+  ownerId?: string | null;
+  ready?: boolean;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  /** 1-100, default 50. */
+  limit?: number;
+}
+
+/** One page of tasks. */
+export interface ListTasksResult {
+  tasks: TaskView[];
+  nextCursor?: string;
+}
+
+/** Input of {@link TeamService.waitForChange}. */
+export interface WaitForChangeInput {
+  /** 10_000 - 3_600_000 ms. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** Result of {@link TeamService.waitForChange}: the records that arrived (empty on timeout). */
+export interface WaitForChangeResult {
+  changed: boolean;
+  records: TeamRecord[];
+}
+
+/**
+ * The API host code calls. Every method takes the calling agent's {@link AgentRef} as its
+ * credential; the service checks it was issued here and that the member is live. Tools never get
+ * this object: they get their own member's {@link MemberTeamService} (see {@link forMember}), which
+ * cannot reach the lead's credential or act as anyone else.
+ *
+ * Mutations validate and apply to the in-memory state synchronously, then append the record to
+ * the team log and answer once it is durable; concurrent calls therefore serialize on the event
+ * loop and their appends pipeline in order. If an append fails, the in-memory state may be ahead
+ * of the log, so the service turns itself off: every later call throws `STORE_CLOSED` (with the
+ * cause) and the team must be reopened from its log.
+ */
+export interface TeamService {
+  readonly teamId: string;
+  /** The lead's credential (for the host that runs the lead). */
+  readonly lead: AgentRef;
+  readonly limits: TeamLimits;
+  /**
+   * The service bound to `agent`: the same operations without the credential argument, acting only
+   * as that member (one object per member). `NOT_A_MEMBER` when the service did not issue `agent`;
+   * liveness is checked on every call of the view.
+   */
+  forMember(agent: AgentRef): MemberTeamService;
+  /** Whose credential this is; `NOT_A_MEMBER` when it is not a live member's. */
+  membership(agent: AgentRef): Membership;
+  /** Like {@link membership}, `undefined` instead of throwing. */
+  tryMembership(agent: AgentRef): Membership | undefined;
+  /** Every member, lead first, with derived status. */
+  listMembers(agent: AgentRef): MemberInfo[];
+  /** Lead only: records a teammate, queues its prompt and starts its runner. */
+  spawnTeammate(agent: AgentRef, input: SpawnTeammateInput): Promise<SpawnTeammateResult>;
+  /** Queues a message (durable before this answers) and dispatches or wakes its target. */
+  sendMessage(agent: AgentRef, input: SendMessageInput): Promise<SendMessageResult>;
+  createTask(agent: AgentRef, input: CreateTaskInput): Promise<TaskView>;
+  getTask(agent: AgentRef, input: { taskId: string }): TaskView;
+  listTasks(agent: AgentRef, input?: ListTasksInput): ListTasksResult;
+  /** Applies a task action; a reassign also sends the new owner a task assignment. */
+  updateTask(agent: AgentRef, input: UpdateTaskInput): Promise<TaskView>;
+  /**
+   * Edge-triggered: resolves with the records appended after the call (those of the same burst
+   * together), or `{changed: false}` after `timeoutMs`. The signal rejects it with `ABORTED`.
+   */
+  waitForChange(agent: AgentRef, input: WaitForChangeInput): Promise<WaitForChangeResult>;
+  /** Lead only: aborts the target's running turn; its inbox is kept. */
+  interrupt(agent: AgentRef, input: { target: string }): Promise<{ interrupted: boolean }>;
+  /** Lead only: queues a shutdown request, handled at the target's next boundary. */
+  shutdown(agent: AgentRef, input: { target: string; reason?: string }): Promise<SendMessageResult>;
+  /** Starts a lead turn with a host message (after the current one); resolves when it ends. */
+  promptLead(input: string | ContentBlock[]): Promise<TurnOutcome>;
+  /** Resolves once no runner is working and no wakeup mail waits for a live runner. */
+  idle(): Promise<void>;
+  /**
+   * Stops every runner (running turns are aborted), waits for in-flight appends (bounded by
+   * `disposeTimeoutMs`) and refuses further calls with `DISPOSED`. The ports are not closed: their
+   * owner closes them.
+   */
+  dispose(): Promise<void>;
+}
+
+/**
+ * The team as one member sees it: the {@link TeamService} API bound to that member's credential,
+ * as `TeamService.forMember` hands it out and as every tool gets it (`ToolContext.team`).
+ *
+ * It can act only as its member. No method takes a credential, so it cannot be pointed at another
+ * member; it holds no reachable reference to the service (its methods close over it), so the lead's
+ * credential and the host-only operations (`lead`, `promptLead`, `idle`, `dispose`) are out of
+ * reach. Every call re-checks that the member is still live (`NOT_A_MEMBER` once it retired), and
+ * lead-only calls refuse a teammate's view with `LEAD_ONLY`.
+ */
+export interface MemberTeamService {
+  readonly teamId: string;
+  readonly limits: TeamLimits;
+  /** The bound member's own credential. */
+  readonly agent: AgentRef;
+  /** The bound member: `{agent, member, isLead, status}`. */
+  membership(): Membership;
+  /** Every member, lead first, with derived status. */
+  listMembers(): MemberInfo[];
+  /** Lead only: records a teammate, queues its prompt and starts its runner. */
+  spawnTeammate(input: SpawnTeammateInput): Promise<SpawnTeammateResult>;
+  /** Queues a message from the bound member (durable before this answers). */
+  sendMessage(input: SendMessageInput): Promise<SendMessageResult>;
+  createTask(input: CreateTaskInput): Promise<TaskView>;
+  getTask(input: { taskId: string }): TaskView;
+  listTasks(input?: ListTasksInput): ListTasksResult;
+  /** Applies a task action as the bound member. */
+  updateTask(input: UpdateTaskInput): Promise<TaskView>;
+  /** See `TeamService.waitForChange`; the records are copies. */
+  waitForChange(input: WaitForChangeInput): Promise<WaitForChangeResult>;
+  /** Lead only: aborts the target's running turn; its inbox is kept. */
+  interrupt(input: { target: string }): Promise<{ interrupted: boolean }>;
+  /** Lead only: queues a shutdown request, handled at the target's next boundary. */
+  shutdown(input: { target: string; reason?: string }): Promise<SendMessageResult>;
+}
