@@ -7,9 +7,9 @@ export type Command =
       command: 'review';
       dir: string;
       teammates: number;
-      model?: string;
+      model?: string | undefined;
       protocol: 'xml' | 'json' | 'tool-call';
-      resume?: string;
+      resume?: string | undefined;
       stateDir: string;
       report: string;
       durability: 'fsync' | 'buffered';
@@ -104,9 +104,9 @@ function reviewCommand(args: string[], cwd: string): Command {
     teammates: wholeNumber(values.teammates, 3, { min: 1, max: 8 }, (raw) => {
       return `--teammates must be a whole number from 1 to 8 (got ${raw})`;
     }),
-    ...(values.model !== undefined ? { model: values.model } : {}),
+    model: values.model,
     protocol: protocol as (typeof PROTOCOLS)[number],
-    ...(values.resume !== undefined ? { resume: values.resume } : {}),
+    resume: values.resume,
     stateDir: values['state-dir'] ?? '.teamwire',
     report: values.report ?? 'team-report.md',
     durability,

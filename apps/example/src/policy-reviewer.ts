@@ -113,7 +113,7 @@ function computeFindings(input: {
   todo: SearchResult;
   exported: SearchResult;
   largest: { path: string; lines: number }[];
-  read?: { path: string; text: string; totalLines: number };
+  read?: { path: string; text: string; totalLines: number } | undefined;
 }): Findings {
   const files = input.list.files;
   const lines = files.reduce((n, f) => n + (f.lines ?? 0), 0);

@@ -5,20 +5,26 @@ import { checkSchemaVersion, SCHEMA_VERSION } from './records.js';
 
 /** A tool call requested by the model. `input` is the parsed JSON arguments. */
 export const ToolCall = z.object({
+  /** Pairs the call with its `tool` result message; unique within a conversation. */
   id: z.string().min(1),
+  /** The name of a tool offered in the request. */
   name: z.string().min(1),
+  /** The parsed arguments; the tool's schema checks them before it runs. */
   input: z.unknown(),
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 
 /** Token counts of one model call. Cache counts are included in `inputTokens` where known. */
 export const Usage = z.object({
+  /** Prompt tokens, cached ones included where the provider reports them. */
   inputTokens: z.number().int().min(0),
+  /** Generated tokens, reasoning included. */
   outputTokens: z.number().int().min(0),
   /** Prompt tokens served from the provider's prompt cache. */
   cacheReadTokens: z.number().int().min(0).optional(),
   /** Prompt tokens written into the provider's prompt cache. */
   cacheWriteTokens: z.number().int().min(0).optional(),
+  /** The part of `outputTokens` spent on reasoning, where the provider reports it. */
   reasoningTokens: z.number().int().min(0).optional(),
 });
 export type Usage = z.infer<typeof Usage>;
@@ -26,47 +32,89 @@ export type Usage = z.infer<typeof Usage>;
 /** Where a user-role message came from. Team mail carries its message id for de-duplication. */
 export const MessageSource = z.discriminatedUnion('kind', [
   z.object({
+    /** Team mail delivered into this conversation. */
     kind: z.literal('team-message'),
+    /** The queued message's id: a redelivery after a crash is recognised by it and skipped. */
     messageId: z.string().min(1),
+    /** The sender's member id. */
     senderId: z.string().min(1),
+    /** The sender's name when the message was sent. */
     senderName: z.string().min(1),
   }),
-  z.object({ kind: z.literal('task-claim'), taskId: z.string().min(1) }),
-  z.object({ kind: z.literal('host') }),
+  z.object({
+    /** The runtime's prompt for a task the member claimed or resumed. */
+    kind: z.literal('task-claim'),
+    /** The task concerned. */
+    taskId: z.string().min(1),
+  }),
+  z.object({
+    /** Input the host sent (e.g. `promptLead`). */
+    kind: z.literal('host'),
+  }),
 ]);
 export type MessageSource = z.infer<typeof MessageSource>;
 
+/** A user-role entry: host input, team mail or a task-claim prompt, told apart by `source`. */
 export const UserMessage = z.object({
+  /** Discriminates {@link ChatMessage}. */
   role: z.literal('user'),
+  /** The message body; blocks of unknown types are kept as they are. */
   content: z.array(ContentBlock),
+  /** Where the message came from; absent for plain host input. */
   source: MessageSource.optional(),
 });
 export type UserMessage = z.infer<typeof UserMessage>;
 
-export const StopReason = z.enum(['end_turn', 'tool_calls', 'max_tokens', 'aborted', 'other']);
-export type StopReason = z.infer<typeof StopReason>;
+/**
+ * Why a model call ended: `end_turn` (the model is done), `tool_calls` (it wants tool results),
+ * `max_tokens` (cut off at the output limit), `aborted` (the caller's signal) or `other`
+ * (anything the provider reports that maps to none of these).
+ */
+export type StopReason = 'end_turn' | 'tool_calls' | 'max_tokens' | 'aborted' | 'other';
+/** Schema of {@link StopReason}. Annotated so the docs show the value union. */
+export const StopReason: z.ZodEnum<Record<StopReason, StopReason>> = z.enum([
+  'end_turn',
+  'tool_calls',
+  'max_tokens',
+  'aborted',
+  'other',
+] as const satisfies readonly StopReason[]);
 
+/** One complete model answer, as the model adapter's `finish` event carries it. */
 export const AssistantMessage = z.object({
+  /** Discriminates {@link ChatMessage}. */
   role: z.literal('assistant'),
+  /** Text and reasoning blocks, kept verbatim so they can be sent back to the provider. */
   content: z.array(ContentBlock),
+  /** The tools the model asked to run; each is answered by one `tool` message. */
   toolCalls: z.array(ToolCall),
+  /** Token counts of the call that produced this message. */
   usage: Usage.optional(),
+  /** Why the model call ended. */
   stopReason: StopReason.optional(),
   /** Set when this assistant message is a protocol rendering of team mail (tool-call format). */
   source: MessageSource.optional(),
 });
 export type AssistantMessage = z.infer<typeof AssistantMessage>;
 
+/** The answer to one tool call, shown to the model on its next step. */
 export const ToolResultMessage = z.object({
+  /** Discriminates {@link ChatMessage}. */
   role: z.literal('tool'),
+  /** The `id` of the {@link ToolCall} this answers. */
   toolCallId: z.string().min(1),
+  /** The tool that ran, kept for providers that want the name with the result. */
   toolName: z.string().min(1),
+  /** The result as the model reads it (compact JSON, or the tool's string). */
   content: z.array(ContentBlock),
+  /** True when the tool failed; `content` then holds the error. */
   isError: z.boolean().optional(),
+  /** Set when this result is a protocol rendering of team mail (tool-call format). */
   source: MessageSource.optional(),
 });
 export type ToolResultMessage = z.infer<typeof ToolResultMessage>;
 
+/** One conversation entry, discriminated on `role`: what transcripts store and models read. */
 export const ChatMessage = z.discriminatedUnion('role', [
   UserMessage,
   AssistantMessage,
@@ -76,9 +124,11 @@ export type ChatMessage = z.infer<typeof ChatMessage>;
 
 /** One line of a member's transcript. */
 export const TranscriptEntry = z.object({
+  /** The schema version the entry was written with; newer ones are refused, not misread. */
   schemaVersion: z.literal(SCHEMA_VERSION),
   /** Milliseconds since the Unix epoch. */
   at: z.number(),
+  /** The conversation entry itself. */
   message: ChatMessage,
 });
 export type TranscriptEntry = z.infer<typeof TranscriptEntry>;

@@ -1,20 +1,30 @@
 import { z } from 'zod';
 
 /** Plain text. */
-export const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
+export const TextBlock = z.object({
+  /** Discriminates {@link ContentBlock}. */
+  type: z.literal('text'),
+  /** The text. */
+  text: z.string(),
+});
 export type TextBlock = z.infer<typeof TextBlock>;
 
 /** Model reasoning kept verbatim so it can be passed back to the provider (Anthropic thinking). */
 export const ThinkingBlock = z.object({
+  /** Discriminates {@link ContentBlock}. */
   type: z.literal('thinking'),
+  /** The reasoning text. */
   thinking: z.string(),
+  /** The provider's signature over the reasoning, needed to send it back. */
   signature: z.string().optional(),
 });
 export type ThinkingBlock = z.infer<typeof ThinkingBlock>;
 
 /** Reasoning the provider redacted; only its opaque data is kept. */
 export const RedactedThinkingBlock = z.object({
+  /** Discriminates {@link ContentBlock}. */
   type: z.literal('redacted_thinking'),
+  /** The provider's opaque payload, passed back unchanged. */
   data: z.string(),
 });
 export type RedactedThinkingBlock = z.infer<typeof RedactedThinkingBlock>;
@@ -26,12 +36,16 @@ const knownTypes = new Set(['text', 'thinking', 'redacted_thinking']);
  * so a newer writer's content survives a round trip through an older reader.
  */
 export const UnknownBlock = z
-  .looseObject({ type: z.string().min(1) })
+  .looseObject({
+    /** The block type, one this version does not know. */
+    type: z.string().min(1),
+  })
   .refine((block) => !knownTypes.has(block.type), {
     message: 'a known block type must match its own schema',
   });
 export type UnknownBlock = z.infer<typeof UnknownBlock>;
 
+/** A block of message content. Unknown block types are kept, not dropped (see {@link UnknownBlock}). */
 export const ContentBlock = z.union([
   TextBlock,
   ThinkingBlock,

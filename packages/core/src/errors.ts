@@ -124,10 +124,12 @@ export type TeamErrorCode = (typeof TeamErrorCode)[keyof typeof TeamErrorCode];
 
 const marker = Symbol.for('teamwire.TeamError');
 
+/** The optional parts of a {@link TeamError}. */
 export interface TeamErrorOptions {
+  /** The underlying failure, kept as the standard `Error.cause`; never shown to a model. */
   cause?: unknown;
   /** Structured facts about the failure (ids, seq, limits), safe to log and to show a model. */
-  details?: Record<string, unknown>;
+  details?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -135,8 +137,11 @@ export interface TeamErrorOptions {
  * when two copies of `@teamwire/core` are installed side by side (`instanceof` would not).
  */
 export class TeamError extends Error {
+  /** Stable machine-readable reason; branch on it, never on the message. */
   readonly code: TeamErrorCode;
+  /** Structured facts about the failure (ids, seq, limits), safe to log and to show a model. */
   readonly details: Record<string, unknown> | undefined;
+  /** The brand {@link TeamError.isInstance} checks: a global symbol, so it holds across copies. */
   readonly [marker] = true;
 
   constructor(code: TeamErrorCode, message: string, options: TeamErrorOptions = {}) {
@@ -161,10 +166,15 @@ export class TeamError extends Error {
     return TeamError.isInstance(value) && value.code === code;
   }
 
+  /** The error as plain JSON (name, code, message, details), without the cause or the stack. */
   toJSON(): {
+    /** Always `TeamError`. */
     name: string;
+    /** See {@link TeamError.code}. */
     code: TeamErrorCode;
+    /** The human-readable message. */
     message: string;
+    /** See {@link TeamError.details}; absent when there are none. */
     details?: Record<string, unknown>;
   } {
     return {

@@ -24,11 +24,24 @@ export const MEMBER_NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 /** The name of the team lead; reserved (any case) for it alone. */
 export const LEAD_NAME = 'lead';
 
-export const MemberPhase = z.enum(MEMBER_PHASES);
-export type MemberPhase = z.infer<typeof MemberPhase>;
+// The enum schemas are annotated with `Record<T, T>` so the docs show the value union instead of
+// an object of values; `satisfies` and the annotation keep the lists in `record-values.ts` and the
+// unions equal both ways.
 
-export const MemberContext = z.enum(MEMBER_CONTEXTS);
-export type MemberContext = z.infer<typeof MemberContext>;
+/** A member's lifecycle: `provisioning` until its first transcript write, then `active`, and
+ * finally `failed` (spawn or revival failed) or `retired` (shut down). */
+export type MemberPhase = 'provisioning' | 'active' | 'failed' | 'retired';
+/** Schema of {@link MemberPhase}. */
+export const MemberPhase: z.ZodEnum<Record<MemberPhase, MemberPhase>> = z.enum(
+  MEMBER_PHASES satisfies readonly MemberPhase[],
+);
+
+/** How a member's conversation starts: `fresh` (empty) or `fork` (a copy of the lead's). */
+export type MemberContext = 'fresh' | 'fork';
+/** Schema of {@link MemberContext}. */
+export const MemberContext: z.ZodEnum<Record<MemberContext, MemberContext>> = z.enum(
+  MEMBER_CONTEXTS satisfies readonly MemberContext[],
+);
 
 /** A member of a team: the lead or a teammate. Runtime status is derived, never stored here. */
 export const Member = z.object({
@@ -36,6 +49,7 @@ export const Member = z.object({
   id: z.string().min(1),
   /** Immutable, unique within the team for its whole life. */
   name: z.string().min(1).max(MEMBER_NAME_MAX),
+  /** What the member is for, as the lead described it at spawn ('' when none). */
   description: z.string(),
   /** The agent type (agent definition) the member runs as; the waker rebuilds it from this. */
   agentType: z.string().min(1),
@@ -43,26 +57,42 @@ export const Member = z.object({
   provider: z.string(),
   /** `fresh`: starts with an empty conversation; `fork`: starts from a copy of the lead's. */
   context: MemberContext,
+  /** Where the member is in its lifecycle. */
   phase: MemberPhase,
+  /** A display color for UIs and envelopes. */
   color: z.string().optional(),
   /** Why the member failed (phase `failed`). */
   error: z.string().optional(),
 });
 export type Member = z.infer<typeof Member>;
 
-export const TaskStatus = z.enum(TASK_STATUSES);
-export type TaskStatus = z.infer<typeof TaskStatus>;
+/**
+ * Where a task stands: `pending` (open, maybe blocked), `in_progress` (owned and worked on),
+ * `completed`, or `deleted` (a tombstone that keeps its id taken).
+ */
+export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'deleted';
+/** Schema of {@link TaskStatus}. */
+export const TaskStatus: z.ZodEnum<Record<TaskStatus, TaskStatus>> = z.enum(
+  TASK_STATUSES satisfies readonly TaskStatus[],
+);
 
 /** A task on the board, as a whole snapshot. */
 export const Task = z.object({
+  /** `task-<n>`, numbered from 1 in creation order; never reused, even after a delete. */
   id: z.string().regex(TASK_ID_PATTERN),
   /** Compare-and-set value: 1 at creation, +1 per change. */
   revision: z.number().int().min(1),
+  /** A short title. */
   subject: z.string().min(1).max(TASK_SUBJECT_MAX),
+  /** What to do and how to tell it is done. */
   description: z.string().min(1).max(TASK_DESCRIPTION_MAX),
+  /** Where the task stands. */
   status: TaskStatus,
+  /** The member id of the member that created it. */
   creatorId: z.string().min(1),
+  /** The member id of the member working on it (or that completed it); absent when unowned. */
   ownerId: z.string().min(1).optional(),
+  /** Ids of the tasks that must be completed before this one is ready. */
   blockedBy: z.array(z.string().regex(TASK_ID_PATTERN)),
   /** Normalized relative path prefixes; advisory. */
   writeScopes: z.array(z.string().min(1)),
@@ -73,21 +103,34 @@ export type Task = z.infer<typeof Task>;
  * What a message is. Control kinds are set by the runtime, never inferred from text: a peer's
  * text that looks like a shutdown request is still a `message`.
  */
-export const MessageKind = z.enum(MESSAGE_KINDS);
-export type MessageKind = z.infer<typeof MessageKind>;
+export type MessageKind = 'message' | 'idle_notification' | 'shutdown_request' | 'task_assignment';
+/** Schema of {@link MessageKind}. */
+export const MessageKind: z.ZodEnum<Record<MessageKind, MessageKind>> = z.enum(
+  MESSAGE_KINDS satisfies readonly MessageKind[],
+);
 
 /** `wakeup` starts a turn of an idle target; `quiet` waits for its next step or turn. */
-export const MessageDelivery = z.enum(MESSAGE_DELIVERIES);
-export type MessageDelivery = z.infer<typeof MessageDelivery>;
+export type MessageDelivery = 'quiet' | 'wakeup';
+/** Schema of {@link MessageDelivery}. */
+export const MessageDelivery: z.ZodEnum<Record<MessageDelivery, MessageDelivery>> = z.enum(
+  MESSAGE_DELIVERIES satisfies readonly MessageDelivery[],
+);
 
+/** One piece of team mail, as queued: immutable once written; its delivery is a separate record. */
 export const QueuedMessage = z.object({
   /** ulid */
   id: z.string().min(1),
+  /** The sender's member id. */
   senderId: z.string().min(1),
+  /** The sender's name, kept so the envelope stays the same after the sender retires. */
   senderName: z.string().min(1),
+  /** The member id of the recipient. */
   targetId: z.string().min(1),
+  /** What the message is; set by the runtime, never read from the body. */
   kind: MessageKind,
+  /** Whether the message wakes an idle target. */
   delivery: MessageDelivery,
+  /** The message body. */
   content: z.array(ContentBlock),
   /** Optional one-line preview shown in envelopes and UIs. */
   summary: z.string().optional(),
@@ -101,19 +144,38 @@ const base = {
   seq: z.number().int().min(1),
   /** Milliseconds since the Unix epoch, from the team's Clock. */
   at: z.number(),
+  /** The team the record belongs to. */
   teamId: z.string().min(1),
+  /** The schema version the record was written with; newer ones are refused, not misread. */
   schemaVersion: z.literal(SCHEMA_VERSION),
 };
 
-export const MemberRecord = z.object({ ...base, type: z.literal('member'), member: Member });
+/** A member's whole snapshot after a change (spawn, phase move). */
+export const MemberRecord = z.object({
+  ...base,
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('member'),
+  /** The member as it is now. */
+  member: Member,
+});
 export type MemberRecord = z.infer<typeof MemberRecord>;
 
-export const TaskRecord = z.object({ ...base, type: z.literal('task'), task: Task });
+/** A task's whole snapshot after a change (create, claim, edit, ...). */
+export const TaskRecord = z.object({
+  ...base,
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('task'),
+  /** The task as it is now. */
+  task: Task,
+});
 export type TaskRecord = z.infer<typeof TaskRecord>;
 
+/** A message queued for its target. */
 export const MessageQueuedRecord = z.object({
   ...base,
+  /** Discriminates {@link TeamRecord}. */
   type: z.literal('message.queued'),
+  /** The message as queued. */
   message: QueuedMessage,
 });
 export type MessageQueuedRecord = z.infer<typeof MessageQueuedRecord>;
@@ -121,12 +183,16 @@ export type MessageQueuedRecord = z.infer<typeof MessageQueuedRecord>;
 /** Written only after the target's transcript durably holds the message. */
 export const MessageDeliveredRecord = z.object({
   ...base,
+  /** Discriminates {@link TeamRecord}. */
   type: z.literal('message.delivered'),
+  /** The delivered message. */
   messageId: z.string().min(1),
+  /** The member whose transcript now holds it. */
   targetId: z.string().min(1),
 });
 export type MessageDeliveredRecord = z.infer<typeof MessageDeliveredRecord>;
 
+/** One entry of the team log, discriminated on `type`. Folding the log in `seq` order rebuilds the team. */
 export const TeamRecord = z.discriminatedUnion('type', [
   MemberRecord,
   TaskRecord,
@@ -134,6 +200,7 @@ export const TeamRecord = z.discriminatedUnion('type', [
   MessageDeliveredRecord,
 ]);
 export type TeamRecord = z.infer<typeof TeamRecord>;
+/** The `type`s of {@link TeamRecord}. */
 export type TeamRecordType = TeamRecord['type'];
 
 /**

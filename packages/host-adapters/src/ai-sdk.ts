@@ -27,23 +27,33 @@ import { type RetrySettings, withRetries } from './retry.js';
  * V3 usage and finish-reason objects are understood too.
  */
 export interface LanguageModelV3Like {
+  /** The discriminant that tells it from a `LanguageModelV2`. */
   readonly specificationVersion: 'v3';
+  /** The default of `ModelAdapter.provider` (see {@link AiSdkModelOptions.provider}). */
   readonly provider: string;
+  /** Reported as `ModelAdapter.modelId`. */
   readonly modelId: string;
-  doStream(options: never): PromiseLike<{ stream: ReadableStream<unknown> }>;
+  /**
+   * Starts one streaming call. Typed `never` so that any V3 model's own call-options type
+   * matches; the adapter calls it with V2-shaped options.
+   */
+  doStream(options: never): PromiseLike<{
+    /** The model's stream parts, read like V2's. */
+    stream: ReadableStream<unknown>;
+  }>;
 }
 
 /** Options of {@link createAiSdkModel}. */
 export interface AiSdkModelOptions extends RetrySettings {
   /** Name reported as `ModelAdapter.provider`. Default: the model's own `provider`. */
-  provider?: string;
+  provider?: string | undefined;
   /**
    * Mark the stable prefix for prompt caching through `providerOptions.anthropic.cacheControl`
    * (other providers ignore the key). Default true.
    */
-  cacheControl?: boolean;
+  cacheControl?: boolean | undefined;
   /** Provider options merged into every call (`{ openai: { reasoningEffort: 'low' } }`, ...). */
-  providerOptions?: SharedV2ProviderOptions;
+  providerOptions?: SharedV2ProviderOptions | undefined;
 }
 
 const ANTHROPIC_CACHE: SharedV2ProviderOptions = {
@@ -52,13 +62,13 @@ const ANTHROPIC_CACHE: SharedV2ProviderOptions = {
 const MAX_BREAKPOINTS = 4;
 
 /**
- * Maps a {@link ModelRequest} to an AI SDK language-model prompt: one system message per system
+ * Maps a `ModelRequest` to an AI SDK language-model prompt: one system message per system
  * block, thinking blocks as reasoning parts (Anthropic signatures in provider options), tool
  * calls as `tool-call` parts and tool results as `tool-result` parts.
  */
 export function toAiSdkPrompt(
   request: Pick<ModelRequest, 'system' | 'messages'>,
-  options: { cacheControl?: boolean } = {},
+  options: { cacheControl?: boolean | undefined } = {},
 ): LanguageModelV2Message[] {
   const prompt: LanguageModelV2Message[] = [];
   const systemIndexes: number[] = [];
@@ -135,7 +145,7 @@ export function toAiSdkPrompt(
 
 /**
  * Wraps any AI SDK language model (`LanguageModelV2` from `ai` 5 provider packages, or a
- * `LanguageModelV3` from `ai` 6) as a {@link ModelAdapter}, so every provider the AI SDK supports
+ * `LanguageModelV3` from `ai` 6) as a `ModelAdapter`, so every provider the AI SDK supports
  * can drive a teammate. Only the model object is used: this package never imports the SDK at
  * run time.
  */

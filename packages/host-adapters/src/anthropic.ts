@@ -14,39 +14,49 @@ export interface AnthropicOptions extends TransportOptions {
   /** Model id, e.g. `claude-sonnet-4-5`. */
   model: string;
   /** API root including the version segment. Default `https://api.anthropic.com/v1`. */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** Sent as `x-api-key`. Default: `ANTHROPIC_API_KEY`. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Extra request headers (e.g. `anthropic-beta`). */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Name reported as `ModelAdapter.provider`. Default `anthropic`. */
-  provider?: string;
+  provider?: string | undefined;
   /** `max_tokens` when the request sets no `maxOutputTokens` (the API requires one). Default 8192. */
-  maxOutputTokens?: number;
+  maxOutputTokens?: number | undefined;
   /**
    * Extended thinking. The budget is added on top of the output limit, as the API requires
    * `max_tokens` to exceed it. Thinking blocks come back as `thinking` content with their
    * signature and are passed back on the next request unchanged.
    */
-  thinking?: { budgetTokens: number };
+  thinking?:
+    | {
+        /** Tokens the model may spend thinking, sent as `budget_tokens`. */
+        budgetTokens: number;
+      }
+    | undefined;
   /**
    * Place `cache_control` breakpoints on the stable prefix: the last system block, up to two
    * earlier `cacheable` system blocks, and the last message of the conversation so far.
    * Default true.
    */
-  cacheControl?: boolean;
+  cacheControl?: boolean | undefined;
   /** The `anthropic-version` header. Default `2023-06-01`. */
-  anthropicVersion?: string;
+  anthropicVersion?: string | undefined;
   /** Sampling temperature (not allowed together with thinking). */
-  temperature?: number;
+  temperature?: number | undefined;
   /** Fields merged into every request body (`metadata`, `top_k`, ...). */
-  extraBody?: Record<string, unknown>;
+  extraBody?: Record<string, unknown> | undefined;
 }
 
-type WireBlock = Record<string, unknown>;
-interface WireMessage {
+/** One content block of the Messages API as sent (`text`, `tool_use`, `tool_result`, ...). */
+export type AnthropicWireBlock = Record<string, unknown>;
+
+/** One entry of the Messages API `messages` array as sent. */
+export interface AnthropicWireMessage {
+  /** Tool results travel in `user` messages, as the API requires. */
   role: 'user' | 'assistant';
-  content: WireBlock[];
+  /** Never empty: messages without blocks are dropped. */
+  content: AnthropicWireBlock[];
 }
 
 const EPHEMERAL = { type: 'ephemeral' } as const;
@@ -58,8 +68,10 @@ function toolUseInput(input: unknown): Record<string, unknown> {
   return { input };
 }
 
-function assistantBlocks(message: Extract<ChatMessage, { role: 'assistant' }>): WireBlock[] {
-  const blocks: WireBlock[] = [];
+function assistantBlocks(
+  message: Extract<ChatMessage, { role: 'assistant' }>,
+): AnthropicWireBlock[] {
+  const blocks: AnthropicWireBlock[] = [];
   for (const block of message.content) {
     if (block.type === 'thinking') {
       // Unsigned reasoning (from another provider) cannot be verified by the API: leave it out.
@@ -88,8 +100,8 @@ function assistantBlocks(message: Extract<ChatMessage, { role: 'assistant' }>): 
   return blocks;
 }
 
-function userBlocks(content: readonly ContentBlock[]): WireBlock[] {
-  const blocks: WireBlock[] = [];
+function userBlocks(content: readonly ContentBlock[]): AnthropicWireBlock[] {
+  const blocks: AnthropicWireBlock[] = [];
   for (const block of content) {
     if (block.type === 'text') {
       if (typeof block.text === 'string' && block.text !== '') {
@@ -112,11 +124,19 @@ function userBlocks(content: readonly ContentBlock[]): WireBlock[] {
  */
 export function toAnthropicMessages(
   request: Pick<ModelRequest, 'system' | 'messages'>,
-  options: { cacheControl?: boolean } = {},
-): { system: WireBlock[]; messages: WireMessage[] } {
+  options: { cacheControl?: boolean | undefined } = {},
+): {
+  /** The request's `system` blocks; empty system blocks are dropped. */
+  system: AnthropicWireBlock[];
+  /** The request's `messages`, alternating user-side and assistant messages. */
+  messages: AnthropicWireMessage[];
+} {
   const systemSource = request.system.filter((block) => block.text !== '');
-  const system: WireBlock[] = systemSource.map((block) => ({ type: 'text', text: block.text }));
-  const messages: WireMessage[] = [];
+  const system: AnthropicWireBlock[] = systemSource.map((block) => ({
+    type: 'text',
+    text: block.text,
+  }));
+  const messages: AnthropicWireMessage[] = [];
   for (const message of request.messages) {
     const role = message.role === 'assistant' ? 'assistant' : 'user';
     const blocks =
@@ -173,7 +193,7 @@ export function toAnthropicMessages(
 }
 
 /**
- * A {@link ModelAdapter} for the Anthropic Messages API (`POST /v1/messages`, streaming) over
+ * A `ModelAdapter` for the Anthropic Messages API (`POST /v1/messages`, streaming) over
  * `fetch`, with tool use, extended thinking passed back verbatim, and prompt-cache breakpoints
  * placed so every teammate sharing the team's system prefix reuses one cache entry.
  */

@@ -6,11 +6,11 @@ import type { TransportOptions } from './transport.js';
 /** Options of {@link createModel}: network behaviour plus overrides of what the spec implies. */
 export interface CreateModelOptions extends TransportOptions {
   /** Overrides the API key the provider would read from its environment variable. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Overrides the base URL from the spec or the provider's default. */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** Extra request headers. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
 }
 
 interface CompatibleProvider {
@@ -77,8 +77,11 @@ export const MODEL_PROVIDERS: readonly string[] = ['anthropic', ...Object.keys(C
 
 /** A parsed model spec. */
 export interface ModelSpec {
+  /** One of {@link MODEL_PROVIDERS}, lower-cased. */
   provider: string;
+  /** The model id as the provider knows it; may itself contain `:` (`qwen3:8b`). */
   model: string;
+  /** The `@<baseURL>` of the spec, checked to be a URL; `undefined` when the spec has none. */
   baseURL: string | undefined;
 }
 
@@ -132,9 +135,9 @@ export function createModel(spec: string, options: CreateModelOptions = {}): Mod
     return createAnthropic({
       ...transport,
       model: parsed.model,
-      ...(apiKey === undefined ? {} : { apiKey }),
-      ...(headers === undefined ? {} : { headers }),
-      ...((baseURL ?? parsed.baseURL) === undefined ? {} : { baseURL: baseURL ?? parsed.baseURL }),
+      apiKey,
+      headers,
+      baseURL: baseURL ?? parsed.baseURL,
     });
   }
   const entry = COMPATIBLE[parsed.provider];
@@ -157,9 +160,9 @@ export function createModel(spec: string, options: CreateModelOptions = {}): Mod
     baseURL: resolvedBase,
     apiKey: apiKey ?? envKey ?? '',
     provider: parsed.provider,
-    ...(entry.sendPromptCacheKey === false ? { sendPromptCacheKey: false } : {}),
-    ...(entry.includeUsage === false ? { includeUsage: false } : {}),
-    ...(headers === undefined ? {} : { headers }),
+    sendPromptCacheKey: entry.sendPromptCacheKey,
+    includeUsage: entry.includeUsage,
+    headers,
   });
 }
 

@@ -1,6 +1,6 @@
 export type { AiSdkModelOptions, LanguageModelV3Like } from './ai-sdk.js';
 export { createAiSdkModel, toAiSdkPrompt } from './ai-sdk.js';
-export type { AnthropicOptions } from './anthropic.js';
+export type { AnthropicOptions, AnthropicWireBlock, AnthropicWireMessage } from './anthropic.js';
 export {
   ANTHROPIC_DEFAULT_BASE_URL,
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,

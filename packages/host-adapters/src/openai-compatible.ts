@@ -14,43 +14,43 @@ export interface OpenAICompatibleOptions extends TransportOptions {
    * API root including the version segment, e.g. `http://127.0.0.1:8080/v1`.
    * Default: `OPENAI_BASE_URL`, then `https://api.openai.com/v1`.
    */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /**
    * Sent as `Authorization: Bearer <key>`. Default: `OPENAI_API_KEY`. An empty string sends no
    * header (local servers started without a key).
    */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Extra request headers (e.g. OpenRouter's `HTTP-Referer`). */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Name reported as `ModelAdapter.provider`. Default `openai` for OpenAI's endpoint, else `openai-compatible`. */
-  provider?: string;
+  provider?: string | undefined;
   /** Ask for a final usage chunk (`stream_options.include_usage`). Default true. */
-  includeUsage?: boolean;
+  includeUsage?: boolean | undefined;
   /**
    * Send `ModelRequest.promptCacheKey` as `prompt_cache_key`. Default true; turn off for servers
    * that reject unknown fields.
    */
-  sendPromptCacheKey?: boolean;
+  sendPromptCacheKey?: boolean | undefined;
   /**
    * The field carrying the output limit. Default `max_completion_tokens` on OpenAI's endpoint
    * (its reasoning models refuse `max_tokens`), `max_tokens` elsewhere.
    */
-  maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
+  maxTokensParam?: 'max_tokens' | 'max_completion_tokens' | undefined;
   /**
    * Pass earlier reasoning back as `reasoning_content` on assistant messages. Default false:
    * most servers ignore or refuse it; DeepSeek's thinking mode with tools wants it.
    */
-  sendReasoning?: boolean;
+  sendReasoning?: boolean | undefined;
   /** Sampling temperature. */
-  temperature?: number;
+  temperature?: number | undefined;
   /** Fields merged into every request body (`top_p`, OpenRouter `provider`, vLLM `chat_template_kwargs`, ...). */
-  extraBody?: Record<string, unknown>;
+  extraBody?: Record<string, unknown> | undefined;
 }
 
 /** Maps core's chat messages to the chat completions `messages` array. */
 export function toOpenAIMessages(
   request: Pick<ModelRequest, 'system' | 'messages'>,
-  options: { sendReasoning?: boolean } = {},
+  options: { sendReasoning?: boolean | undefined } = {},
 ): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   const system = request.system
@@ -65,7 +65,7 @@ export function toOpenAIMessages(
 
 function toOpenAIMessage(
   message: ChatMessage,
-  options: { sendReasoning?: boolean },
+  options: { sendReasoning?: boolean | undefined },
 ): Record<string, unknown> {
   switch (message.role) {
     case 'user':
@@ -107,7 +107,7 @@ function reasoningOf(content: readonly ContentBlock[]): string {
 }
 
 /**
- * A {@link ModelAdapter} for OpenAI-style `POST /chat/completions` streaming over `fetch`.
+ * A `ModelAdapter` for OpenAI-style `POST /chat/completions` streaming over `fetch`.
  *
  * One adapter serves OpenAI, OpenRouter, Groq, Mistral, DeepSeek, xAI, Azure, and local vLLM,
  * llama.cpp (`llama-server`) and Ollama servers: it reads only the common wire format and

@@ -3,16 +3,16 @@ import type { Clock, TeamError } from '@teamwire/core';
 /** How failed calls are retried. Only failures before any event was received are retried. */
 export interface RetryOptions {
   /** Retries after the first attempt. Default 3. */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** Backoff before the first retry, doubled per retry. Default 500 ms. */
-  initialDelayMs?: number;
+  initialDelayMs?: number | undefined;
   /** Upper bound of the computed backoff. Default 8000 ms. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /**
    * The longest `retry-after` the adapter waits for. A provider asking for more fails the call at
    * once (with `details.retryAfterMs`), so the caller can decide instead of blocking. Default 60 s.
    */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
 }
 
 /** Sleeps `ms`; resolves early when `signal` aborts. */
@@ -21,20 +21,20 @@ export type SleepFunction = (ms: number, signal?: AbortSignal) => Promise<void>;
 /** The retry settings every adapter takes. Every field has a production default. */
 export interface RetrySettings {
   /** Retry policy, or `false` to never retry. */
-  retry?: RetryOptions | false;
+  retry?: RetryOptions | false | undefined;
   /**
    * Time source for `retry-after` dates and, when `sleep` is not given, for backoff sleeps.
    * Inject `createManualClock()` from `@teamwire/core/testing` so tests never wait on real time.
    */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Overrides how the adapter waits between retries. */
-  sleep?: SleepFunction;
+  sleep?: SleepFunction | undefined;
   /** Random source in [0, 1) for backoff jitter. Default `Math.random`. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 /** The defaults of {@link RetryOptions}. */
-export const DEFAULT_RETRY: Readonly<Required<RetryOptions>> = {
+export const DEFAULT_RETRY: Readonly<Record<keyof RetryOptions, number>> = {
   maxRetries: 3,
   initialDelayMs: 500,
   maxDelayMs: 8000,
@@ -72,7 +72,7 @@ export function parseRetryAfter(
 
 /** Exponential backoff with equal jitter: half the step is fixed, half random. */
 export function backoffDelay(
-  retry: Required<RetryOptions>,
+  retry: Readonly<Record<keyof RetryOptions, number>>,
   attempt: number,
   random: () => number,
 ): number {

@@ -26,7 +26,7 @@ export interface SseParserOptions {
    * larger event throws MODEL_PROTOCOL, so a server that never ends a line or an event cannot
    * grow the process without bound. Default 8 MiB.
    */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
 }
 
 /** The default of {@link SseParserOptions.maxEventBytes}. */

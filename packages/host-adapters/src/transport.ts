@@ -19,33 +19,33 @@ import { createSseParser, type SseEvent } from './sse.js';
 /** Network behaviour shared by the HTTP adapters. Every field has a production default. */
 export interface TransportOptions extends RetrySettings {
   /** The fetch implementation. Default: the global `fetch` of Node 20. */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /**
    * Time source for the time limits below, `retry-after` dates and, when `sleep` is not given,
    * backoff sleeps. Inject `createManualClock()` from `@teamwire/core/testing` so tests never
    * wait on real time.
    */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /**
    * Longest silence tolerated while waiting for response headers or the next stream bytes, after
    * which the call fails with MODEL_UNAVAILABLE instead of hanging. `0` disables. Default 10 min.
    */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /**
    * Longest wait for the next event once the stream has started. SSE comments, keep-alive events
    * (Anthropic's `ping`) and the bytes of an unfinished event do not reset it, so a server that
    * only keeps the connection alive fails with MODEL_UNAVAILABLE. Time the caller spends holding
    * an event does not count. `0` disables. Default 10 min.
    */
-  eventTimeoutMs?: number;
+  eventTimeoutMs?: number | undefined;
   /**
    * Longest a whole call may take, from the first request through retries to the end of the
    * stream, after which it fails with MODEL_UNAVAILABLE. `0` disables. Default: no deadline, since
    * a long answer that keeps streaming is not a hang.
    */
-  deadlineMs?: number;
+  deadlineMs?: number | undefined;
   /** The most bytes one stream event may hold (see `SseParserOptions`). Default 8 MiB. */
-  maxEventBytes?: number;
+  maxEventBytes?: number | undefined;
 }
 
 /** Default of {@link TransportOptions.idleTimeoutMs}. */

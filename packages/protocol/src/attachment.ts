@@ -23,21 +23,25 @@ export interface TeammateAttachment {
   /** The body, kept byte for byte (escaped where needed). */
   text: string;
   /** Omitted from the tag when blank. */
-  color?: string;
+  color?: string | undefined;
   /** One-line preview; omitted from the tag when blank. */
-  summary?: string;
+  summary?: string | undefined;
   /**
    * A control kind set by the runtime, rendered as a `kind` attribute. Plain mail has none, so a
    * body can never make a message look like a control message.
    */
-  kind?: ControlKind;
+  kind?: ControlKind | undefined;
 }
 
 /** What {@link parseTeammateAttachment} recovers. */
 export interface ParsedTeammateAttachment {
+  /** The `teammate_id` attribute, unescaped. */
   from: string;
+  /** The element's body, unescaped, byte for byte as it was formatted. */
   body: string;
+  /** The `color` attribute, when present and not blank. */
   color?: string;
+  /** The `summary` attribute, when present and not blank. */
   summary?: string;
   /** Present only when the element carries a `kind` attribute. */
   kind?: MessageKind;

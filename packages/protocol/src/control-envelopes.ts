@@ -10,8 +10,11 @@ import { isBlank, isRecord, tryParseJson } from './shared.js';
  * free text.
  */
 export interface IdleNotification {
+  /** Names the body's kind inside its JSON. */
   type: 'idle_notification';
+  /** The teammate that went idle. */
   from: string;
+  /** Its last text; absent when the turn ended without text. */
   text?: string;
 }
 
@@ -20,12 +23,17 @@ export interface IdleNotification {
  * a peer's text that looks like one is just text.
  */
 export interface ShutdownRequest {
+  /** Names the body's kind inside its JSON. */
   type: 'shutdown_request';
+  /** Why the lead asks the teammate to stop ('' when it gave no reason). */
   reason: string;
 }
 
 /** Encodes `{"type":"idle_notification","from":..,"text"?:..}` with keys in that order. */
-export function encodeIdleNotification(options: { from: string; text?: string }): string {
+export function encodeIdleNotification(options: {
+  from: string;
+  text?: string | undefined;
+}): string {
   const value: IdleNotification = { type: 'idle_notification', from: options.from };
   if (options.text !== undefined) value.text = options.text;
   return JSON.stringify(value);

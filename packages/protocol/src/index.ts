@@ -45,7 +45,7 @@ export {
 } from './escape.js';
 export type { FramingCost } from './framing.js';
 export { measureFraming } from './framing.js';
-export type { JsonEnvelope } from './json-envelope.js';
+export type { JsonEnvelope, JsonEnvelopeBase } from './json-envelope.js';
 export { decodeJsonEnvelope, encodeJsonEnvelope, toJsonEnvelope } from './json-envelope.js';
 export { jsonFormat } from './json-format.js';
 export { formatTeamContext } from './texts.js';

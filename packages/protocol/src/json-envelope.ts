@@ -8,9 +8,13 @@ import {
   tryParseJson,
 } from './shared.js';
 
-interface JsonEnvelopeBase {
+/** The fields every {@link JsonEnvelope} carries, whatever its `type`. */
+export interface JsonEnvelopeBase {
+  /** The sender's name, set by the system. */
   from: string;
+  /** The sender's color; left out when blank. */
   color?: string;
+  /** A one-line preview; left out when blank. */
   summary?: string;
 }
 
@@ -20,10 +24,30 @@ interface JsonEnvelopeBase {
  * `jsonFormat` and as the tool result of `toolCallFormat`.
  */
 export type JsonEnvelope =
-  | (JsonEnvelopeBase & { type: 'message'; text: string })
-  | (JsonEnvelopeBase & { type: 'idle_notification'; text?: string })
-  | (JsonEnvelopeBase & { type: 'shutdown_request'; reason: string })
-  | (JsonEnvelopeBase & { type: 'task_assignment'; text: string });
+  | (JsonEnvelopeBase & {
+      /** Ordinary mail. */
+      type: 'message';
+      /** The message body. */
+      text: string;
+    })
+  | (JsonEnvelopeBase & {
+      /** A teammate finished its turn. */
+      type: 'idle_notification';
+      /** Its last text; left out when the turn ended without one. */
+      text?: string;
+    })
+  | (JsonEnvelopeBase & {
+      /** The lead asks the teammate to stop. */
+      type: 'shutdown_request';
+      /** Why. */
+      reason: string;
+    })
+  | (JsonEnvelopeBase & {
+      /** A task was assigned to the recipient. */
+      type: 'task_assignment';
+      /** The assignment notice. */
+      text: string;
+    });
 
 /**
  * Builds the envelope of one message, keys in a fixed order (`type`, `from`, `color`, `summary`,
@@ -34,8 +58,8 @@ export function toJsonEnvelope(options: {
   kind: MessageKind;
   from: string;
   text: string;
-  color?: string;
-  summary?: string;
+  color?: string | undefined;
+  summary?: string | undefined;
 }): JsonEnvelope {
   const base: JsonEnvelopeBase = { from: options.from };
   if (!isBlank(options.color)) base.color = options.color;
@@ -60,7 +84,7 @@ export function encodeJsonEnvelope(envelope: JsonEnvelope): string {
 }
 
 /**
- * Reads a JSON envelope back into a {@link ParsedEnvelope}; `undefined` unless `json` is exactly
+ * Reads a JSON envelope back into a `ParsedEnvelope` (of `@teamwire/core`); `undefined` unless `json` is exactly
  * one well-formed envelope (unknown keys are tolerated, a wrong type for a known key is not).
  */
 export function decodeJsonEnvelope(json: string): ParsedEnvelope | undefined {

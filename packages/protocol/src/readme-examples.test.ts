@@ -66,7 +66,7 @@ const oldestFirstPolicy = await readmeExample<TeamPolicy>('oldestFirstPolicy');
 /** A team over memory stores with a scripted model; `bob` is a worker. */
 async function openScriptedTeam(options: {
   format: WireFormat;
-  policy?: TeamPolicy;
+  policy?: TeamPolicy | undefined;
   bob: ScriptedStepFunction;
   idleClaim?: boolean;
 }) {
@@ -85,7 +85,7 @@ async function openScriptedTeam(options: {
     ]),
     lead: { agentType: 'lead' },
     format: options.format,
-    ...(options.policy === undefined ? {} : { policy: options.policy }),
+    policy: options.policy,
     clock: createManualClock(),
     ids: createSequentialIds('id'),
     idleClaim: options.idleClaim ?? false,
@@ -116,7 +116,7 @@ describe('README: the team policy example (assignmentsFirst)', () => {
     const release = deferred();
     const h = await openScriptedTeam({
       format: xmlFormat,
-      ...(policy === undefined ? {} : { policy }),
+      policy,
       bob: ({ call }) => {
         if (call > 1) return { text: `turn ${call}` };
         started.resolve();

@@ -16,7 +16,7 @@ async function subject(durability: Durability, maxOpenTranscripts?: number) {
       teamId: TEAM,
       dir: dir.path,
       durability,
-      ...(maxOpenTranscripts === undefined ? {} : { maxOpenTranscripts }),
+      maxOpenTranscripts,
     });
     stores.push(store);
     return store;

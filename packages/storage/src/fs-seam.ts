@@ -6,24 +6,44 @@ import { TeamError } from '@teamwire/core';
  * it to inject faults (a full disk, a failing sync) and to count syncs.
  */
 export interface StorageFileHandle {
+  /**
+   * Reads up to `length` bytes at file offset `position` into `buffer` from `offset`. May read
+   * fewer than asked; `bytesRead` is 0 only at the end of the file. Does not move any cursor.
+   */
   read(
     buffer: Uint8Array,
     offset: number,
     length: number,
     position: number,
-  ): Promise<{ bytesRead: number }>;
+  ): Promise<{
+    /** Bytes placed in `buffer`; 0 at the end of the file. */
+    bytesRead: number;
+  }>;
+  /**
+   * Writes `length` bytes of `buffer` from `offset` at file offset `position`. May write fewer
+   * (a short write); the store then writes the rest.
+   */
   write(
     buffer: Uint8Array,
     offset: number,
     length: number,
     position: number,
-  ): Promise<{ bytesWritten: number }>;
+  ): Promise<{
+    /** Bytes taken from `buffer`; fewer than `length` is a short write, not an error. */
+    bytesWritten: number;
+  }>;
   /** Flushes the file's data (fdatasync); `append` in `fsync` mode resolves only after it. */
   datasync(): Promise<void>;
   /** Flushes data and metadata (fsync); used on directories after creating an entry. */
   sync(): Promise<void>;
+  /** Cuts the file to `length` bytes: how a torn final line or a failed append is removed. */
   truncate(length: number): Promise<void>;
-  stat(): Promise<{ size: number }>;
+  /** The file's current size: where a scan of its lines stops. */
+  stat(): Promise<{
+    /** Size in bytes. */
+    size: number;
+  }>;
+  /** Releases the handle; the store closes every handle it opens, also after a failure. */
   close(): Promise<void>;
 }
 
@@ -32,13 +52,35 @@ export interface StorageFileHandle {
  * store reads or writes goes through it, so fault injection needs no mocking of Node modules.
  */
 export interface StorageFs {
+  /**
+   * Opens `path` with a Node flag string: `r` (read), `r+` (read and write an existing file), `a`
+   * (create if missing), `wx` (create, failing with `EEXIST` when it exists, as the lock relies
+   * on). A missing file rejects with `ENOENT`.
+   */
   open(path: string, flags: string): Promise<StorageFileHandle>;
+  /** The whole file; rejects with `ENOENT` when it does not exist. */
   readFile(path: string): Promise<Uint8Array>;
+  /** Creates `path` and its missing parents; an existing directory is not an error. */
   mkdir(path: string, options: { recursive: true }): Promise<unknown>;
+  /** The entry names in `path` (not full paths), in any order; `ENOENT` when it is missing. */
   readdir(path: string): Promise<string[]>;
-  stat(path: string): Promise<{ size: number; isFile(): boolean; isDirectory(): boolean }>;
+  /** Follows symbolic links; rejects with `ENOENT` (or `ENOTDIR`) when there is no such entry. */
+  stat(path: string): Promise<{
+    /** Size in bytes. */
+    size: number;
+    /** True for a regular file. */
+    isFile(): boolean;
+    /** True for a directory. */
+    isDirectory(): boolean;
+  }>;
+  /**
+   * Creates the hard link `newPath` to `existingPath`, failing with `EEXIST` when `newPath`
+   * exists: the atomic step that publishes a fully written lock file. File systems without hard
+   * links reject with `EPERM`, `ENOTSUP`, `ENOSYS` or similar, and the lock falls back to an
+   * exclusive create.
+   */
   link(existingPath: string, newPath: string): Promise<void>;
-  rename(oldPath: string, newPath: string): Promise<void>;
+  /** Removes a file; rejects with `ENOENT` when it is already gone. */
   unlink(path: string): Promise<void>;
 }
 
@@ -50,7 +92,6 @@ export const nodeFs: StorageFs = {
   readdir: (path) => nodeFsPromises.readdir(path),
   stat: (path) => nodeFsPromises.stat(path),
   link: (existingPath, newPath) => nodeFsPromises.link(existingPath, newPath),
-  rename: (oldPath, newPath) => nodeFsPromises.rename(oldPath, newPath),
   unlink: (path) => nodeFsPromises.unlink(path),
 };
 

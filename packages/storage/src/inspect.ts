@@ -11,7 +11,9 @@ import { DEFAULT_TEAMS_ROOT, LOG_FILE } from './team-store.js';
 
 /** A team folder found under a root. */
 export interface TeamListing {
+  /** The folder's name, which is the team id the store opens it under. */
   teamId: string;
+  /** The team folder, as an absolute path. */
   dir: string;
   /** Size of `log.jsonl` in bytes. */
   logBytes: number;
@@ -61,7 +63,9 @@ export async function listTeams(
 export interface TeamLogSnapshot {
   /** From the records; the folder name when the log is empty. */
   teamId: string;
+  /** The absolute path of the `log.jsonl` that was read. */
   path: string;
+  /** Every whole record of the log, validated, in seq order. */
   records: TeamRecord[];
   /** Bytes of a torn final line that the owner's next open will cut away (left in place here). */
   tornBytes: number;

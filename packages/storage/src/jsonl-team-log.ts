@@ -7,7 +7,7 @@ import { ioError, writeFully } from './fs-seam.js';
 import type { ScanOutcome } from './jsonl-lines.js';
 import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
 
-/** A {@link TeamLog} kept in a JSONL file: one record per line, line `n` holding seq `n`. */
+/** A `TeamLog` (from `@teamwire/core`) kept in a JSONL file: one record per line, line `n` holding seq `n`. */
 export interface JsonlTeamLog extends TeamLog {
   /** The `log.jsonl` file. */
   readonly path: string;

@@ -10,12 +10,15 @@ import { repairTail, toLine } from './jsonl-team-log.js';
 
 /** A torn transcript tail cut away when the member's file was first opened. */
 export interface TranscriptRepair {
+  /** The member whose transcript was repaired. */
   memberId: string;
+  /** The transcript file, as an absolute path. */
   path: string;
+  /** Bytes of the unfinished final line that were cut away. */
   tornBytes: number;
 }
 
-/** A {@link TranscriptStore} keeping one JSONL file per member under `transcripts/`. */
+/** A `TranscriptStore` (from `@teamwire/core`) keeping one JSONL file per member under `transcripts/`. */
 export interface JsonlTranscriptStore extends TranscriptStore {
   /** The `transcripts/` folder. */
   readonly dir: string;

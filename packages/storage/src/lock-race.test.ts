@@ -51,7 +51,6 @@ class SteppedFs {
       readdir: (path) => nodeFs.readdir(path),
       stat: (path) => nodeFs.stat(path),
       link: (from, to) => step(() => nodeFs.link(from, to), to),
-      rename: (from, to) => step(() => nodeFs.rename(from, to), from),
       unlink: (path) => step(() => nodeFs.unlink(path), path),
     };
   }

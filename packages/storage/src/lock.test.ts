@@ -31,7 +31,7 @@ const open = (process?: ProcessProbe) =>
     dir,
     durability: 'buffered',
     clock,
-    ...(process ? { process } : {}),
+    process,
   });
 
 const lockPath = () => join(dir, LOCK_FILE);

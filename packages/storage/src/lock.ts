@@ -19,8 +19,11 @@ export const LOCK_FORMAT_VERSION = 1;
  * and since when. A lock without `version` was written before versioning, by pid alone.
  */
 export const LockFile = z.strictObject({
+  /** {@link LOCK_FORMAT_VERSION}; absent in locks written before the format was versioned. */
   version: z.literal(LOCK_FORMAT_VERSION).optional(),
+  /** The holder's process id, meaningful only on `host`. */
   pid: z.number().int().positive(),
+  /** The holder's host name; liveness is checked only for holders on this host. */
   host: z.string(),
   /** Linux: start time of the holder in clock ticks after boot; with `pid`, one process. */
   startTime: z.number().int().nonnegative().optional(),
@@ -35,6 +38,7 @@ export type LockFile = z.infer<typeof LockFile>;
 
 /** The owner of a team folder, as reported in `TEAM_LOCKED` and after a stale-lock takeover. */
 export interface LockOwner extends ProcessIdentity {
+  /** When the lock was taken, in milliseconds since the Unix epoch. */
   acquiredAt: number;
 }
 
@@ -152,7 +156,7 @@ interface LockContext {
   clock: Clock;
   sync: boolean;
   /** See `DEFAULT_LOCK_WAIT_MS`. */
-  waitMs?: number;
+  waitMs?: number | undefined;
 }
 
 /**

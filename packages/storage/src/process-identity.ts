@@ -7,7 +7,9 @@ import { hostname } from 'node:os';
  * zombie (`kill(pid, 0)` still succeeds), and a pid is recycled for unrelated processes.
  */
 export interface ProcessIdentity {
+  /** The process id, which the system may give to another process once this one is gone. */
   pid: number;
+  /** `os.hostname()`; a process on another host is never judged dead, having no way to check. */
   host: string;
   /**
    * Linux: the process's start time, in clock ticks after boot (field 22 of `/proc/<pid>/stat`).

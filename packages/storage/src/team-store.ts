@@ -27,27 +27,27 @@ export interface OpenJsonlTeamStoreOptions {
   /** The team's id; every record of the log must carry it. */
   teamId: string;
   /** The team folder. Default: `.teamwire/teams/<teamId>` under the working directory. */
-  dir?: string;
+  dir?: string | undefined;
   /** Default `fsync`. See the package README for what each mode guarantees. */
-  durability?: Durability;
+  durability?: Durability | undefined;
   /** Create the team folder when it holds no log yet. Default `true`; `false` gives `TEAM_NOT_FOUND`. */
-  create?: boolean;
+  create?: boolean | undefined;
   /** The file system; substitute it to inject faults or count syncs. Default: `node:fs/promises`. */
-  fs?: StorageFs;
+  fs?: StorageFs | undefined;
   /** This process's identity and the liveness check used for stale locks. */
-  process?: ProcessProbe;
+  process?: ProcessProbe | undefined;
   /**
    * How long to wait for another process that is taking over the same stale lock at this moment,
    * before giving up with `TEAM_LOCKED`. Default 2000 ms.
    */
-  lockWaitMs?: number;
+  lockWaitMs?: number | undefined;
   /** Stamps the lock file. Default: the system clock. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /**
    * At most this many transcript files stay open; the least recently used idle one is closed to
    * make room. Default 128.
    */
-  maxOpenTranscripts?: number;
+  maxOpenTranscripts?: number | undefined;
 }
 
 /** What opening a team folder found and repaired. */
@@ -66,12 +66,17 @@ export interface RecoveryReport {
 
 /** An open team folder: its log, its transcripts and the owner lock held on it. */
 export interface JsonlTeamStore {
+  /** The team id every record of `log` carries. */
   readonly teamId: string;
   /** The team folder, resolved to an absolute path. */
   readonly dir: string;
+  /** Whether an append resolves after an fsync (`fsync`) or once handed to the OS (`buffered`). */
   readonly durability: Durability;
+  /** The team's durable `TeamLog`, recovered from `log.jsonl`. */
   readonly log: JsonlTeamLog;
+  /** The members' transcripts under `transcripts/`, each repaired when first opened. */
   readonly transcripts: JsonlTranscriptStore;
+  /** What opening found and repaired: the log's length and any torn tail or stale lock. */
   readonly recovered: RecoveryReport;
   /**
    * Finishes queued appends, closes both stores and releases the lock. Closing `log` and
@@ -137,7 +142,7 @@ export async function openJsonlTeamStore(
     probe: options.process ?? currentProcess,
     clock: options.clock ?? systemClock,
     sync,
-    ...(lockWaitMs === undefined ? {} : { waitMs: lockWaitMs }),
+    waitMs: lockWaitMs,
   });
   try {
     if (!(await exists(fs, logPath))) {

@@ -41,7 +41,7 @@ function connect(
   port: number,
   options: {
     path?: string;
-    lastEventId?: string;
+    lastEventId?: string | undefined;
     method?: string;
     headers?: Record<string, string>;
   } = {},

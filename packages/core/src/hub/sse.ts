@@ -229,9 +229,9 @@ function parseRequest(req: IncomingMessage, url: URL, defaultPresence: boolean) 
     afterSeq = Number(match[2]);
   }
   return {
-    ...(agents.length > 0 ? { agent: agents } : {}),
-    ...(afterSeq === undefined ? {} : { afterSeq }),
-    ...(epoch === undefined ? {} : { epoch }),
+    agent: agents.length > 0 ? agents : undefined,
+    afterSeq,
+    epoch,
     presence: flag(url.searchParams.get('presence'), defaultPresence),
     events: flag(url.searchParams.get('events'), true),
   };

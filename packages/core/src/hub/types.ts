@@ -9,13 +9,17 @@ import type { TeamLog } from '../ports/team-log.js';
  * log once its history ring has let go of it.
  */
 export interface HubEvent {
+  /** Discriminates {@link HubItem}. */
   type: 'event';
+  /** The hub's cursor for this item; hand it back (with the epoch) to resume after it. */
   seq: number;
   /** When the hub received the event (the hub's clock), ms since the Unix epoch. */
   at: number;
+  /** The team the hub serves. */
   teamId: string;
   /** The agent (member name or one-shot display name) that published the event. */
   agent: string;
+  /** The event as the agent published it. */
   event: AgentEvent;
 }
 
@@ -28,11 +32,17 @@ export type PresenceState = 'started' | 'stopped';
  * a `seq` of their own so they sort with the events around them.
  */
 export interface HubPresenceEvent {
+  /** Discriminates {@link HubItem}. */
   type: 'presence';
+  /** The hub's cursor for this item, in the same sequence as events. */
   seq: number;
+  /** When the transition happened (the hub's clock), ms since the Unix epoch. */
   at: number;
+  /** The team the hub serves. */
   teamId: string;
+  /** The agent that started or stopped. */
   agent: string;
+  /** Which transition this is. */
   state: PresenceState;
   /** On `stopped` caused by a `status` event: that status, so a board can tell failed from done. */
   status?: MemberStatus;
@@ -40,12 +50,15 @@ export interface HubPresenceEvent {
 
 /** What the hub knows of one agent; the rows of `knownAgents()` and a presence snapshot. */
 export interface AgentPresence {
+  /** The agent's name (member name or one-shot display name). */
   name: string;
+  /** Whether the agent is running now. */
   active: boolean;
   /** The seq of the agent's latest `started` transition. */
   startedSeq: number;
   /** The seq of the agent's latest event or transition. */
   lastSeq: number;
+  /** When the agent's latest event or transition arrived, ms since the Unix epoch. */
   lastAt: number;
   /** How many events the agent has published through this hub. */
   events: number;
@@ -57,8 +70,11 @@ export interface AgentPresence {
  * one rather than the transitions it missed.
  */
 export interface HubPresenceSnapshot {
+  /** Discriminates {@link HubItem}. */
   type: 'presence.snapshot';
+  /** The team the hub serves. */
   teamId: string;
+  /** The agents active at subscribe time, in the order they started. */
   active: AgentPresence[];
 }
 
@@ -69,8 +85,11 @@ export interface HubPresenceSnapshot {
  * `record` events are durable). `lost` is exact.
  */
 export interface HubGap {
+  /** Discriminates {@link HubItem}. */
   type: 'gap';
+  /** Why the items are missing; see above. */
   reason: 'overflow' | 'evicted';
+  /** How many items are missing at this point. */
   lost: number;
 }
 
@@ -81,7 +100,9 @@ export interface HubGap {
  * subscriber gets (the history rings, then live); an observer should rebuild its view from it.
  */
 export interface HubReset {
+  /** Discriminates {@link HubItem}. */
   type: 'reset';
+  /** Why the cursor was not honoured; see above. */
   reason: 'hub-restarted' | 'unknown-cursor' | 'cursor-expired';
 }
 
@@ -90,6 +111,7 @@ export type HubItem = HubEvent | HubPresenceEvent | HubPresenceSnapshot | HubGap
 
 /** Options of {@link createEventHub}. */
 export interface EventHubOptions {
+  /** The team whose agents publish here; stamped on every item. */
   teamId: string;
   /**
    * Names this hub's run of seqs, which start again at 1 in every hub: a cursor saved with another
@@ -122,20 +144,20 @@ export interface EventHubOptions {
 /** Options of {@link EventHub.subscribe}. */
 export interface SubscribeOptions {
   /** Only these agents' events (and presence). Default: every agent. */
-  agent?: string | readonly string[];
+  agent?: string | readonly string[] | undefined;
   /**
    * Resume from this seq, inclusive (like `TeamLog.read`): deliver every retained item with
    * `seq >= fromSeq`. Without a cursor the subscription starts with the history rings as they are.
    */
-  fromSeq?: number;
+  fromSeq?: number | undefined;
   /** Resume strictly after this seq: the last seq you received (an SSE `Last-Event-ID`). */
-  afterSeq?: number;
+  afterSeq?: number | undefined;
   /**
    * The hub `epoch` the cursor was saved under. When it is not this hub's, the hub restarted since
    * and the cursor means nothing here: the subscription starts with a `hub-restarted` reset.
    * Without it the cursor is taken to be this hub's.
    */
-  epoch?: string;
+  epoch?: string | undefined;
   /**
    * Include presence: first a `presence.snapshot` of the active agents, then live transitions.
    * Default false.
@@ -151,8 +173,11 @@ export interface SubscribeOptions {
 
 /** Options of {@link EventHub.listen}. */
 export interface ListenOptions {
+  /** Only these agents' items. Default: every agent. */
   agent?: string | readonly string[];
+  /** Include presence transitions. Default false. */
   presence?: boolean;
+  /** Include agent events. Default true. */
   events?: boolean;
 }
 
@@ -163,6 +188,7 @@ export interface ListenOptions {
 export interface HubSubscription extends AsyncIterableIterator<HubItem> {
   /** Ends the subscription now; a pending `next()` resolves `done`. Idempotent. */
   close(): void;
+  /** True once the subscription has ended, by any of the three ways. */
   readonly closed: boolean;
   /** Live items dropped so far because this subscriber fell behind. */
   readonly lost: number;
@@ -172,6 +198,7 @@ export interface HubSubscription extends AsyncIterableIterator<HubItem> {
 
 /** A one-shot subagent's display name, held until `release()` (idempotent) when its run ends. */
 export interface DisplayNameLease {
+  /** The leased name, unique among the hub's active agents. */
   readonly name: string;
   /** Frees the name for reuse and marks the agent stopped if it is still active. */
   release(): void;
@@ -182,6 +209,7 @@ export interface DisplayNameLease {
  * every observer subscribes, without an observer ever being able to slow an agent down.
  */
 export interface EventHub extends EventSink {
+  /** The team whose agents publish here. */
   readonly teamId: string;
   /** This hub's run of seqs; save it with a cursor and pass it back to `subscribe`. */
   readonly epoch: string;
@@ -189,6 +217,7 @@ export interface EventHub extends EventSink {
   publish(agentName: string, event: AgentEvent): void;
   /** The runner of `agentName` ended: emits `stopped` if it was active. */
   agentStopped(agentName: string): void;
+  /** Opens a subscription: retained history (or a resume from a cursor), then live items. Refuses a malformed option with `INVALID_ARGUMENT`, and any call once the hub is closed with `DISPOSED`. */
   subscribe(options?: SubscribeOptions): HubSubscription;
   /**
    * Calls `listener` synchronously for every live item, inside `publish`. For quick sinks
@@ -200,6 +229,7 @@ export interface EventHub extends EventSink {
   activeAgents(): string[];
   /** Every agent that has published through this hub, active or not, in order of first event. */
   knownAgents(): AgentPresence[];
+  /** Whether `agentName` has started and not stopped since. */
   isActive(agentName: string): boolean;
   /** The retained history of one agent, oldest first. */
   history(agentName: string): HubEvent[];

@@ -1,11 +1,19 @@
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { QueuedMessage } from '../records.js';
 
-/** A pick function: the shape of {@link TeamPolicy.pickNext}, to compose into a custom policy. */
+/** A pick function: the shape of `TeamPolicy.pickNext`, to compose into a custom policy. */
 export type PickPolicy = TeamPolicy['pickNext'];
 
 /** Priority tiers of the default policy; lower is handled first. */
-export const PriorityTier = { shutdown: 0, lead: 1, peer: 2 } as const;
+/** The order {@link defaultTeamPolicy} serves pending mail in: a shutdown request first, then the lead's mail, then peers'. Lower is sooner. */
+export const PriorityTier = {
+  /** A pending shutdown request. */
+  shutdown: 0,
+  /** Mail from the lead. */
+  lead: 1,
+  /** Mail from a peer. */
+  peer: 2,
+} as const;
 /** One of the {@link PriorityTier} values. */
 export type PriorityTier = (typeof PriorityTier)[keyof typeof PriorityTier];
 

@@ -14,7 +14,7 @@ export function idleFallbackLine(from: string): string {
 }
 
 /** The idle notice: the teammate's last text as written, or {@link idleFallbackLine} when blank. */
-export function formatIdleNotice(options: { from: string; text?: string }): string {
+export function formatIdleNotice(options: { from: string; text?: string | undefined }): string {
   return isBlank(options.text) ? idleFallbackLine(options.from) : options.text;
 }
 

@@ -10,32 +10,98 @@ export type MemberStatus = 'provisioning' | 'running' | 'idle' | 'inactive' | 'f
  */
 export type AgentEvent =
   | {
+      /** A turn began. */
       type: 'turn.start';
+      /** What started it: team mail, a claimed task, or the host. */
       reason: 'message' | 'task-claim' | 'host';
+      /** The message that started it (`reason: 'message'`). */
       messageId?: string;
+      /** The task that started it (`reason: 'task-claim'`). */
       taskId?: string;
     }
-  | { type: 'model.text-delta'; text: string }
-  | { type: 'model.reasoning-delta'; text: string }
-  | { type: 'model.step'; step: number; usage: Usage }
-  | { type: 'tool.call'; toolCall: ToolCall }
-  | { type: 'tool.result'; toolCallId: string; toolName: string; isError: boolean; text: string }
   | {
-      type: 'turn.end';
-      stopReason: 'end_turn' | 'step_limit' | 'interrupted' | 'error';
-      steps: number;
+      /** Streamed assistant text. */
+      type: 'model.text-delta';
+      /** The next piece of text. */
       text: string;
     }
-  | { type: 'status'; status: MemberStatus }
-  | { type: 'record'; record: TeamRecord }
-  | { type: 'error'; code: string; message: string }
-  | { type: 'custom'; name: string; data: unknown };
+  | {
+      /** Streamed model reasoning. */
+      type: 'model.reasoning-delta';
+      /** The next piece of reasoning. */
+      text: string;
+    }
+  | {
+      /** One model call of the turn finished. */
+      type: 'model.step';
+      /** The call's number in the turn, from 1. */
+      step: number;
+      /** The call's token counts. */
+      usage: Usage;
+    }
+  | {
+      /** The model asked for a tool; it runs next. */
+      type: 'tool.call';
+      /** The call as the model made it. */
+      toolCall: ToolCall;
+    }
+  | {
+      /** A tool finished. */
+      type: 'tool.result';
+      /** The call it answers. */
+      toolCallId: string;
+      /** The tool that ran. */
+      toolName: string;
+      /** True when the tool failed. */
+      isError: boolean;
+      /** The result as the model reads it. */
+      text: string;
+    }
+  | {
+      /** A turn ended. */
+      type: 'turn.end';
+      /** Why it ended; `error` when the turn failed (an `error` event precedes it). */
+      stopReason: 'end_turn' | 'step_limit' | 'interrupted' | 'error';
+      /** Model calls made. */
+      steps: number;
+      /** The turn's last non-empty assistant text ('' when there was none). */
+      text: string;
+    }
+  | {
+      /** The member's derived status changed. */
+      type: 'status';
+      /** The new status. */
+      status: MemberStatus;
+    }
+  | {
+      /** A durable change, after the log holds it. */
+      type: 'record';
+      /** The record as the team log stores it. */
+      record: TeamRecord;
+    }
+  | {
+      /** Something failed in the agent's runner. */
+      type: 'error';
+      /** The failure's `TeamError` code. */
+      code: string;
+      /** What failed, for people. */
+      message: string;
+    }
+  | {
+      /** An event a host or tool published under its own name. */
+      type: 'custom';
+      /** The event's name, chosen by its publisher. */
+      name: string;
+      /** Whatever the publisher attached. */
+      data: unknown;
+    };
 
 /**
  * Where the runtime publishes agent events (the event hub implements it). `publish` must never
  * block and never throw to the caller: it is on every agent's hot path.
  */
 export interface EventSink {
+  /** Hands one event of `agentName` to the observers. Must return at once and never throw. */
   publish(agentName: string, event: AgentEvent): void;
 }
 

@@ -5,7 +5,9 @@ import type { TeamRecord } from '../records.js';
  * already assigned by the caller (contiguous from 1); the log refuses a gap or a repeat.
  */
 export interface TeamLog {
+  /** The version of this port the store implements; checked when a team opens. */
   readonly specificationVersion: 'v1';
+  /** The team whose records this log holds; every record carries it. */
   readonly teamId: string;
   /**
    * Appends `records` in order and resolves once they are durable under the store's policy.
@@ -19,5 +21,6 @@ export interface TeamLog {
   subscribe(options: { listener: (record: TeamRecord) => void }): () => void;
   /** The seq of the last durable record (0 for an empty log). */
   lastSeq(): number;
+  /** Flushes and releases the log; later appends fail with `STORE_CLOSED`. Idempotent. */
   close(): Promise<void>;
 }

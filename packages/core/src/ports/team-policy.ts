@@ -22,6 +22,7 @@ export interface PickNextOptions {
  * or step boundary, before the policy is asked, so the lead can always stop a teammate.
  */
 export interface TeamPolicy {
+  /** The version of this port the policy implements; checked when a team opens. */
   readonly specificationVersion: 'v1';
   /**
    * Picks the message to handle next. At a turn boundary the pick starts the turn; at a step
@@ -34,7 +35,7 @@ export interface TeamPolicy {
    * The text the lead reads for a teammate's idle notification: its last text (`undefined` when
    * the turn ended without one), or a fallback line. The wire format then frames it.
    */
-  formatIdleNotice(options: { from: string; text?: string }): string;
+  formatIdleNotice(options: { from: string; text?: string | undefined }): string;
   /** The text that starts a teammate's turn when it claims (or resumes) a ready task. */
   formatTaskClaimPrompt(options: { task: Task; openTasks: readonly Task[] }): string;
   /** The text of the `task_assignment` message sent to a task's new owner on a reassign. */

@@ -45,6 +45,7 @@ export interface InitialPromptOptions {
  * message must look as it did), which also keeps prompt caches warm.
  */
 export interface WireFormat {
+  /** The version of this port the format implements; checked when a team opens. */
   readonly specificationVersion: 'v1';
   /** Short format name, e.g. `xml`, `json`, `tool-call`. */
   readonly name: string;

@@ -26,9 +26,13 @@ export interface ToolContext {
  * its code; anything else thrown becomes `TOOL_FAILED`. Nothing a tool throws ends the turn.
  */
 export interface AgentTool<I = unknown> {
+  /** The name the model calls the tool by; unique among an agent's tools. */
   name: string;
+  /** What the tool does and when to use it, for the model. */
   description: string;
+  /** Validates the model's arguments; also sent to the model as JSON Schema. */
   inputSchema: z.ZodType<I>;
+  /** Runs the tool for the calling member, whose own service is in `context`. */
   execute(input: I, context: ToolContext): Promise<unknown>;
 }
 
@@ -42,13 +46,16 @@ export function defineTool<I>(tool: AgentTool<I>): AgentTool<I> {
  * type name, so a revived member runs with the definition registered now.
  */
 export interface AgentDefinition {
+  /** The type name members store; unique in a registry. */
   type: string;
+  /** What members of this type are for, shown to the lead when it picks a type. */
   description?: string;
   /**
    * The stable prefix of the system prompt (sent as a cacheable block). For teammates the
    * protocol's team-context text follows it as a second block.
    */
   systemPrompt: string;
+  /** The model members of this type run on. */
   model: ModelAdapter;
   /** Tools offered besides the team tools. */
   // biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of many input types
@@ -63,7 +70,9 @@ export interface AgentDefinition {
 export interface AgentRegistry {
   /** The definition of `type`; `UNKNOWN_AGENT_TYPE` when none is registered. */
   get(type: string): AgentDefinition;
+  /** Whether `type` is registered. */
   has(type: string): boolean;
+  /** The registered type names, in registration order. */
   types(): string[];
 }
 

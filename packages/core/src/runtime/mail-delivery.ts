@@ -62,7 +62,7 @@ function formatIdleNotice(
   const text = contentText(content);
   const notice = host.policy.formatIdleNotice({
     from: message.senderName,
-    ...(text === '' ? {} : { text }),
+    text: text === '' ? undefined : text,
   });
   return format(host, { ...message, content: textContent(notice) });
 }

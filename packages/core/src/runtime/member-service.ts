@@ -28,6 +28,7 @@ export function bindMemberService(service: TeamService, agent: AgentRef): Member
     updateTask: (input: UpdateTaskInput) => service.updateTask(agent, input),
     waitForChange: (input: WaitForChangeInput) => service.waitForChange(agent, input),
     interrupt: (input: { target: string }) => service.interrupt(agent, input),
-    shutdown: (input: { target: string; reason?: string }) => service.shutdown(agent, input),
+    shutdown: (input: { target: string; reason?: string | undefined }) =>
+      service.shutdown(agent, input),
   });
 }

@@ -23,7 +23,9 @@ import { TeamServiceFacade } from './team-service.js';
 export interface OpenTeamOptions {
   /** The team id: the lead's session id. The lead's member id is the team id. */
   teamId: string;
+  /** The team's durable record log; read whole once on open. */
   log: TeamLog;
+  /** Where every member's conversation is kept. */
   transcripts: TranscriptStore;
   /** How team mail is framed for the models (e.g. `xmlFormat` of `@teamwire/protocol`). */
   format: WireFormat;
@@ -32,20 +34,36 @@ export interface OpenTeamOptions {
    * {@link defaultTeamPolicy}. Whatever the policy, a pending shutdown request ends a teammate
    * at its next boundary.
    */
-  policy?: TeamPolicy;
+  policy?: TeamPolicy | undefined;
+  /** The agent types members can be spawned (and revived) as. */
   agents: AgentRegistry;
   /** The lead's agent type (and description, used when the team is created). */
-  lead: { agentType: string; description?: string };
+  /** The lead's agent type (and description, used when the team is created). */
+  lead: {
+    /** A registered agent type. */
+    agentType: string;
+    /** What the lead is for, stored in its member record. */
+    description?: string;
+  };
   /** Where agent events go; defaults to {@link noopEventSink}. */
   events?: EventSink;
+  /** Time for record stamps and timers; defaults to the system clock. Tests pass a manual clock. */
   clock?: Clock;
+  /** Ids for members and messages; defaults to ulids. Tests pass a sequential source. */
   ids?: IdSource;
-  limits?: Partial<TeamLimits>;
+  /** Overrides of {@link DEFAULT_TEAM_LIMITS}. */
+  limits?: Partial<TeamLimits> | undefined;
   /**
    * Whether parked teammates claim the lowest ready unowned task (default true). While parked they
    * look again whenever the board changes and every `intervalMs` (default 5000).
    */
-  idleClaim?: boolean | { intervalMs?: number };
+  idleClaim?:
+    | boolean
+    | {
+        /** How often a parked teammate looks at the board without a change (ms). */
+        intervalMs?: number;
+      }
+    | undefined;
   /** Model calls per turn (default 50); an agent definition's `maxSteps` overrides it. */
   maxSteps?: number;
   /** How long `dispose` waits for in-flight work before it returns (default 10000 ms). */
@@ -83,7 +101,7 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
   const state = TeamState.fromRecords(records, {
     teamId: options.teamId,
     clock,
-    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    limits: options.limits,
   });
   const leadDefinition = options.agents.get(options.lead.agentType);
   const { service, pipeline, pool } = assemble(options, state, clock);

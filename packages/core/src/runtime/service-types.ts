@@ -17,7 +17,9 @@ import type { CreateTaskInput, TaskView, TeamLimits, UpdateTaskInput } from '../
  * a teammate can only act as that teammate.
  */
 export interface AgentRef {
+  /** The member this credential acts as. */
   readonly memberId: string;
+  /** That member's name, for display; the service never trusts it. */
   readonly name: string;
 }
 
@@ -26,6 +28,7 @@ export type TurnStopReason = 'end_turn' | 'step_limit' | 'interrupted' | 'stoppe
 
 /** The result of one turn. */
 export interface TurnOutcome {
+  /** Why the turn ended. */
   stopReason: TurnStopReason;
   /** Model calls made. */
   steps: number;
@@ -35,27 +38,42 @@ export interface TurnOutcome {
 
 /** A member as `listMembers` shows it: the roster record plus its derived runtime status. */
 export interface MemberInfo extends Member {
+  /** Same as `id`, named for callers that pass it on. */
   memberId: string;
+  /** The derived runtime status. */
   status: MemberStatus;
+  /** Whether this member is the lead. */
   isLead: boolean;
   /** Why the member's runner stopped, when its status is `failed`. */
-  failure?: { code: string; message: string };
+  failure?: {
+    /** The failure's `TeamError` code. */
+    code: string;
+    /** What failed, for people. */
+    message: string;
+  };
 }
 
 /** What `membership` answers: whose credential this is. */
 export interface Membership {
+  /** The credential itself. */
   agent: AgentRef;
+  /** The member's roster record. */
   member: Member;
+  /** Whether the member is the lead. */
   isLead: boolean;
+  /** The member's derived runtime status. */
   status: MemberStatus;
 }
 
 /** Input of {@link TeamService.spawnTeammate}. */
 export interface SpawnTeammateInput {
+  /** A new name, unique in the team for its whole life (see `MEMBER_NAME_PATTERN`). */
   name: string;
+  /** What the teammate is for, shown in the roster. */
   description: string;
   /** The teammate's first message, sent from the lead. */
   prompt: string;
+  /** A registered agent type. */
   agentType: string;
   /** `fresh` (default): an empty conversation; `fork`: a copy of the lead's. */
   context?: MemberContext;
@@ -63,7 +81,9 @@ export interface SpawnTeammateInput {
 
 /** Result of {@link TeamService.spawnTeammate}. */
 export interface SpawnTeammateResult {
+  /** The new member's id. */
   memberId: string;
+  /** The new member's name. */
   name: string;
   /** The id of the queued prompt message. */
   messageId: string;
@@ -73,11 +93,14 @@ export interface SpawnTeammateResult {
 export interface SendMessageInput {
   /** The target member's name. */
   to: string;
+  /** The body as plain text. */
   text?: string;
+  /** The body as content blocks, for hosts that send more than text. */
   content?: ContentBlock[];
   /** `wakeup` (default) starts a turn of an idle target; `quiet` waits for its next step. */
-  delivery?: MessageDelivery;
-  summary?: string;
+  delivery?: MessageDelivery | undefined;
+  /** A one-line preview shown in envelopes and UIs. */
+  summary?: string | undefined;
 }
 
 /**
@@ -85,25 +108,31 @@ export interface SendMessageInput {
  * resend. `accepted`: handed to a live runner; `queued`: its target is not running now.
  */
 export interface SendMessageResult {
+  /** The id of the queued message. */
   messageId: string;
+  /** See above. */
   status: 'accepted' | 'queued';
 }
 
 /** Input of {@link TeamService.listTasks}. */
 export interface ListTasksInput {
-  status?: TaskStatus | readonly TaskStatus[];
+  /** One status or several. Deleted tasks are listed only when this asks for `deleted`. */
+  status?: TaskStatus | readonly TaskStatus[] | undefined;
   /** A member id, or `null` for unowned tasks. */
-  ownerId?: string | null;
-  ready?: boolean;
+  ownerId?: string | null | undefined;
+  /** Only tasks that can be claimed now (`true`) or only those that cannot (`false`). */
+  ready?: boolean | undefined;
   /** The `nextCursor` of the previous page. */
-  cursor?: string;
+  cursor?: string | undefined;
   /** 1-100, default 50. */
-  limit?: number;
+  limit?: number | undefined;
 }
 
 /** One page of tasks. */
 export interface ListTasksResult {
+  /** The page, in creation order. */
   tasks: TaskView[];
+  /** Pass it as `cursor` for the next page; absent on the last page. */
   nextCursor?: string;
 }
 
@@ -111,12 +140,15 @@ export interface ListTasksResult {
 export interface WaitForChangeInput {
   /** 10_000 - 3_600_000 ms. */
   timeoutMs: number;
+  /** Rejects the wait with `ABORTED`. */
   signal?: AbortSignal;
 }
 
 /** Result of {@link TeamService.waitForChange}: the records that arrived (empty on timeout). */
 export interface WaitForChangeResult {
+  /** False when the wait timed out. */
   changed: boolean;
+  /** The records appended after the call, in log order. */
   records: TeamRecord[];
 }
 
@@ -133,9 +165,11 @@ export interface WaitForChangeResult {
  * cause) and the team must be reopened from its log.
  */
 export interface TeamService {
+  /** The team id (the lead's member id). */
   readonly teamId: string;
   /** The lead's credential (for the host that runs the lead). */
   readonly lead: AgentRef;
+  /** The limits this team enforces (defaults with the team's overrides). */
   readonly limits: TeamLimits;
   /**
    * The service bound to `agent`: the same operations without the credential argument, acting only
@@ -153,8 +187,11 @@ export interface TeamService {
   spawnTeammate(agent: AgentRef, input: SpawnTeammateInput): Promise<SpawnTeammateResult>;
   /** Queues a message (durable before this answers) and dispatches or wakes its target. */
   sendMessage(agent: AgentRef, input: SendMessageInput): Promise<SendMessageResult>;
+  /** Creates a pending task owned by nobody; see `TeamState.createTask` for the checks. */
   createTask(agent: AgentRef, input: CreateTaskInput): Promise<TaskView>;
+  /** One task with its derived fields; `TASK_NOT_FOUND` when there is none. */
   getTask(agent: AgentRef, input: { taskId: string }): TaskView;
+  /** One page of tasks matching the filters, in creation order. */
   listTasks(agent: AgentRef, input?: ListTasksInput): ListTasksResult;
   /** Applies a task action; a reassign also sends the new owner a task assignment. */
   updateTask(agent: AgentRef, input: UpdateTaskInput): Promise<TaskView>;
@@ -164,9 +201,18 @@ export interface TeamService {
    */
   waitForChange(agent: AgentRef, input: WaitForChangeInput): Promise<WaitForChangeResult>;
   /** Lead only: aborts the target's running turn; its inbox is kept. */
-  interrupt(agent: AgentRef, input: { target: string }): Promise<{ interrupted: boolean }>;
+  interrupt(
+    agent: AgentRef,
+    input: { target: string },
+  ): Promise<{
+    /** False when the target had no running turn. */
+    interrupted: boolean;
+  }>;
   /** Lead only: queues a shutdown request, handled at the target's next boundary. */
-  shutdown(agent: AgentRef, input: { target: string; reason?: string }): Promise<SendMessageResult>;
+  shutdown(
+    agent: AgentRef,
+    input: { target: string; reason?: string | undefined },
+  ): Promise<SendMessageResult>;
   /** Starts a lead turn with a host message (after the current one); resolves when it ends. */
   promptLead(input: string | ContentBlock[]): Promise<TurnOutcome>;
   /** Resolves once no runner is working and no wakeup mail waits for a live runner. */
@@ -190,7 +236,9 @@ export interface TeamService {
  * lead-only calls refuse a teammate's view with `LEAD_ONLY`.
  */
 export interface MemberTeamService {
+  /** The team id (the lead's member id). */
   readonly teamId: string;
+  /** The limits this team enforces. */
   readonly limits: TeamLimits;
   /** The bound member's own credential. */
   readonly agent: AgentRef;
@@ -202,15 +250,21 @@ export interface MemberTeamService {
   spawnTeammate(input: SpawnTeammateInput): Promise<SpawnTeammateResult>;
   /** Queues a message from the bound member (durable before this answers). */
   sendMessage(input: SendMessageInput): Promise<SendMessageResult>;
+  /** See `TeamService.createTask`. */
   createTask(input: CreateTaskInput): Promise<TaskView>;
+  /** See `TeamService.getTask`. */
   getTask(input: { taskId: string }): TaskView;
+  /** See `TeamService.listTasks`. */
   listTasks(input?: ListTasksInput): ListTasksResult;
   /** Applies a task action as the bound member. */
   updateTask(input: UpdateTaskInput): Promise<TaskView>;
   /** See `TeamService.waitForChange`; the records are copies. */
   waitForChange(input: WaitForChangeInput): Promise<WaitForChangeResult>;
   /** Lead only: aborts the target's running turn; its inbox is kept. */
-  interrupt(input: { target: string }): Promise<{ interrupted: boolean }>;
+  interrupt(input: { target: string }): Promise<{
+    /** False when the target had no running turn. */
+    interrupted: boolean;
+  }>;
   /** Lead only: queues a shutdown request, handled at the target's next boundary. */
-  shutdown(input: { target: string; reason?: string }): Promise<SendMessageResult>;
+  shutdown(input: { target: string; reason?: string | undefined }): Promise<SendMessageResult>;
 }

@@ -179,9 +179,9 @@ export class TeamServiceFacade implements TeamService {
       after = cursor;
     }
     const all = this.state.listTasks({
-      ...(input.status === undefined ? {} : { status: input.status }),
-      ...(input.ownerId === undefined ? {} : { ownerId: input.ownerId }),
-      ...(input.ready === undefined ? {} : { ready: input.ready }),
+      status: input.status,
+      ownerId: input.ownerId,
+      ready: input.ready,
     });
     const rest = after === 0 ? all : all.filter((t) => (taskNumber(t.id) ?? 0) > after);
     const tasks = rest.slice(0, limit);
@@ -276,7 +276,7 @@ export class TeamServiceFacade implements TeamService {
       kind: 'message',
       delivery,
       content,
-      ...(input.summary === undefined ? {} : { summary: input.summary }),
+      summary: input.summary,
     });
     await this.pipeline.commit(sender.name, [record]);
     return { messageId: record.message.id, status: this.pool.dispatch(record.message) };
@@ -335,7 +335,7 @@ export class TeamServiceFacade implements TeamService {
 
   async shutdown(
     agent: AgentRef,
-    input: { target: string; reason?: string },
+    input: { target: string; reason?: string | undefined },
   ): Promise<SendMessageResult> {
     const caller = this.resolve(agent);
     this.requireLead(caller, 'shut down teammates');

@@ -17,7 +17,7 @@ import {
 import type { TeamRecord } from '../records.js';
 import { MemberContext, MessageDelivery, TaskStatus } from '../records.js';
 import { TASK_ACTION_TYPES } from '../rules.js';
-import type { TaskAction, TaskView } from '../state/index.js';
+import type { TaskAction, TaskActionType, TaskView } from '../state/index.js';
 import type { AgentTool, ToolContext } from './agents.js';
 import { defineTool } from './agents.js';
 import type { MemberInfo, MemberTeamService } from './service-types.js';
@@ -46,12 +46,20 @@ const name = z.string().min(1).max(MEMBER_NAME_MAX);
 const taskId = z.string().regex(TASK_ID_PATTERN, 'a task id like task-3');
 const blockedBy = z.array(taskId).max(TASK_BLOCKED_BY_MAX);
 const writeScopes = z.array(z.string().min(1).max(WRITE_SCOPE_MAX)).max(TASK_WRITE_SCOPES_MAX);
+// Annotated like the record enums, so the docs show the action union instead of an object.
+const taskActionType: z.ZodEnum<Record<TaskActionType, TaskActionType>> = z.enum(
+  TASK_ACTION_TYPES satisfies readonly TaskActionType[],
+);
 
 /** Input of `send_message`. */
 export const SendMessageToolInput = z.object({
+  /** The name of the member to message. */
   to: name.describe('The name of the member to message (see list_members).'),
+  /** The message body. */
   message: z.string().min(1).describe('The message body.'),
+  /** An optional one-line preview. */
   summary: z.string().max(MESSAGE_SUMMARY_MAX).optional().describe('An optional one-line preview.'),
+  /** Whether the message wakes an idle target (default `wakeup`). */
   delivery: MessageDelivery.optional().describe(
     '"wakeup" (default) starts a turn of an idle recipient; "quiet" waits for its next step or turn (no need to wake them).',
   ),
@@ -64,9 +72,13 @@ export type ListMembersToolInput = z.infer<typeof ListMembersToolInput>;
 
 /** Input of `task_create`. */
 export const TaskCreateToolInput = z.object({
+  /** A short title. */
   subject: z.string().min(1).max(TASK_SUBJECT_MAX),
+  /** What to do and how to tell it is done. */
   description: z.string().min(1).max(TASK_DESCRIPTION_MAX),
+  /** Tasks that must be completed first. */
   blockedBy: blockedBy.optional().describe('Tasks that must be completed first.'),
+  /** Relative path prefixes the task will write (advisory). */
   writeScopes: writeScopes
     .optional()
     .describe('Relative path prefixes this task will write (advisory).'),
@@ -75,11 +87,17 @@ export type TaskCreateToolInput = z.infer<typeof TaskCreateToolInput>;
 
 /** Input of `task_list`. */
 export const TaskListToolInput = z.object({
+  /** One status or several. */
   status: z.union([TaskStatus, z.array(TaskStatus)]).optional(),
+  /** Only tasks owned by this member (a name). */
   owner: name.optional().describe('Only tasks owned by this member.'),
+  /** Only tasks nobody owns; not together with `owner`. */
   unowned: z.boolean().optional().describe('Only tasks nobody owns (true).'),
+  /** Only tasks that can be claimed now (or only those that cannot). */
   ready: z.boolean().optional().describe('Only tasks that can be claimed now (or only not).'),
+  /** The `nextCursor` of a previous page. */
   cursor: z.string().optional().describe('The nextCursor of a previous page.'),
+  /** Page size. */
   limit: z
     .number()
     .int()
@@ -91,44 +109,59 @@ export const TaskListToolInput = z.object({
 export type TaskListToolInput = z.infer<typeof TaskListToolInput>;
 
 /** Input of `task_get`. */
-export const TaskGetToolInput = z.object({ taskId });
+export const TaskGetToolInput = z.object({
+  /** The task to show. */
+  taskId,
+});
 export type TaskGetToolInput = z.infer<typeof TaskGetToolInput>;
 
 /** Input of `task_update`: one action, with the fields that action takes. */
 export const TaskUpdateToolInput = z.object({
+  /** The task to change. */
   taskId,
-  action: z
-    .enum(TASK_ACTION_TYPES)
-    .describe(
-      'claim: take a ready task; release: give it back; complete; reopen; edit: change subject/description/writeScopes; set_dependencies: replace blockedBy; reassign (lead only): give it to owner; delete.',
-    ),
+  /** What to do; the other fields are the action's arguments. */
+  action: taskActionType.describe(
+    'claim: take a ready task; release: give it back; complete; reopen; edit: change subject/description/writeScopes; set_dependencies: replace blockedBy; reassign (lead only): give it to owner; delete.',
+  ),
+  /** Refuse the change unless the task is still at this revision. */
   expectedRevision: z
     .number()
     .int()
     .min(1)
     .optional()
     .describe('Refuse the change unless the task is still at this revision.'),
+  /** For `edit`: the new subject. */
   subject: z.string().min(1).max(TASK_SUBJECT_MAX).optional(),
+  /** For `edit`: the new description. */
   description: z.string().min(1).max(TASK_DESCRIPTION_MAX).optional(),
+  /** For `edit`: the new write scopes. */
   writeScopes: writeScopes.optional(),
+  /** For `set_dependencies`: the new blocker list (may be empty). */
   blockedBy: blockedBy.optional(),
+  /** For `reassign`: the new owner's name. */
   owner: name.optional().describe('For reassign: the new owner.'),
 });
 export type TaskUpdateToolInput = z.infer<typeof TaskUpdateToolInput>;
 
 /** Input of `interrupt_teammate`. */
-export const InterruptTeammateToolInput = z.object({ name });
+export const InterruptTeammateToolInput = z.object({
+  /** The teammate whose turn to abort. */
+  name,
+});
 export type InterruptTeammateToolInput = z.infer<typeof InterruptTeammateToolInput>;
 
 /** Input of `shutdown_teammate`. */
 export const ShutdownTeammateToolInput = z.object({
+  /** The teammate to shut down. */
   name,
+  /** Why, shown to the teammate. */
   reason: z.string().optional().describe('Why, shown to the teammate.'),
 });
 export type ShutdownTeammateToolInput = z.infer<typeof ShutdownTeammateToolInput>;
 
 /** Input of `wait_for_team`. */
 export const WaitForTeamToolInput = z.object({
+  /** How long to wait for a change. */
   timeoutMs: z
     .number()
     .int()
@@ -142,14 +175,19 @@ export type WaitForTeamToolInput = z.infer<typeof WaitForTeamToolInput>;
 /** The `spawn_teammate` input schema, whose agent types are those of the registry. */
 export function spawnTeammateToolInput(agentTypes: readonly [string, ...string[]]) {
   return z.object({
+    /** A new, unique name: lowercase words joined by hyphens. */
     name: name.describe('A new, unique name: lowercase words joined by hyphens.'),
+    /** What the teammate is for, shown in the roster. */
     description: z
       .string()
       .min(1)
       .max(MEMBER_DESCRIPTION_MAX)
       .describe('The teammate role, in one sentence.'),
+    /** The first message the teammate gets from the lead. */
     prompt: z.string().min(1).describe('The first message the teammate gets from you.'),
+    /** The agent type; the first registered one when absent. */
     agentType: z.enum(agentTypes).optional().describe(`The agent type (default ${agentTypes[0]}).`),
+    /** `fresh` (default) or `fork` (a copy of the lead's conversation). */
     context: MemberContext.optional().describe(
       '"fresh" (default): an empty conversation; "fork": a copy of yours.',
     ),
@@ -202,9 +240,9 @@ function toAction(input: TaskUpdateToolInput, team: MemberTeamService): TaskActi
     case 'edit':
       return {
         type: 'edit',
-        ...(input.subject === undefined ? {} : { subject: input.subject }),
-        ...(input.description === undefined ? {} : { description: input.description }),
-        ...(input.writeScopes === undefined ? {} : { writeScopes: input.writeScopes }),
+        subject: input.subject,
+        description: input.description,
+        writeScopes: input.writeScopes,
       };
     case 'set_dependencies':
       if (input.blockedBy === undefined) {
@@ -261,8 +299,8 @@ export function createTeamTools(): AgentTool<unknown>[] {
         return team.sendMessage({
           to: input.to,
           text: input.message,
-          ...(input.summary === undefined ? {} : { summary: input.summary }),
-          ...(input.delivery === undefined ? {} : { delivery: input.delivery }),
+          summary: input.summary,
+          delivery: input.delivery,
         });
       },
     }),
@@ -287,8 +325,8 @@ export function createTeamTools(): AgentTool<unknown>[] {
         const task = await team.createTask({
           subject: input.subject,
           description: input.description,
-          ...(input.blockedBy === undefined ? {} : { blockedBy: input.blockedBy }),
-          ...(input.writeScopes === undefined ? {} : { writeScopes: input.writeScopes }),
+          blockedBy: input.blockedBy,
+          writeScopes: input.writeScopes,
         });
         return compactTask(task, memberNames(team), 'summary');
       },
@@ -309,11 +347,11 @@ export function createTeamTools(): AgentTool<unknown>[] {
               ? null
               : undefined;
         const page = team.listTasks({
-          ...(input.status === undefined ? {} : { status: input.status }),
-          ...(ownerId === undefined ? {} : { ownerId }),
-          ...(input.ready === undefined ? {} : { ready: input.ready }),
-          ...(input.cursor === undefined ? {} : { cursor: input.cursor }),
-          ...(input.limit === undefined ? {} : { limit: input.limit }),
+          status: input.status,
+          ownerId,
+          ready: input.ready,
+          cursor: input.cursor,
+          limit: input.limit,
         });
         const names = memberNames(team);
         return {
@@ -390,7 +428,7 @@ export function createLeadTools(options: {
       async execute(input, { team }: ToolContext) {
         return team.shutdown({
           target: input.name,
-          ...(input.reason === undefined ? {} : { reason: input.reason }),
+          reason: input.reason,
         });
       },
     }),

@@ -148,14 +148,14 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     log: ports.log,
     transcripts: ports.transcripts,
     format: options.format ?? createSimpleFormat(),
-    ...(options.policy === null ? {} : { policy: options.policy ?? createSimplePolicy() }),
+    policy: options.policy === null ? undefined : (options.policy ?? createSimplePolicy()),
     agents,
     lead: { agentType: 'lead', description: 'Leads the team' },
     events: sink,
     clock,
     ids: createSequentialIds(options.ids ?? 'id'),
-    ...(options.limits === undefined ? {} : { limits: options.limits }),
-    ...(options.idleClaim === undefined ? {} : { idleClaim: options.idleClaim }),
+    limits: options.limits,
+    idleClaim: options.idleClaim,
   });
   const memberId = (name: string): string => {
     const found = service.listMembers(service.lead).find((m) => m.name === name);

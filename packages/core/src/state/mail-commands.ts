@@ -16,14 +16,22 @@ import { checkMessageTarget } from './team-model.js';
 
 /** Input of `TeamState.queueMessage`. */
 export interface QueueMessageInput {
+  /** The new message's id; must not be taken. */
   id: string;
+  /** The sender's member id; must be a live member. */
   senderId: string;
+  /** The recipient's member id; a live member other than the sender. */
   targetId: string;
+  /** What the message is; set by the runtime, never read from the body. */
   kind: MessageKind;
+  /** Whether the message wakes an idle target. */
   delivery: MessageDelivery;
+  /** The body; at most `maxMessageBytes` as JSON. */
   content: ContentBlock[];
-  summary?: string;
-  taskId?: string;
+  /** A one-line preview. */
+  summary?: string | undefined;
+  /** For `task_assignment`: the task concerned; must exist. */
+  taskId?: string | undefined;
 }
 
 /** What the mail commands read. */

@@ -20,20 +20,31 @@ import type { TeamLimits } from './team-limits.js';
 export interface CreateLeadInput {
   /** The lead's member id; by convention the team id (the lead's session id). */
   id: string;
+  /** What the lead is for ('' when absent). */
   description?: string;
+  /** The lead's agent type. */
   agentType: string;
+  /** The model provider/spec, for display and audit. */
   provider: string;
+  /** A display color. */
   color?: string;
 }
 
 /** Input of `TeamState.spawnMember`. */
 export interface SpawnMemberInput {
+  /** The new member's id; must not be taken. */
   id: string;
+  /** A new name, unique in the team for its whole life. */
   name: string;
+  /** What the member is for. */
   description: string;
+  /** The member's agent type. */
   agentType: string;
+  /** The model provider/spec, for display and audit. */
   provider: string;
+  /** How the member's conversation starts. */
   context: MemberContext;
+  /** A display color. */
   color?: string;
 }
 

@@ -21,22 +21,48 @@ export interface TaskView extends Task {
  * `task` record with `revision + 1`.
  */
 export type TaskAction =
-  /** `pending`, unowned, every blocker `completed` -> `in_progress`, owned by the actor. */
-  | { type: 'claim' }
-  /** `in_progress` -> `pending`, owner cleared. */
-  | { type: 'release' }
-  /** Changes text or write scopes; status and owner stay. At least one field must be given. */
-  | { type: 'edit'; subject?: string; description?: string; writeScopes?: string[] }
-  /** Replaces the blocker list (existing, non-deleted, no repeats, not itself, acyclic). */
-  | { type: 'set_dependencies'; blockedBy: string[] }
-  /** `pending | in_progress` -> `completed`; the owner is kept as the record of who did it. */
-  | { type: 'complete' }
-  /** `completed` -> `in_progress` when its owner is still live, else `pending` and unowned. */
-  | { type: 'reopen' }
-  /** Lead only: gives the task to a live member; `pending | in_progress` -> `in_progress`. */
-  | { type: 'reassign'; ownerId: string }
-  /** Writes a `deleted` tombstone; refused while a non-deleted task is blocked by this one. */
-  | { type: 'delete' };
+  | {
+      /** `pending`, unowned, every blocker `completed` -> `in_progress`, owned by the actor. */
+      type: 'claim';
+    }
+  | {
+      /** `in_progress` -> `pending`, owner cleared. */
+      type: 'release';
+    }
+  | {
+      /** Changes text or write scopes; status and owner stay. At least one field must be given. */
+      type: 'edit';
+      /** The new subject. */
+      subject?: string | undefined;
+      /** The new description. */
+      description?: string | undefined;
+      /** The new write scopes (normalized). */
+      writeScopes?: string[] | undefined;
+    }
+  | {
+      /** Replaces the blocker list (existing, non-deleted, no repeats, not itself, acyclic). */
+      type: 'set_dependencies';
+      /** The new blocker list; may be empty. */
+      blockedBy: string[];
+    }
+  | {
+      /** `pending | in_progress` -> `completed`; the owner is kept as the record of who did it. */
+      type: 'complete';
+    }
+  | {
+      /** `completed` -> `in_progress` when its owner is still live, else `pending` and unowned. */
+      type: 'reopen';
+    }
+  | {
+      /** Lead only: gives the task to a live member; `pending | in_progress` -> `in_progress`. */
+      type: 'reassign';
+      /** The new owner's member id. */
+      ownerId: string;
+    }
+  | {
+      /** Writes a `deleted` tombstone; refused while a non-deleted task is blocked by this one. */
+      type: 'delete';
+    };
 
 /** The names of {@link TaskAction}s. */
 export type TaskActionType = TaskAction['type'];
@@ -44,10 +70,11 @@ export type TaskActionType = TaskAction['type'];
 /** Filters of `TeamState.listTasks`; all given filters must match. */
 export interface TaskListFilter {
   /** One status or several. Deleted tasks are listed only when this asks for `deleted`. */
-  status?: TaskStatus | readonly TaskStatus[];
+  status?: TaskStatus | readonly TaskStatus[] | undefined;
   /** A member id, or `null` for unowned tasks. */
-  ownerId?: string | null;
-  ready?: boolean;
+  ownerId?: string | null | undefined;
+  /** Only tasks that can be claimed now (`true`) or only those that cannot (`false`). */
+  ready?: boolean | undefined;
 }
 
 /** Checks a task subject: 1 to {@link TASK_SUBJECT_MAX} characters (`INVALID_ARGUMENT`). */

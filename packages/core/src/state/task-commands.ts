@@ -21,17 +21,23 @@ import { checkWriteScopeLimits, normalizeWriteScopes } from './write-scopes.js';
 
 /** Input of `TeamState.createTask`. */
 export interface CreateTaskInput {
+  /** A short title, 1 to `TASK_SUBJECT_MAX` characters. */
   subject: string;
+  /** What to do, 1 to `TASK_DESCRIPTION_MAX` characters. */
   description: string;
-  blockedBy?: string[];
-  writeScopes?: string[];
+  /** Existing tasks that must be completed first. */
+  blockedBy?: string[] | undefined;
+  /** Relative path prefixes the task will write (advisory). */
+  writeScopes?: string[] | undefined;
 }
 
 /** Input of `TeamState.updateTask`. */
 export interface UpdateTaskInput {
+  /** The task to change. */
   taskId: string;
   /** Compare-and-set: when given, the change is refused unless the task is at this revision. */
-  expectedRevision?: number;
+  expectedRevision?: number | undefined;
+  /** The change to make. */
   action: TaskAction;
 }
 

@@ -40,10 +40,12 @@ export { DEFAULT_TEAM_LIMITS } from './team-limits.js';
 
 /** Options of {@link TeamState} and {@link TeamState.fromRecords}. */
 export interface TeamStateOptions {
+  /** The team id; every record built or applied must carry it. */
   teamId: string;
   /** Stamps the `at` of records built by commands; defaults to the system clock. */
   clock?: Clock;
-  limits?: Partial<TeamLimits>;
+  /** Overrides of {@link DEFAULT_TEAM_LIMITS}. */
+  limits?: Partial<TeamLimits> | undefined;
 }
 
 /** The fields every record carries, stamped by `emit`. */
@@ -65,7 +67,9 @@ type RecordHeader = Pick<TeamRecord, 'seq' | 'at' | 'teamId' | 'schemaVersion'>;
  * Records returned by commands are shared with the state: treat them as immutable.
  */
 export class TeamState {
+  /** The team id every record carries. */
   readonly teamId: string;
+  /** The limits commands enforce (defaults with the overrides). */
   readonly limits: TeamLimits;
   private readonly clock: Clock;
   private readonly model: TeamModel;
@@ -92,11 +96,13 @@ export class TeamState {
   }
 
   /** The seq of the last applied record of any team; the next record must carry `lastSeq + 1`. */
+  /** The seq of the last record applied (0 for a new team); the next record takes the one after. */
   get lastSeq(): number {
     return this.model.lastSeq;
   }
 
   /** The id of the member named `lead`, once it exists. */
+  /** The lead's member id, once the lead record exists. */
   get leadId(): string | undefined {
     return this.model.roster.leadId;
   }

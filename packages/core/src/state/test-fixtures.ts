@@ -25,7 +25,9 @@ export interface TestTeam {
   ): string;
 }
 
-export function createTestTeam(options: { limits?: Partial<TeamLimits> } = {}): TestTeam {
+export function createTestTeam(
+  options: { limits?: Partial<TeamLimits> | undefined } = {},
+): TestTeam {
   const clock = createManualClock();
   const state = new TeamState({ teamId: TEAM_ID, clock, limits: options.limits });
   const log: TeamRecord[] = [];

@@ -8,6 +8,7 @@ export interface ManualClock extends Clock {
   pendingTimers(): number;
 }
 
+/** Creates a {@link ManualClock} reading `start` (default 2026-01-01T00:00:00Z) until advanced. */
 export function createManualClock(options: { start?: number } = {}): ManualClock {
   let now = options.start ?? Date.UTC(2026, 0, 1);
   let nextId = 0;

@@ -12,6 +12,7 @@ export interface MemoryTeamLog extends TeamLog {
   records(): readonly TeamRecord[];
 }
 
+/** Creates a {@link MemoryTeamLog} for `teamId`, optionally seeded with `records` (validated, as a store would on read). */
 export function createMemoryTeamLog(options: {
   teamId: string;
   records?: readonly TeamRecord[];
@@ -74,6 +75,7 @@ export interface MemoryTranscriptStore extends TranscriptStore {
   raw(memberId: string): readonly TranscriptEntry[];
 }
 
+/** Creates an empty {@link MemoryTranscriptStore}. */
 export function createMemoryTranscriptStore(): MemoryTranscriptStore {
   const byMember = new Map<string, TranscriptEntry[]>();
   let closed = false;

@@ -11,16 +11,23 @@ import type {
 
 /** A tool call a scripted step makes. Its id is assigned deterministically unless given. */
 export interface ScriptedToolCall {
+  /** The tool to call. */
   name: string;
+  /** The arguments (default `{}`). */
   input?: unknown;
+  /** The call id; `call-<agent>-<n>` when absent. */
   id?: string;
 }
 
 /** One model call's answer: text and/or tool calls, optionally held open or failing. */
 export interface ScriptedStep {
+  /** Assistant text, streamed as deltas. */
   text?: string;
+  /** Reasoning text, streamed as reasoning deltas and kept as a thinking block. */
   reasoning?: string;
+  /** Tool calls to make; `stopReason` is then `tool_calls`. */
   toolCalls?: readonly ScriptedToolCall[];
+  /** Token counts to report; by default input counts the messages and output the text length plus the tool calls. */
   usage?: Partial<Usage>;
   /**
    * Holds the stream open (after the deltas, before `finish`) until this promise settles, so a
@@ -33,8 +40,11 @@ export interface ScriptedStep {
 
 /** What a step function is given: the request and the 1-based number of this agent's call. */
 export interface ScriptedCallContext {
+  /** The calling agent. */
   agentName: string;
+  /** This agent's call number, from 1. */
   call: number;
+  /** The request as the runtime sent it. */
   request: ModelRequest;
 }
 
@@ -48,9 +58,13 @@ export type AgentScript = readonly ScriptedStep[] | ScriptedStepFunction;
 
 /** A request as the scripted model saw it: a deep copy taken when the call started. */
 export interface RecordedRequest {
+  /** The system blocks. */
   system: SystemBlock[];
+  /** The conversation sent. */
   messages: ChatMessage[];
+  /** The tools offered. */
   tools: ToolDefinition[];
+  /** The request's prompt-cache key, when it had one. */
   promptCacheKey?: string;
 }
 

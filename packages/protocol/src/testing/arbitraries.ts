@@ -147,7 +147,9 @@ export function hugeText(maxBytes: number, extra: readonly string[] = []): fc.Ar
 
 /** A generated message and the sender it is shown as. */
 export interface MessageCase {
+  /** The queued message to format. */
   message: QueuedMessage;
+  /** Its sender as the format is given it. */
   sender: EnvelopeSender;
   /** The text the message carries (its text blocks joined). */
   text: string;

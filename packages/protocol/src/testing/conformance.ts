@@ -23,7 +23,9 @@ import {
  * all fit, so the suite runs under any of them.
  */
 export interface ConformanceTestApi {
+  /** Groups tests; `fn` declares them synchronously. */
   describe: (name: string, fn: () => void) => unknown;
+  /** Declares one test, sync or async. */
   it: (name: string, fn: () => void | Promise<void>) => unknown;
 }
 
@@ -130,7 +132,7 @@ function mentions(text: string, word: string): boolean {
 }
 
 /**
- * Defines the conformance suite of a {@link WireFormat}: round trips of arbitrary and huge texts,
+ * Defines the conformance suite of a `WireFormat` (of `@teamwire/core`): round trips of arbitrary and huge texts,
  * spoof resistance, foreign entries, and the initial prompt. A format is framing only, so that
  * is all it checks; the team policy (picks and texts) is core's and tested there. Assertions use
  * `node:assert/strict` and properties use fast-check (at least `numRuns` cases each), so it runs

@@ -7,7 +7,9 @@ import type { TeamRecord } from '../../records.js';
  * or any other runner's) keeps `@teamwire/core/testing` free of a test-runner dependency.
  */
 export interface ConformanceTestApi {
+  /** Groups tests, like vitest's `describe`. */
   describe: (name: string, body: () => void) => void;
+  /** Declares one async test, like vitest's `it`. */
   it: (name: string, body: () => Promise<void>) => void;
 }
 

@@ -8,6 +8,7 @@ import { conformanceRecord, conformanceRecords, jsonCopy } from './api.js';
 
 /** One log under test, fresh and empty, with how to reach its durable data again. */
 export interface TeamLogConformanceSubject {
+  /** The log under test, fresh and empty. */
   log: TeamLog;
   /**
    * Returns a new log over the same durable data. Called only after `log.close()` resolved.
@@ -20,6 +21,7 @@ export interface TeamLogConformanceSubject {
 
 /** How the suite obtains a fresh subject for every test. */
 export interface TeamLogConformanceOptions {
+  /** Returns a fresh subject; called once per test. */
   create: () => Promise<TeamLogConformanceSubject>;
 }
 

@@ -8,6 +8,7 @@ import { assistantEntry, jsonCopy, toolEntry, userEntry } from './api.js';
 
 /** One transcript store under test, fresh and empty, with how to reach its data again. */
 export interface TranscriptStoreConformanceSubject {
+  /** The store under test, fresh and empty. */
   store: TranscriptStore;
   /**
    * Returns a new store over the same durable data. Called only after `store.close()` resolved.
@@ -20,6 +21,7 @@ export interface TranscriptStoreConformanceSubject {
 
 /** How the suite obtains a fresh subject for every test. */
 export interface TranscriptStoreConformanceOptions {
+  /** Returns a fresh subject; called once per test. */
   create: () => Promise<TranscriptStoreConformanceSubject>;
 }
 
