@@ -87,6 +87,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * is kept as a character, so JSON.parse refuses it as before.
  */
 export function decodeLine(line: JsonlLine): string {
+  // The native decoder is the fast path; a U+FFFD in its output is either written in the file
+  // (bytes EF BF BD) or stands for bad bytes, and only then does the strict decoder tell which.
+  const text = line.bytes.toString('utf8');
+  if (!text.includes('\uFFFD')) return text;
   try {
     return utf8.decode(line.bytes);
   } catch {
