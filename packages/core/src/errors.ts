@@ -89,6 +89,20 @@ export const TeamErrorCode = {
   /** A turn ran into its step limit. */
   STEP_LIMIT: 'STEP_LIMIT',
 
+  // Workspaces
+  /** The member's agent type asks for isolation and the team has no workspace provider. */
+  WORKSPACE_UNAVAILABLE: 'WORKSPACE_UNAVAILABLE',
+  /** The team's directory is not inside a git repository. */
+  WORKSPACE_NOT_A_REPOSITORY: 'WORKSPACE_NOT_A_REPOSITORY',
+  /** The `git` binary cannot be run. */
+  WORKSPACE_GIT_MISSING: 'WORKSPACE_GIT_MISSING',
+  /** The member's branch or worktree path is taken by something that is not its workspace. */
+  WORKSPACE_TAKEN: 'WORKSPACE_TAKEN',
+  /** Creating, finding or removing the workspace failed (the message names the git command). */
+  WORKSPACE_FAILED: 'WORKSPACE_FAILED',
+  /** A path given to a file tool leads outside the member's workspace. */
+  PATH_OUTSIDE_WORKSPACE: 'PATH_OUTSIDE_WORKSPACE',
+
   // Storage
   /** Another process owns the team folder. */
   TEAM_LOCKED: 'TEAM_LOCKED',

@@ -45,7 +45,7 @@ export {
   WRITE_SCOPE_MAX,
 } from './limits.js';
 export * from './policy/index.js';
-export type { AgentEvent, EventSink, MemberStatus } from './ports/events.js';
+export type { AgentEvent, EventSink, MemberStatus, WorkspaceEventAction } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';
 export type {
   ModelAdapter,
@@ -63,6 +63,7 @@ export type {
   ParsedEnvelope,
   WireFormat,
 } from './ports/wire-format.js';
+export type { WorkspaceMember, WorkspaceProvider, WorkspaceRelease } from './ports/workspace.js';
 export type { TeamRecordType } from './records.js';
 export {
   checkSchemaVersion,
@@ -73,6 +74,7 @@ export {
   MemberContext,
   MemberPhase,
   MemberRecord,
+  MemberWorkspace,
   MessageDeliveredRecord,
   MessageDelivery,
   MessageKind,

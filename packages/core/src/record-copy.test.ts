@@ -31,6 +31,14 @@ const taskId = fc.oneof(
   fc.constantFrom('task-0', 'task-01', 'Task-1', 'task-1 ', ''),
 );
 
+const workspace = fc.record(
+  {
+    path: fc.oneof(nonEmpty, around(4096)),
+    branch: fc.oneof(nonEmpty, around(255)),
+    base: fc.oneof(nonEmpty, around(64)),
+  },
+  { requiredKeys: ['path'] },
+);
 const member = fc.record(
   {
     id: nonEmpty,
@@ -42,6 +50,7 @@ const member = fc.record(
     phase: fc.constantFrom('provisioning', 'active', 'failed', 'retired'),
     color: text,
     error: text,
+    workspace,
   },
   { requiredKeys: ['id', 'name', 'description', 'agentType', 'provider', 'context', 'phase'] },
 );
@@ -136,6 +145,7 @@ const TYPICAL = [
       phase: 'failed',
       color: 'blue',
       error: 'boom',
+      workspace: { path: '/repo/.worktrees/alice', branch: 'teamwire/alice', base: 'abc123' },
     },
   },
   {
@@ -188,6 +198,10 @@ const PROBES: unknown[] = [
   'fork',
   'quiet',
   'shutdown_request',
+  'x'.repeat(256),
+  '😀'.repeat(64),
+  { path: '/p' },
+  { path: '' },
   'text',
   'image',
   0,

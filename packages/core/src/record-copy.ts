@@ -12,6 +12,9 @@ import {
   MESSAGE_KINDS,
   SCHEMA_VERSION,
   TASK_STATUSES,
+  WORKSPACE_BASE_MAX,
+  WORKSPACE_BRANCH_MAX,
+  WORKSPACE_PATH_MAX,
 } from './record-values.js';
 
 /**
@@ -69,6 +72,24 @@ function copyOptional(from: Obj, to: Obj, key: string): void {
   if (has(from, key)) to[key] = from[key];
 }
 
+const workspaceBranch = (v: unknown) => bounded(v, WORKSPACE_BRANCH_MAX);
+const workspaceBase = (v: unknown) => bounded(v, WORKSPACE_BASE_MAX);
+
+function copyWorkspace(v: unknown): Obj | undefined {
+  if (
+    !isObj(v) ||
+    !bounded(v.path, WORKSPACE_PATH_MAX) ||
+    !optional(v, 'branch', workspaceBranch) ||
+    !optional(v, 'base', workspaceBase)
+  ) {
+    return undefined;
+  }
+  const out: Obj = { path: v.path };
+  copyOptional(v, out, 'branch');
+  copyOptional(v, out, 'base');
+  return out;
+}
+
 function copyMember(v: unknown): Obj | undefined {
   if (!isObj(v)) return undefined;
   if (
@@ -95,6 +116,14 @@ function copyMember(v: unknown): Obj | undefined {
   };
   copyOptional(v, out, 'color');
   copyOptional(v, out, 'error');
+  if (has(v, 'workspace')) {
+    if (v.workspace === undefined) out.workspace = undefined;
+    else {
+      const workspace = copyWorkspace(v.workspace);
+      if (workspace === undefined) return undefined;
+      out.workspace = workspace;
+    }
+  }
   return out;
 }
 

@@ -19,3 +19,10 @@ export const MESSAGE_KINDS = [
   'task_assignment',
 ] as const;
 export const MESSAGE_DELIVERIES = ['quiet', 'wakeup'] as const;
+
+/** A member workspace's `path` (absolute) has 1 to this many characters. */
+export const WORKSPACE_PATH_MAX = 4096;
+/** A member workspace's `branch` has 1 to this many characters. */
+export const WORKSPACE_BRANCH_MAX = 255;
+/** A member workspace's `base` (a commit id) has 1 to this many characters. */
+export const WORKSPACE_BASE_MAX = 64;

@@ -15,6 +15,9 @@ import {
   MESSAGE_KINDS,
   SCHEMA_VERSION,
   TASK_STATUSES,
+  WORKSPACE_BASE_MAX,
+  WORKSPACE_BRANCH_MAX,
+  WORKSPACE_PATH_MAX,
 } from './record-values.js';
 
 export { MEMBER_NAME_MAX, SCHEMA_VERSION, TASK_ID_PATTERN };
@@ -43,6 +46,23 @@ export const MemberContext: z.ZodEnum<Record<MemberContext, MemberContext>> = z.
   MEMBER_CONTEXTS satisfies readonly MemberContext[],
 );
 
+/**
+ * Where a member works, as its member record keeps it durably, so that a revived member (waker,
+ * resume after a crash) gets the very same directory back. Recorded with the member's move to
+ * `active` when its agent type asks for isolation; never changed after. The `WorkspaceProvider`
+ * port returns it.
+ */
+export const MemberWorkspace = z.object({
+  /** Absolute path of the member's working directory. */
+  path: z.string().min(1).max(WORKSPACE_PATH_MAX),
+  /** The branch checked out there, for an isolated member. */
+  branch: z.string().min(1).max(WORKSPACE_BRANCH_MAX).optional(),
+  /** The commit the branch started from. */
+  base: z.string().min(1).max(WORKSPACE_BASE_MAX).optional(),
+});
+/** Where a member works; see {@link MemberWorkspace}. */
+export type MemberWorkspace = z.infer<typeof MemberWorkspace>;
+
 /** A member of a team: the lead or a teammate. Runtime status is derived, never stored here. */
 export const Member = z.object({
   /** ulid; for the lead, the team id. */
@@ -63,6 +83,8 @@ export const Member = z.object({
   color: z.string().optional(),
   /** Why the member failed (phase `failed`). */
   error: z.string().optional(),
+  /** Where the member works, for a member of an isolated agent type (see {@link MemberWorkspace}). */
+  workspace: MemberWorkspace.optional(),
 });
 export type Member = z.infer<typeof Member>;
 

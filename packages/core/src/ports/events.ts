@@ -4,6 +4,14 @@ import type { TeamRecord } from '../records.js';
 /** Derived runtime status of a member; never stored in the log. */
 export type MemberStatus = 'provisioning' | 'running' | 'idle' | 'inactive' | 'failed' | 'retired';
 
+/** What happened to a member's workspace; see the `workspace` {@link AgentEvent}. */
+export type WorkspaceEventAction =
+  | 'acquired'
+  | 'kept'
+  | 'removed'
+  | 'acquire-failed'
+  | 'release-failed';
+
 /**
  * What an agent does, as observers see it. Durable changes (roster, tasks, mail) are published as
  * `record` events carrying the team-log record, so a reconnecting observer can resume from the log.
@@ -86,6 +94,37 @@ export type AgentEvent =
       code: string;
       /** What failed, for people. */
       message: string;
+    }
+  | {
+      /**
+       * A member's own workspace (see `WorkspaceProvider`) changed hands: published under the
+       * member's name when it is acquired (spawn, revival), released at retirement (kept with
+       * work, or removed) or cleaned up after a failed spawn, and when either step failed.
+       */
+      type: 'workspace';
+      /** The member whose workspace it is. */
+      memberId: string;
+      /**
+       * `acquired`: the member works there now; `kept`: it retired and the workspace holds work
+       * (commits or changes) so it stays; `removed`: it held no work and is gone;
+       * `acquire-failed` / `release-failed`: the provider refused (see `error`).
+       */
+      action: WorkspaceEventAction;
+      /** The workspace's directory; absent only when unknown (a failed first acquire, a clean-up). */
+      path?: string;
+      /** Its branch, when it has one. */
+      branch?: string;
+      /** On release: commits on the branch beyond its base. */
+      commitsAhead?: number;
+      /** On release: changed, uncommitted files (relative paths, at most 100). */
+      changedFiles?: string[];
+      /** On `acquire-failed` / `release-failed`: the `TeamError` code and message. */
+      error?: {
+        /** The failure's `TeamError` code, e.g. `WORKSPACE_TAKEN`. */
+        code: string;
+        /** What failed, for people. */
+        message: string;
+      };
     }
   | {
       /** An event a host or tool published under its own name. */

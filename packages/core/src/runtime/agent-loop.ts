@@ -59,10 +59,11 @@ export interface RunTurnOptions {
   tools: ToolSet;
   conversation: Conversation;
   /**
-   * Who runs the turn, and the team as that member sees it. Tools get exactly this in their
-   * (frozen) context: a view that acts only as its own member, never the `TeamService`.
+   * Who runs the turn, the team as that member sees it, and the directory it works in. Tools get
+   * exactly this in their (frozen) context: a view that acts only as its own member, never the
+   * `TeamService`.
    */
-  toolContext: { agent: AgentRef; team: MemberTeamService };
+  toolContext: { agent: AgentRef; team: MemberTeamService; cwd: string };
   /** Interrupts the turn: the model call is closed, a running tool is answered as interrupted. */
   signal: AbortSignal;
   maxSteps: number;
@@ -86,8 +87,8 @@ export interface RunTurnOptions {
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
   const { agentName, conversation, events, signal } = options;
-  const { agent, team } = options.toolContext;
-  const context: ToolContext = Object.freeze({ agent, team, signal });
+  const { agent, team, cwd } = options.toolContext;
+  const context: ToolContext = Object.freeze({ agent, team, cwd, signal });
   let steps = 0;
   let text = '';
   for (;;) {

@@ -6,7 +6,10 @@ import type { AgentRef, MemberTeamService } from './service-types.js';
 
 export type { AgentRef } from './service-types.js';
 
-/** What a tool runs with: who calls it, its view of the team, and the turn's abort signal. */
+/**
+ * What a tool runs with: who calls it, its view of the team, the directory it works in, and the
+ * turn's abort signal.
+ */
 export interface ToolContext {
   /** The calling member's credential (the same as `team.agent`). */
   agent: AgentRef;
@@ -15,6 +18,13 @@ export interface ToolContext {
    * credential or the host-only operations of the `TeamService`.
    */
   team: MemberTeamService;
+  /**
+   * The calling member's working directory (absolute): its own workspace when its agent type asks
+   * for `isolation: 'worktree'`, else the team's directory (`openTeam`'s `cwd`; the lead's always).
+   * One tool instance serves every member, so a file or shell tool resolves paths against this,
+   * never against `process.cwd()`.
+   */
+  cwd: string;
   /** Aborted when the turn is interrupted or the service is disposed. */
   signal: AbortSignal;
 }
@@ -60,7 +70,11 @@ export interface AgentDefinition {
   /** Tools offered besides the team tools. */
   // biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of many input types
   tools?: readonly AgentTool<any>[];
-  /** Advisory: whether members of this type should work in their own worktree; for the host. */
+  /**
+   * `worktree`: each member of this type works in a directory of its own, from the team's
+   * `WorkspaceProvider` (fail-closed: without one, or when it refuses, the member fails and never
+   * runs in the shared directory). `shared` (the default): members work in the team's directory.
+   */
   isolation?: 'shared' | 'worktree';
   /** Steps per turn; overrides the team's `maxSteps`. */
   maxSteps?: number;

@@ -5,9 +5,10 @@ import { textLength } from '../limits.js';
 
 /**
  * Where the whole text of a cut idle notice can still be found, for the marker: a reply stays in
- * the teammate's transcript, a failure in its member listing.
+ * the teammate's transcript, a failure in its member listing, a retired member's kept work in
+ * the `workspace` event (and in the workspace itself).
  */
-export type CutTextHome = 'transcript' | 'failure';
+export type CutTextHome = 'transcript' | 'failure' | 'workspace';
 
 /**
  * The line that ends a cut idle notice. `omitted` counts characters as every other text limit
@@ -17,7 +18,9 @@ export function truncationMarker(omitted: number, memberName: string, home: CutT
   const where =
     home === 'transcript'
       ? `full reply in ${memberName}'s transcript`
-      : `full error in list_members (${memberName}'s failure)`;
+      : home === 'failure'
+        ? `full error in list_members (${memberName}'s failure)`
+        : `full list in ${memberName}'s workspace (git status)`;
   return `\n… [truncated: ${omitted} more characters; ${where}]`;
 }
 

@@ -2,7 +2,7 @@ import type { ChatMessage, MessageSource } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import { contentText, textContent } from '../content.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
-import type { Member, QueuedMessage, TeamRecord } from '../records.js';
+import type { Member, MessageQueuedRecord, QueuedMessage, TeamRecord } from '../records.js';
 import type { Conversation } from './conversation.js';
 import { type CutTextHome, idleNoticeContent } from './idle-notice.js';
 import type { RunnerHost } from './runner-host.js';
@@ -139,6 +139,26 @@ export async function queueIdleNotice(
     .some((m) => m.kind === 'idle_notification' && m.senderId === member.id);
   if (holding) return;
   host.guard();
+  const record = idleNoticeRecord(host, member, text, home);
+  if (record === undefined) return;
+  await host.commit(member.name, [record]);
+  host.dispatch(record.message);
+}
+
+/**
+ * The `idle_notification` record from live `member` to the lead carrying `text`, cut to fit (see
+ * {@link queueIdleNotice}), applied to the state and not yet committed: the caller commits it,
+ * then dispatches its message. Undefined when the team has no lead or the member is not live.
+ */
+export function idleNoticeRecord(
+  host: MailHost,
+  member: Member,
+  text: string,
+  home: CutTextHome,
+): MessageQueuedRecord | undefined {
+  const { state } = host;
+  const leadId = state.leadId;
+  if (leadId === undefined || !state.isLive(member.id)) return undefined;
   const draft: QueuedMessage = {
     id: host.ids.next(),
     senderId: member.id,
@@ -155,7 +175,7 @@ export async function queueIdleNotice(
     home,
     render: (fitted) => formatIdleNotice(host, draft, fitted),
   });
-  const record = state.queueMessage({
+  return state.queueMessage({
     id: draft.id,
     senderId: draft.senderId,
     targetId: draft.targetId,
@@ -163,6 +183,4 @@ export async function queueIdleNotice(
     delivery: draft.delivery,
     content,
   });
-  await host.commit(member.name, [record]);
-  host.dispatch(record.message);
 }

@@ -1,3 +1,4 @@
+import { isAbsolute } from 'node:path';
 import type { Clock, IdSource } from '../clock.js';
 import { systemClock, ulidIdSource } from '../clock.js';
 import { TeamError } from '../errors.js';
@@ -8,6 +9,7 @@ import type { TeamLog } from '../ports/team-log.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
+import type { WorkspaceProvider } from '../ports/workspace.js';
 import type { TeamRecord } from '../records.js';
 import type { TeamLimits } from '../state/index.js';
 import { TeamState } from '../state/index.js';
@@ -15,6 +17,7 @@ import { type AgentRegistry, providerOf } from './agents.js';
 import { ChangeWaiters } from './change-waiters.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import { Credentials } from './credentials.js';
+import { MemberWorkspaces } from './member-workspaces.js';
 import { RunnerPool } from './runner-pool.js';
 import type { TeamService } from './service-types.js';
 import { TeamServiceFacade } from './team-service.js';
@@ -37,7 +40,17 @@ export interface OpenTeamOptions {
   policy?: TeamPolicy | undefined;
   /** The agent types members can be spawned (and revived) as. */
   agents: AgentRegistry;
-  /** The lead's agent type (and description, used when the team is created). */
+  /**
+   * Gives members of an agent type with `isolation: 'worktree'` a working directory of their own
+   * (e.g. `@teamwire/git-workspaces`). Without it such a member fails to start with
+   * `WORKSPACE_UNAVAILABLE`: it never works in the shared directory instead.
+   */
+  workspaces?: WorkspaceProvider | undefined;
+  /**
+   * The team's directory, absolute: the lead's and every non-isolated member's `ToolContext.cwd`.
+   * Defaults to `process.cwd()` when the team is opened.
+   */
+  cwd?: string | undefined;
   /** The lead's agent type (and description, used when the team is created). */
   lead: {
     /** A registered agent type. */
@@ -77,6 +90,10 @@ export interface OpenTeamOptions {
  * pending wakeup mail, teammates owning `in_progress` tasks (a turn resuming the task) and, with
  * idle-claim on, enough idle teammates to take the ready tasks. Everyone else stays inactive
  * until mail wakes them.
+ *
+ * Members of an agent type with `isolation: 'worktree'` work in a directory of their own from the
+ * `workspaces` provider, acquired before their runner starts (spawn, revival) and released when
+ * they retire; everyone else works in `cwd`. Tools see the directory as `ToolContext.cwd`.
  */
 export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
   if (options.format === undefined && 'protocol' in options) {
@@ -94,6 +111,14 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
       'formatTaskClaimPrompt',
       'formatAssignmentNotice',
     ]);
+  }
+  if (options.workspaces !== undefined) {
+    checkPort(options.workspaces, 'workspaces', ['acquire', 'release']);
+  }
+  if (options.cwd !== undefined && (typeof options.cwd !== 'string' || !isAbsolute(options.cwd))) {
+    throw new TeamError('INVALID_ARGUMENT', 'openTeam needs an absolute path as cwd', {
+      details: { option: 'cwd' },
+    });
   }
   const clock = options.clock ?? systemClock;
   const records: TeamRecord[] = [];
@@ -165,6 +190,14 @@ function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
   });
   waiters = new ChangeWaiters(clock, () => pipeline.disposed);
   const idleClaim = options.idleClaim ?? true;
+  const workspaces = new MemberWorkspaces({
+    teamId: options.teamId,
+    provider: options.workspaces,
+    cwd: options.cwd ?? process.cwd(),
+    agents: options.agents,
+    events,
+    leadId: () => state.leadId,
+  });
   pool = new RunnerPool({
     teamId: options.teamId,
     state,
@@ -186,6 +219,7 @@ function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
     disposeTimeoutMs: options.disposeTimeoutMs ?? 10_000,
     pipeline,
     credentials,
+    workspaces,
     memberService: (agent) => (service as TeamServiceFacade).forMember(agent),
   });
   service = new TeamServiceFacade({

@@ -7,6 +7,7 @@ import type { Member, QueuedMessage, TeamRecord } from '../records.js';
 import type { TeamState } from '../state/index.js';
 import type { ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
+import type { MemberWorkspaces } from './member-workspaces.js';
 import type { AgentRef, MemberTeamService } from './service-types.js';
 
 /**
@@ -25,6 +26,8 @@ export interface RunnerHost {
   /** Retry interval of idle-claim while parked; undefined when idle-claim is off. */
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
+  /** Where members work: the team's directory, or an isolated member's own workspace. */
+  readonly workspaces: MemberWorkspaces;
   /** Throws `DISPOSED` / `STORE_CLOSED` once the service can no longer write. */
   guard(): void;
   /** True once the service is disposed or broken: a runner then stops without writing. */

@@ -6,13 +6,20 @@ import type { EventSink, MemberStatus } from '../ports/events.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
-import type { Member, MemberContext, QueuedMessage, TeamRecord } from '../records.js';
+import type {
+  Member,
+  MemberContext,
+  MemberWorkspace,
+  QueuedMessage,
+  TeamRecord,
+} from '../records.js';
 import { isLivePhase, type TeamState } from '../state/index.js';
 import { createToolSet, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition, AgentRegistry } from './agents.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import { forkSeed } from './conversation.js';
 import type { Credentials } from './credentials.js';
+import type { MemberWorkspaces } from './member-workspaces.js';
 import { AgentRunner } from './runner.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
@@ -36,6 +43,7 @@ export interface RunnerPoolOptions {
   disposeTimeoutMs: number;
   pipeline: CommitPipeline;
   credentials: Credentials;
+  workspaces: MemberWorkspaces;
   /** The view a member's tools get (the public service, bound to the member). */
   memberService(agent: AgentRef): MemberTeamService;
 }
@@ -56,6 +64,7 @@ export class RunnerPool implements RunnerHost {
   readonly transcripts: TranscriptStore;
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
+  readonly workspaces: MemberWorkspaces;
   private readonly pipeline: CommitPipeline;
   private readonly runners = new Map<string, AgentRunner>();
   private readonly waker: Waker;
@@ -76,6 +85,7 @@ export class RunnerPool implements RunnerHost {
     this.idleClaimIntervalMs = options.idleClaimIntervalMs;
     this.maxSteps = options.maxSteps;
     this.pipeline = options.pipeline;
+    this.workspaces = options.workspaces;
     this.waker = new Waker({
       runners: this.runners,
       isRevivable: (memberId) => this.state.member(memberId)?.phase === 'active',
@@ -190,10 +200,16 @@ export class RunnerPool implements RunnerHost {
   }
 
   /**
-   * Creates a new teammate's runner and loads (or, for a fork, seeds) its transcript. Resolves
-   * with the function that starts it; on failure the runner is dropped again.
+   * Creates a new teammate's runner, acquires its workspace when its type is isolated, and loads
+   * (or, for a fork, seeds) its transcript. Resolves with the function that starts it and the
+   * workspace to record with its move to `active`. On failure the runner is dropped again and
+   * what a half-done acquire left is handed back to the provider (best-effort).
    */
-  async prepareTeammate(memberId: string, context: MemberContext): Promise<() => void> {
+  async prepareTeammate(
+    memberId: string,
+    context: MemberContext,
+  ): Promise<{ start(): void; workspace: MemberWorkspace | undefined }> {
+    const member = this.state.member(memberId) as Member;
     try {
       this.guard();
       const runner = this.createRunner(memberId);
@@ -201,9 +217,14 @@ export class RunnerPool implements RunnerHost {
         context === 'fork' ? forkSeed(this.leadRunner?.messages ?? []) : undefined;
       await runner.prepare(seed);
       this.guard();
-      return () => void runner.start();
+      return { start: () => void runner.start(), workspace: runner.workspace };
     } catch (error) {
       this.runners.delete(memberId);
+      if (this.workspaces.isIsolated(member)) {
+        await this.workspaces.cleanUp(member);
+        // the member fails before its runner ever ran: end its presence for observers
+        this.events.publish(member.name, { type: 'status', status: 'failed' });
+      }
       throw error;
     }
   }
@@ -252,17 +273,24 @@ export class RunnerPool implements RunnerHost {
     for (const waiter of this.idleWaiters.splice(0)) waiter.resolve();
   }
 
-  /** Settles what a crash left behind and revives the members that have work. */
+  /**
+   * Settles what a crash left behind and revives the members that have work. A member left
+   * `provisioning` becomes `active` when its transcript has entries, else `failed`; an isolated
+   * one always fails (its workspace was never recorded) and its workspace is handed back to the
+   * provider, so no orphan is left.
+   */
   async recover(): Promise<void> {
     const { state } = this;
     for (const member of state.members()) {
       if (member.phase !== 'provisioning') continue;
-      const entries = await this.transcripts.load({ memberId: member.id });
+      const isolated = this.workspaces.isIsolated(member);
+      const entries = isolated ? [] : await this.transcripts.load({ memberId: member.id });
       const record =
         entries.length > 0
           ? state.setMemberPhase(member.id, 'active')
           : state.setMemberPhase(member.id, 'failed', 'interrupted while provisioning');
       await this.commit(member.name, [record]);
+      if (isolated) await this.workspaces.cleanUp(member);
     }
     this.leadRunner = this.createRunner(state.leadId as string);
     // A lead whose conversation cannot be loaded fails the open, not a later prompt.

@@ -4,12 +4,14 @@ import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
-import type { Member, QueuedMessage, TeamRecord } from '../records.js';
+import type { Member, MemberWorkspace, QueuedMessage, TeamRecord } from '../records.js';
 import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
 import { Conversation } from './conversation.js';
 import type { CutTextHome } from './idle-notice.js';
 import { deliverMessages, orderByPolicy, pickWith, queueIdleNotice } from './mail-delivery.js';
+import type { MemberPlace } from './member-workspaces.js';
+import { retireMember } from './retirement.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, TurnOutcome } from './service-types.js';
 
@@ -46,6 +48,7 @@ export class AgentRunner {
   /** The runtime failure that stopped this runner, if any. */
   failure: TeamError | undefined;
   private conversation: Conversation | undefined;
+  private place: MemberPlace | undefined;
   private preparing: Promise<void> | undefined;
   private loopDone: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -102,17 +105,24 @@ export class AgentRunner {
     return this.busy ? 'running' : 'idle';
   }
 
+  /** The member's own workspace, once {@link prepare} acquired it (isolated members only). */
+  get workspace(): MemberWorkspace | undefined {
+    return this.place?.workspace;
+  }
+
   /** The loaded conversation (after {@link prepare}). */
   get messages(): readonly ChatMessage[] {
     return this.conversation?.messages ?? [];
   }
 
   /**
-   * Loads the member's transcript (once). `seed` is written first when the transcript is empty:
-   * a forked teammate's copy of the lead's conversation.
+   * Finds where the member works (an isolated member's workspace is acquired first: it never
+   * runs in the shared directory instead), then loads its transcript (once). `seed` is written
+   * first when the transcript is empty: a forked teammate's copy of the lead's conversation.
    */
   prepare(seed?: readonly ChatMessage[]): Promise<void> {
     this.preparing ??= (async () => {
+      this.place = await this.host.workspaces.placeOf(this.member);
       const entries = await this.host.transcripts.load({ memberId: this.member.id });
       const conversation = new Conversation(
         this.member.id,
@@ -313,7 +323,11 @@ export class AgentRunner {
         system: this.system,
         tools: this.tools,
         conversation,
-        toolContext: { agent: this.ref, team: this.host.memberService(this.ref) },
+        toolContext: {
+          agent: this.ref,
+          team: this.host.memberService(this.ref),
+          cwd: (this.place as MemberPlace).cwd,
+        },
         signal: abort.signal,
         maxSteps: this.definition.maxSteps ?? this.host.maxSteps,
         events,
@@ -362,17 +376,14 @@ export class AgentRunner {
     return queueIdleNotice(this.host, this.member, text, home);
   }
 
-  /** Handles a shutdown request: recorded, tasks released, member retired; no model call. */
+  /**
+   * Handles a shutdown request: recorded, workspace released, tasks released, member retired; no
+   * model call.
+   */
   private async retire(message: QueuedMessage): Promise<void> {
     this.setActivity('running');
     await this.deliver([message]);
-    this.host.guard();
-    const { state } = this.host;
-    const records: TeamRecord[] = [
-      ...state.releaseTasksOf(this.member.id),
-      state.setMemberPhase(this.member.id, 'retired'),
-    ];
-    await this.host.commit(this.name, records);
+    await retireMember(this.host, this.host.state.member(this.member.id) ?? this.member);
   }
 
   /**

@@ -46,9 +46,16 @@ import type {
 const MEMBER_COLORS = ['blue', 'green', 'yellow', 'purple', 'orange', 'pink', 'cyan', 'red'];
 const DEFAULT_PAGE = 50;
 
-/** Why a member failed, shortened to fit a member record's `error`. */
+/**
+ * Why a member failed, shortened to fit a member record's `error`. A workspace failure leads with
+ * its code (`WORKSPACE_TAKEN: ...`), so the lead can tell it from the roster alone.
+ */
 function failureReason(error: unknown): string {
-  const why = error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : String(error);
+  const why =
+    TeamError.isInstance(error) && error.code.startsWith('WORKSPACE_')
+      ? `${error.code}: ${message}`
+      : message;
   if (isWithinTextLimit(why, MEMBER_ERROR_MAX)) return why;
   let cut = MEMBER_ERROR_MAX - 1;
   // never split a surrogate pair
@@ -240,9 +247,9 @@ export class TeamServiceFacade implements TeamService {
     }
     await pipeline.commit(caller.name, [spawned, queued]);
 
-    let start: () => void;
+    let prepared: Awaited<ReturnType<RunnerPool['prepareTeammate']>>;
     try {
-      start = await this.pool.prepareTeammate(memberId, context);
+      prepared = await this.pool.prepareTeammate(memberId, context);
     } catch (error) {
       if (!pipeline.closed) {
         const why = failureReason(error);
@@ -250,8 +257,10 @@ export class TeamServiceFacade implements TeamService {
       }
       throw error;
     }
-    await pipeline.commit(caller.name, [state.setMemberPhase(memberId, 'active')]);
-    start();
+    await pipeline.commit(caller.name, [
+      state.activateMember(memberId, { workspace: prepared.workspace }),
+    ]);
+    prepared.start();
     return { memberId, name: input.name, messageId: queued.message.id };
   }
 

@@ -6,6 +6,7 @@ import type { TeamLog } from '../ports/team-log.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
+import type { WorkspaceProvider } from '../ports/workspace.js';
 import type { TeamLimits } from '../state/index.js';
 import type { ManualClock } from '../testing/manual-clock.js';
 import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
@@ -96,11 +97,22 @@ export interface HarnessOptions {
   clock?: ManualClock;
   model?: ScriptedModel;
   workerTools?: AgentDefinition['tools'];
+  /** Tools of the lead's agent type (none by default). */
+  leadTools?: AgentDefinition['tools'];
   ids?: string;
   /** The team's wire format. Default: `createSimpleFormat()`. */
   format?: WireFormat;
   /** The team's policy. Default: `createSimplePolicy()`; `null` opens without one (core's default). */
   policy?: TeamPolicy | null;
+  /** The team's workspace provider (none by default). */
+  workspaces?: WorkspaceProvider;
+  /** The team's directory (`openTeam`'s default when absent). */
+  cwd?: string;
+  /**
+   * Adds the agent type `coder`: `isolation: 'worktree'`, with the `whoami` tool and these tools.
+   * Off by default, so the lead's `spawn_teammate` schema lists only `worker` and `lead`.
+   */
+  coderTools?: AgentDefinition['tools'];
 }
 
 export interface Harness {
@@ -135,13 +147,29 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
   const sink = createRecordingSink();
   const refs: RefBook = new Map();
   const agents = createAgentRegistry([
-    { type: 'lead', systemPrompt: 'You lead the team.', model },
+    {
+      type: 'lead',
+      systemPrompt: 'You lead the team.',
+      model,
+      ...(options.leadTools === undefined ? {} : { tools: options.leadTools }),
+    },
     {
       type: 'worker',
       systemPrompt: 'You are a worker.',
       model,
       tools: [whoamiTool(refs), ...(options.workerTools ?? [])],
     },
+    ...(options.coderTools === undefined
+      ? []
+      : [
+          {
+            type: 'coder',
+            systemPrompt: 'You write code in your own worktree.',
+            model,
+            isolation: 'worktree' as const,
+            tools: [whoamiTool(refs), ...options.coderTools],
+          },
+        ]),
   ]);
   const service = await openTeam({
     teamId: TEAM_ID,
@@ -156,6 +184,8 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     ids: createSequentialIds(options.ids ?? 'id'),
     limits: options.limits,
     idleClaim: options.idleClaim,
+    ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }),
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   const memberId = (name: string): string => {
     const found = service.listMembers(service.lead).find((m) => m.name === name);

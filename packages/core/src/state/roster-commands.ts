@@ -1,5 +1,5 @@
 import { TeamError } from '../errors.js';
-import type { Member, MemberContext, MemberPhase } from '../records.js';
+import type { Member, MemberContext, MemberPhase, MemberWorkspace } from '../records.js';
 import { LEAD_NAME } from '../records.js';
 import { refuse, refuseIf } from './problem.js';
 import {
@@ -102,12 +102,16 @@ export function decideSpawnMember(
   };
 }
 
-/** The member moved to `phase`, with `error` saying why it failed (any previous error dropped). */
+/**
+ * The member moved to `phase`, with `error` saying why it failed (any previous error dropped) and,
+ * on the move to `active`, the `workspace` it works in.
+ */
 export function decideMemberPhase(
   roster: Roster,
   memberId: string,
   phase: Exclude<MemberPhase, 'provisioning'>,
   error: string | undefined,
+  workspace?: MemberWorkspace,
 ): Member {
   const current = roster.get(memberId);
   if (current === undefined) {
@@ -120,5 +124,10 @@ export function decideMemberPhase(
   refuseIf(checkPhaseTransition(current, phase));
   validateMemberError(error);
   const { error: _previousError, ...rest } = current;
-  return { ...rest, phase, ...(error === undefined ? {} : { error }) };
+  return {
+    ...rest,
+    phase,
+    ...(error === undefined ? {} : { error }),
+    ...(workspace === undefined ? {} : { workspace }),
+  };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { TeamRecord } from '../records.js';
 import { isLivePhase, isPhaseTransition, validateMemberName } from './roster.js';
 import { TeamState } from './team-state.js';
 import { catchTeamError, createTestTeam, snapshot, TEAM_ID } from './test-fixtures.js';
@@ -297,6 +298,77 @@ describe('setMemberPhase', () => {
     expect(catchTeamError(() => team.state.setMemberPhase('ghost', 'active')).code).toBe(
       'UNKNOWN_MEMBER',
     );
+  });
+});
+
+describe('activateMember and the recorded workspace', () => {
+  const workspace = { path: '/repo/.teamwire/alice', branch: 'teamwire/alice', base: 'abc123' };
+
+  it('records the workspace with the move to active and keeps it on every later record', () => {
+    const team = createTestTeam();
+    const id = team.spawn('alice', { activate: false });
+    const active = team.run((s) => s.activateMember(id, { workspace }));
+    expect(active.member).toMatchObject({ phase: 'active', workspace });
+    expect(team.state.member(id)?.workspace).toEqual(workspace);
+    const retired = team.run((s) => s.setMemberPhase(id, 'retired'));
+    expect(retired.member.workspace).toEqual(workspace);
+    // the whole log folds again, strictly
+    const replayed = TeamState.fromRecords(team.log, { teamId: TEAM_ID });
+    expect(replayed.member(id)).toEqual(team.state.member(id));
+  });
+
+  it('activates without a workspace like setMemberPhase(active)', () => {
+    const team = createTestTeam();
+    const id = team.spawn('alice', { activate: false });
+    const active = team.run((s) => s.activateMember(id));
+    expect(active.member.phase).toBe('active');
+    expect('workspace' in active.member).toBe(false);
+  });
+
+  it('refuses an active member with INVALID_PHASE and a malformed workspace with INVALID_ARGUMENT', () => {
+    const team = createTestTeam();
+    const id = team.spawn('alice');
+    expect(catchTeamError(() => team.state.activateMember(id, { workspace })).code).toBe(
+      'INVALID_PHASE',
+    );
+    const bob = team.spawn('bob', { activate: false });
+    const before = snapshot(team.state);
+    expect(
+      catchTeamError(() => team.state.activateMember(bob, { workspace: { path: '' } })).code,
+    ).toBe('INVALID_ARGUMENT');
+    expect(snapshot(team.state)).toEqual(before);
+  });
+
+  it.each([
+    ['a first record with a workspace', 'first', /first appears with a workspace/],
+    ['a workspace gained on retire', 'late', /gained a workspace/],
+    ['a changed workspace', 'changed', /changed its workspace/],
+    ['a dropped workspace', 'dropped', /changed its workspace/],
+  ] as const)('refuses %s on replay with LOG_INVARIANT', (_label, kind, why) => {
+    const team = createTestTeam();
+    const id = team.spawn('alice', { activate: false });
+    const spawned = team.log.at(-1) as Extract<TeamRecord, { type: 'member' }>;
+    let bad: TeamRecord;
+    if (kind === 'first') {
+      team.log.pop();
+      bad = { ...spawned, member: { ...spawned.member, workspace } };
+    } else if (kind === 'late') {
+      team.run((s) => s.setMemberPhase(id, 'active'));
+      const retired = team.state.setMemberPhase(id, 'retired');
+      bad = { ...retired, member: { ...retired.member, workspace } };
+    } else {
+      team.run((s) => s.activateMember(id, { workspace }));
+      const retired = team.state.setMemberPhase(id, 'retired');
+      const { workspace: _dropped, ...rest } = retired.member;
+      bad = {
+        ...retired,
+        member: kind === 'dropped' ? rest : { ...rest, workspace: { ...workspace, branch: 'x' } },
+      };
+    }
+    const state = TeamState.fromRecords(team.log, { teamId: TEAM_ID });
+    const error = catchTeamError(() => state.apply(bad));
+    expect(error.code).toBe('LOG_INVARIANT');
+    expect(error.message).toMatch(why);
   });
 });
 

@@ -98,6 +98,32 @@ export function checkPhaseTransition(current: Member, to: MemberPhase): Problem 
   };
 }
 
+/**
+ * A member's workspace is recorded with its move from `provisioning` to `active`, and every later
+ * record keeps it unchanged: a revived member must find its work where it left it.
+ */
+function checkWorkspaceChange(previous: Member, member: Member): Problem | undefined {
+  const before = previous.workspace;
+  const after = member.workspace;
+  if (before === undefined) {
+    if (after === undefined || (previous.phase === 'provisioning' && member.phase === 'active')) {
+      return undefined;
+    }
+    return invariant(
+      `member ${member.id} gained a workspace in phase ${member.phase}; a workspace is recorded with the move to active`,
+    );
+  }
+  if (
+    after === undefined ||
+    after.path !== before.path ||
+    after.branch !== before.branch ||
+    after.base !== before.base
+  ) {
+    return invariant(`member ${member.id} changed its workspace`);
+  }
+  return undefined;
+}
+
 /** What a member never changes after its first record. */
 const IMMUTABLE_FIELDS = ['name', 'agentType', 'provider', 'context'] as const;
 
@@ -193,7 +219,8 @@ export class Roster {
 
   /**
    * The rules of a member's record sequence: its first record is `provisioning` under an unused
-   * name; every later one is a phase transition that keeps the immutable fields.
+   * name, without a workspace; every later one is a phase transition that keeps the immutable
+   * fields; a workspace appears only with the move to `active` and never changes after.
    */
   checkRecord(member: Member): Problem | undefined {
     const previous = this.byId.get(member.id);
@@ -203,6 +230,9 @@ export class Roster {
           `member ${member.id} first appears in phase ${member.phase}, not provisioning`,
         );
       }
+      if (member.workspace !== undefined) {
+        return invariant(`member ${member.id} first appears with a workspace`);
+      }
       return this.checkNameFree(member.name);
     }
     const transition = checkPhaseTransition(previous, member.phase);
@@ -210,7 +240,7 @@ export class Roster {
     for (const key of IMMUTABLE_FIELDS) {
       if (previous[key] !== member[key]) return invariant(`member ${member.id} changed its ${key}`);
     }
-    return undefined;
+    return checkWorkspaceChange(previous, member);
   }
 
   /** Stores a checked member record and updates the name index, the lead and the live count. */

@@ -5,6 +5,7 @@ import type {
   Member,
   MemberPhase,
   MemberRecord,
+  MemberWorkspace,
   MessageDeliveredRecord,
   MessageQueuedRecord,
   QueuedMessage,
@@ -175,6 +176,24 @@ export class TeamState {
     error?: string,
   ): MemberRecord {
     return this.emitMember(decideMemberPhase(this.model.roster, memberId, phase, error));
+  }
+
+  /**
+   * Moves a `provisioning` member to `active` (`INVALID_PHASE` from any other phase), recording
+   * `workspace`, where it works, when it has one of its own: the record keeps it for every later
+   * record of the member, so a revived member finds the same directory. Without a workspace it is
+   * `setMemberPhase(memberId, 'active')`. The workspace is schema-checked (`INVALID_ARGUMENT`).
+   */
+  activateMember(
+    memberId: string,
+    options: {
+      /** Where the member works (see {@link MemberWorkspace}). */
+      workspace?: MemberWorkspace | undefined;
+    } = {},
+  ): MemberRecord {
+    return this.emitMember(
+      decideMemberPhase(this.model.roster, memberId, 'active', undefined, options.workspace),
+    );
   }
 
   /**

@@ -15,6 +15,13 @@ export { createManualClock, createSequentialIds } from './manual-clock.js';
 export type { MemoryTeamLog, MemoryTranscriptStore } from './memory-stores.js';
 export { createMemoryTeamLog, createMemoryTranscriptStore } from './memory-stores.js';
 export type {
+  MemoryWorkspaceCall,
+  MemoryWorkspaces,
+  MemoryWorkspacesOptions,
+  MemoryWorkspaceWork,
+} from './memory-workspaces.js';
+export { createMemoryWorkspaces } from './memory-workspaces.js';
+export type {
   AgentScript,
   RecordedRequest,
   ScriptedCallContext,
