@@ -1,0 +1,9 @@
+export type { GitWorkspacesOptions } from './git-workspaces.js';
+export { createGitWorkspaces, DEFAULT_ROOT_DIR, GIT_WORKSPACES_NAME } from './git-workspaces.js';
+export { BRANCH_PREFIX, memberBranch } from './member-place.js';
+export type { MergeBranchOptions, MergeConflict, MergeResult } from './merge-branch.js';
+export { MAX_CONFLICTS, mergeBranch } from './merge-branch.js';
+export { MIN_GIT_FOR_WORKTREES } from './repository.js';
+export type { ResolveInsideOptions } from './resolve-inside.js';
+export { resolveInside } from './resolve-inside.js';
+export { MAX_CHANGED_FILES } from './worktree-status.js';
