@@ -18,7 +18,7 @@ import { jsonFormat, toolCallFormat, xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { z } from 'zod';
 import type { Command } from './args.js';
-import { BoardModel, createBoardScreen, plainLine, renderBoard } from './board.js';
+import { plainLine } from './board.js';
 import {
   ListFilesInput,
   listFiles,
@@ -27,6 +27,7 @@ import {
   SearchTextInput,
   searchText,
 } from './file-tools.js';
+import { observeTeam } from './observe.js';
 import { createPolicyModel } from './policy-model.js';
 import { openReviewRoot, type ReviewRoot } from './workspace-files.js';
 
@@ -111,7 +112,7 @@ function fileTools(root: ReviewRoot): AgentTool[] {
   ] as AgentTool[];
 }
 
-function reportTool(reportPath: string, onWrite: () => void): AgentTool {
+export function reportTool(reportPath: string, onWrite: () => void): AgentTool {
   return defineTool({
     name: 'write_report',
     description: 'Write the team report (Markdown). Overwrites an earlier report.',
@@ -215,39 +216,10 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
   ];
 
   const hub = createEventHub({ teamId, log: store.log });
-  const board = new BoardModel();
-  const tty = io.stdout.isTTY === true && !command.plain;
   const title = `teamwire review of ${root.dir} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
-  const screen = tty ? createBoardScreen(io.stdout) : undefined;
-  // Ctrl-C prints below the board; the board starts afresh under that line
-  io.signal?.addEventListener('abort', () => screen?.done(), { once: true });
-  let dirty = true;
-  const draw = () => {
-    if (!dirty || !screen) return;
-    dirty = false;
-    screen.draw(
-      renderBoard(board, {
-        title,
-        width: io.stdout.columns ?? 100,
-        elapsedMs: Date.now() - started,
-      }),
-    );
-  };
-  const subscription = hub.subscribe({});
-  const consumer = (async () => {
-    for await (const item of subscription) {
-      if (item.type === 'gap') {
-        if (!tty)
-          io.stdout.write(`${plainLine(Date.now(), `(board skipped ${item.lost} events)`)}\n`);
-        continue;
-      }
-      if (item.type !== 'event') continue;
-      const line = board.apply(item.agent, item.event);
-      if (tty) dirty = true;
-      else if (line) io.stdout.write(`${plainLine(item.at, line)}\n`);
-    }
-  })();
-  const ticker = tty ? setInterval(draw, 100) : undefined;
+  const observer = observeTeam({ hub, io, plain: command.plain, title, started });
+  const { board } = observer;
+  const tty = io.stdout.isTTY === true && !command.plain;
   if (!tty) {
     io.stdout.write(
       `${plainLine(Date.now(), `${command.resume ? 'resuming' : 'starting'} ${title}`)}\n`,
@@ -285,14 +257,7 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
   } finally {
     await team?.dispose();
     hub.close();
-    subscription.close();
-    await consumer;
-    if (ticker) clearInterval(ticker);
-    if (screen) {
-      dirty = true;
-      draw();
-      screen.done();
-    }
+    await observer.close();
     await store.close();
   }
   try {

@@ -16,6 +16,23 @@ export type Command =
       plain: boolean;
       paceMs: number;
     }
+  | {
+      command: 'fix';
+      dir: string;
+      model?: string | undefined;
+      protocol: 'xml' | 'json' | 'tool-call';
+      resume?: string | undefined;
+      stateDir: string;
+      report: string;
+      durability: 'fsync' | 'buffered';
+      plain: boolean;
+      paceMs: number;
+      /**
+       * Test-only, never set from the command line: a root file every reviewer also writes, so
+       * that their branches conflict when merged.
+       */
+      conflictFile?: string | undefined;
+    }
   | { command: 'inspect'; teamId: string; stateDir: string };
 
 /** A bad command line; the CLI prints `message` on one line and exits 2. */
@@ -27,11 +44,14 @@ export const HELP = `teamwire-example — review a directory with a team of agen
 
 Usage:
   teamwire-example [options]            review a directory
+  teamwire-example fix [options]        write and commit each folder's REVIEW.md, each reviewer
+                                        in its own git worktree of a scratch clone of --dir,
+                                        and merge them into the branch teamwire-fix/<teamId>
   teamwire-example inspect <teamId>     print a team's roster, board and transcripts
 
 Options:
   --dir <path>              directory to review (default: the current directory)
-  --teammates <n>           number of reviewers, 1-8 (default: 3)
+  --teammates <n>           number of reviewers, 1-8 (default: 3; fix: one per folder)
   --model <spec>            a real LLM instead of the offline policy model, e.g.
                             openai:gpt-4.1-mini (OPENAI_API_KEY, OPENAI_BASE_URL),
                             anthropic:claude-sonnet-4-5 (ANTHROPIC_API_KEY)
@@ -70,6 +90,8 @@ const REVIEW_OPTIONS = {
   ...HELP_OPTION,
 } as const satisfies OptionsConfig;
 
+const { teammates: _teammates, ...FIX_OPTIONS } = REVIEW_OPTIONS;
+
 const INSPECT_OPTIONS = {
   'state-dir': { type: 'string' },
   ...HELP_OPTION,
@@ -78,7 +100,33 @@ const INSPECT_OPTIONS = {
 export function parseArgs(argv: readonly string[], options: { cwd: string }): Command {
   // `pnpm run demo -- --dir x` passes its `--` along; it ends pnpm's options, not ours
   const args = argv[0] === '--' ? argv.slice(1) : [...argv];
-  return args[0] === 'inspect' ? inspectCommand(args.slice(1)) : reviewCommand(args, options.cwd);
+  if (args[0] === 'inspect') return inspectCommand(args.slice(1));
+  if (args[0] === 'fix') return fixCommand(args.slice(1), options.cwd);
+  return reviewCommand(args, options.cwd);
+}
+
+function fixCommand(args: string[], cwd: string): Command {
+  let parsed: ReturnType<typeof readFix>;
+  try {
+    parsed = readFix(args);
+  } catch (error) {
+    return explain(error, args, FIX_OPTIONS, { positionals: false, context: ' for fix' });
+  }
+  const { values } = parsed;
+  if (values.help) return { command: 'help' };
+  const review = reviewCommand(
+    Object.entries(values).flatMap(([key, value]) =>
+      value === true ? [`--${key}`] : typeof value === 'string' ? [`--${key}=${value}`] : [],
+    ),
+    cwd,
+  );
+  if (review.command !== 'review') return review;
+  const { teammates: _unused, command: _review, ...rest } = review;
+  return { ...rest, command: 'fix' };
+}
+
+function readFix(args: string[]) {
+  return parseNodeArgs({ args, options: FIX_OPTIONS, strict: true, allowPositionals: false });
 }
 
 function reviewCommand(args: string[], cwd: string): Command {

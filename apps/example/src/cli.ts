@@ -2,6 +2,7 @@
 import { TeamError } from '@teamwire/core';
 import { formatSummary, runReview } from './app.js';
 import { HELP, parseArgs, UsageError } from './args.js';
+import { formatFixSummary, runFix } from './fix-app.js';
 import { inspectTeam } from './inspect.js';
 
 async function main(): Promise<number> {
@@ -34,14 +35,22 @@ async function main(): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const summary = await runReview(command, {
+  const io = {
     stdout: process.stdout,
     stderr: process.stderr,
     cwd,
     env: process.env,
     signal: controller.signal,
-  });
-  process.stdout.write(formatSummary(summary));
+  };
+  let summary: Awaited<ReturnType<typeof runReview>>;
+  if (command.command === 'fix') {
+    const fixed = await runFix(command, io);
+    process.stdout.write(formatFixSummary(fixed));
+    summary = fixed;
+  } else {
+    summary = await runReview(command, io);
+    process.stdout.write(formatSummary(summary));
+  }
   if (summary.interrupted) return 130;
   return summary.reportWritten ? 0 : 1;
 }

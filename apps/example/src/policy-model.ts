@@ -7,6 +7,8 @@ import type {
   Usage,
 } from '@teamwire/core';
 import { TeamError } from '@teamwire/core';
+import { type FixLeadPolicyOptions, fixLeadStep } from './policy-fix-lead.js';
+import { type FixReviewerPolicyOptions, fixReviewerStep } from './policy-fix-reviewer.js';
 import { type LeadPolicyOptions, leadStep } from './policy-lead.js';
 import { reviewerStep } from './policy-reviewer.js';
 
@@ -17,8 +19,12 @@ import { reviewerStep } from './policy-reviewer.js';
  * transcripts, the event hub — runs for real without a network or an API key. Every decision is a
  * pure function of the conversation, so a resumed run picks up exactly where it stopped.
  */
-export interface PolicyOptions extends LeadPolicyOptions {
-  role: 'lead' | 'reviewer';
+export interface PolicyOptions
+  extends LeadPolicyOptions,
+    FixLeadPolicyOptions,
+    FixReviewerPolicyOptions {
+  /** `lead` / `reviewer` review a directory; `fix-lead` / `fix-reviewer` run `demo fix`. */
+  role: 'lead' | 'reviewer' | 'fix-lead' | 'fix-reviewer';
   /** Milliseconds to pause before each answer, so a person can watch the board. Default 0. */
   paceMs?: number;
 }
@@ -48,7 +54,13 @@ async function* streamStep(
   request.signal?.throwIfAborted();
   if (options.paceMs) await pause(options.paceMs, request.signal);
   const step =
-    options.role === 'lead' ? leadStep(request.messages, options) : reviewerStep(request.messages);
+    options.role === 'lead'
+      ? leadStep(request.messages, options)
+      : options.role === 'fix-lead'
+        ? fixLeadStep(request.messages, options)
+        : options.role === 'fix-reviewer'
+          ? fixReviewerStep(request.messages, options)
+          : reviewerStep(request.messages);
   const prior = request.messages.reduce(
     (n, m) => n + (m.role === 'assistant' ? m.toolCalls.length : 0),
     0,

@@ -9,7 +9,7 @@ export interface ListResult {
   files: { path: string; lines: number | null }[];
   total: number;
 }
-interface SearchResult {
+export interface SearchResult {
   matches: { path: string; line: number; text: string }[];
   total: number;
 }
@@ -106,7 +106,8 @@ export function reviewerStep(messages: readonly ChatMessage[]): Step {
   return { text: `Reviewed ${unit} (${taskId}).` };
 }
 
-function computeFindings(input: {
+/** The findings of one folder from the reviewer's tool results (shared with the fix job). */
+export function computeFindings(input: {
   unit: string;
   taskId: string;
   list: ListResult;

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -120,5 +120,107 @@ export function runCli(args: readonly string[], options: { cwd: string }): Promi
     });
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+/** Runs git in `cwd` and returns its output (throws on a non-zero exit). */
+export function gitOut(cwd: string, args: readonly string[]): string {
+  return execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8' });
+}
+
+/**
+ * A small git repository for `demo fix`: three folders (`alpha`, `beta`, `gamma`) with known
+ * review numbers, committed on `main`, plus a second branch and an untracked file so a test can
+ * tell that the repository was left alone.
+ */
+export function makeFixRepo(root: string): void {
+  put(root, 'README.md', '# fix fixture\n');
+  put(root, 'alpha/index.ts', 'export const a = 1;\n// TODO: more\n');
+  put(root, 'beta/notes.md', 'FIXME one\nTODO two\nthree\n');
+  put(root, 'gamma/run.sh', '#!/bin/sh\necho run\n');
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', root, ...args], {
+      env: {
+        ...process.env,
+        GIT_AUTHOR_DATE: '2024-01-01T00:00:00Z',
+        GIT_COMMITTER_DATE: '2024-01-01T00:00:00Z',
+      },
+    });
+  git('init', '--quiet', '--initial-branch=main');
+  git('add', '.');
+  git(
+    '-c',
+    'user.name=fixture',
+    '-c',
+    'user.email=fixture@localhost',
+    'commit',
+    '--quiet',
+    '-m',
+    'fixture',
+  );
+  git('branch', 'side');
+  put(root, 'untracked.txt', 'not committed\n');
+}
+
+/** What `demo fix` must write in each folder's REVIEW.md (a part of it). */
+export const FIX_EXPECTED: Record<string, string[]> = {
+  alpha: [
+    '# Review of alpha',
+    '- files: 1',
+    '- lines: 2',
+    '- TODO/FIXME: 1',
+    '- exported symbols: 1',
+  ],
+  beta: [
+    '# Review of beta',
+    '- files: 1',
+    '- lines: 3',
+    '- TODO/FIXME: 2',
+    '- exported symbols: 0',
+  ],
+  gamma: [
+    '# Review of gamma',
+    '- files: 1',
+    '- lines: 2',
+    '- TODO/FIXME: 0',
+    '- exported symbols: 0',
+  ],
+};
+
+/** Everything about a repository a run must not change: refs, HEAD, status, worktrees, stash. */
+export function repoSnapshot(root: string): string {
+  return [
+    gitOut(root, ['for-each-ref', '--format=%(refname) %(objectname)']),
+    gitOut(root, ['symbolic-ref', 'HEAD']),
+    gitOut(root, ['status', '--porcelain=v1', '--untracked-files=all']),
+    gitOut(root, ['worktree', 'list', '--porcelain']),
+    gitOut(root, ['config', '--local', '--list']),
+  ].join('\n---\n');
+}
+
+/**
+ * Starts the CLI and SIGKILLs it as soon as `killWhen` says so about the output so far; resolves
+ * with the output and whether it was killed (false: it ended by itself first).
+ */
+export function runCliUntil(
+  args: readonly string[],
+  cwd: string,
+  killWhen: (stdout: string) => boolean,
+): Promise<{ stdout: string; killed: boolean; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd,
+      env: { ...process.env, INIT_CWD: cwd },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (child.exitCode === null && !child.killed && killWhen(out)) child.kill('SIGKILL');
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      resolve({ stdout: out, killed: signal === 'SIGKILL', code }),
+    );
   });
 }

@@ -18,7 +18,10 @@ export interface ReviewRoot {
   ignores(relative: string, isDirectory: boolean): boolean;
 }
 
-export function openReviewRoot(dir: string): ReviewRoot {
+export function openReviewRoot(
+  dir: string,
+  options: { hideFiles?: readonly string[] } = {},
+): ReviewRoot {
   let real: string;
   try {
     real = realpathSync(dir);
@@ -34,6 +37,8 @@ export function openReviewRoot(dir: string): ReviewRoot {
     ignores(relative, isDirectory) {
       const base = relative.slice(relative.lastIndexOf('/') + 1);
       if (isDirectory && ALWAYS_IGNORED.includes(base)) return true;
+      // files a job writes itself (the fix job's REVIEW.md) are hidden so a redo sees the same tree
+      if (!isDirectory && options.hideFiles?.includes(base)) return true;
       return gitignored(relative, isDirectory);
     },
   };

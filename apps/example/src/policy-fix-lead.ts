@@ -1,0 +1,322 @@
+import type { ChatMessage } from '@teamwire/core';
+import type { MergeOutcome } from './fix-tools.js';
+import {
+  currentTurn,
+  last,
+  outcomes,
+  outcomeUnknown,
+  type Step,
+  type ToolOutcome,
+} from './policy-conversation.js';
+import { fixAssignment } from './policy-fix-reviewer.js';
+import { unitsFromPaths } from './policy-lead.js';
+import type { ListResult } from './policy-reviewer.js';
+
+export const FIX_SUBJECT_PREFIX = 'Fix ';
+export const FIX_SUMMARY_SUBJECT = 'Merge the branches and write the report';
+/** Spawns after a reviewer of a folder failed to start, before the lead gives the folder up. */
+const MAX_ATTEMPTS = 3;
+/** Nudges per reviewer when nobody works and its folder is open. */
+const MAX_NUDGES = 3;
+
+/** The reviewer of unit `i` (1-based), `attempt` 1 the first. */
+export const fixerName = (i: number, attempt = 1) =>
+  attempt === 1 ? `fixer-${i}` : `fixer-${i}-${attempt}`;
+
+interface TaskLite {
+  id: string;
+  subject: string;
+  status: string;
+  owner?: string;
+}
+interface MemberLite {
+  name: string;
+  status: string;
+}
+const isLive = (status: string) => status !== 'failed' && status !== 'retired';
+
+export interface FixLeadPolicyOptions {
+  /** The directory shown in the report. */
+  displayDir?: string;
+}
+
+/**
+ * The fix lead's next step: one task per folder and one reviewer per task (isolated, each in its
+ * own worktree), wait, merge every reviewer's branch into the result branch one at a time, write
+ * the report, complete the summary task and shut the reviewers down. Reads the files, the roster
+ * and the board again at the start of each turn and after any call cut off by a kill.
+ */
+export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPolicyOptions): Step {
+  const all = outcomes(currentTurn(messages));
+  let cut = -1;
+  all.forEach((o, i) => {
+    if (outcomeUnknown(o)) cut = i;
+  });
+  const fresh = all.slice(cut + 1);
+  const done = all.filter((o) => !outcomeUnknown(o));
+  const fatal = done.find(
+    (o) => !o.ok && ['list_files', 'write_report', 'task_create'].includes(o.call.name),
+  );
+  if (fatal) return { text: `The fix stopped: ${fatal.call.name} failed: ${fatal.text}` };
+
+  const files = last(fresh, 'list_files');
+  const members = last(fresh, 'list_members');
+  const board = last(fresh, 'task_list');
+  if (!files || !members || !board) {
+    return {
+      toolCalls: [
+        { name: 'list_files', input: { path: '.', limit: 2000 } },
+        { name: 'list_members', input: {} },
+        { name: 'task_list', input: { limit: 100 } },
+      ],
+    };
+  }
+  const units = unitsFromPaths((files.value as ListResult).files.map((f) => f.path));
+  const status = new Map<string, string>();
+  for (const m of Array.isArray(members.value) ? (members.value as MemberLite[]) : []) {
+    status.set(m.name, m.status);
+  }
+  for (const o of done) {
+    if (o.call.name !== 'spawn_teammate') continue;
+    const name = (o.call.input as { name: string }).name;
+    if (!status.has(name) || !o.ok) status.set(name, o.ok ? 'provisioning' : 'failed');
+  }
+  const tasks = currentTasks(done, (board.value as { tasks: TaskLite[] }).tasks ?? []);
+  const bySubject = new Map([...tasks.values()].map((t) => [t.subject, t]));
+  const summary = bySubject.get(FIX_SUMMARY_SUBJECT);
+  const reviewers = [...status.keys()].filter((n) => n !== 'lead');
+
+  if (summary?.status === 'completed') {
+    const completedAt = done.findIndex(
+      (o) => o.call.name === 'task_update' && (o.value as TaskLite).id === summary.id,
+    );
+    if (completedAt > done.indexOf(members)) {
+      return { toolCalls: [{ name: 'list_members', input: {} }] };
+    }
+    // asked in any turn: a notice that wakes the lead must not bring a second request
+    const asked = new Set(
+      outcomes(messages)
+        .filter((o) => o.call.name === 'shutdown_teammate' && o.ok)
+        .map((o) => (o.call.input as { name: string }).name),
+    );
+    const toStop = reviewers.filter((n) => isLive(status.get(n) ?? '') && !asked.has(n));
+    if (toStop.length > 0) {
+      return {
+        text: 'The report is written; shutting the reviewers down.',
+        toolCalls: toStop.map((name) => ({
+          name: 'shutdown_teammate',
+          input: { name, reason: 'The fix is merged and reported.' },
+        })),
+      };
+    }
+    return { text: 'The fix is complete; the report is written.' };
+  }
+
+  // 1. one task per folder, then the summary task blocked by all of them, owned by the lead
+  const toCreate = units.filter((u) => !bySubject.has(`${FIX_SUBJECT_PREFIX}${u}`));
+  if (toCreate.length > 0) {
+    return {
+      text: `Creating ${toCreate.length} fix task(s).`,
+      toolCalls: toCreate.map((unit) => ({
+        name: 'task_create',
+        input: {
+          subject: `${FIX_SUBJECT_PREFIX}${unit}`,
+          description: `Write ${unit}/REVIEW.md with the folder's review findings and commit it (path: ${unit}).`,
+          writeScopes: [unit],
+        },
+      })),
+    };
+  }
+  const unitTasks = units.map((u) => bySubject.get(`${FIX_SUBJECT_PREFIX}${u}`) as TaskLite);
+  if (!summary) {
+    return {
+      toolCalls: [
+        {
+          name: 'task_create',
+          input: {
+            subject: FIX_SUMMARY_SUBJECT,
+            description:
+              'Merge every reviewer branch into the result branch and write team-report.md.',
+            blockedBy: unitTasks.map((t) => t.id),
+          },
+        },
+      ],
+    };
+  }
+  if (summary.status === 'pending' && !summary.owner) {
+    return {
+      toolCalls: [
+        { name: 'task_update', input: { taskId: summary.id, action: 'reassign', owner: 'lead' } },
+      ],
+    };
+  }
+
+  // 2. one reviewer per folder; one that failed to start is replaced under a new name
+  const current = units.map((_, i) => {
+    let attempt = 1;
+    while (status.has(fixerName(i + 1, attempt + 1))) attempt++;
+    return { name: fixerName(i + 1, attempt), attempt };
+  });
+  const spawns: Step['toolCalls'] = [];
+  units.forEach((unit, i) => {
+    const task = unitTasks[i] as TaskLite;
+    let { name, attempt } = current[i] as { name: string; attempt: number };
+    if (task.status === 'completed') return;
+    if (status.get(name) === 'failed' && attempt < MAX_ATTEMPTS) name = fixerName(i + 1, ++attempt);
+    if (status.has(name)) return;
+    (current[i] as { name: string }).name = name;
+    spawns.push({
+      name: 'spawn_teammate',
+      input: {
+        name,
+        description: `Writes and commits the review notes of ${unit} in its own worktree.`,
+        agentType: 'fixer',
+        context: 'fresh',
+        prompt: fixAssignment(name, unit, task.id),
+      },
+    });
+  });
+  if (spawns.length > 0)
+    return { text: `Spawning ${spawns.length} reviewer(s).`, toolCalls: spawns };
+
+  // 3. wait until every folder is done (or nobody can finish the rest)
+  const open = units.filter((_, i) => (unitTasks[i] as TaskLite).status !== 'completed');
+  let givenUp = false;
+  if (open.length > 0) {
+    const lastWait = last(done, 'wait_for_team');
+    const afterWait = lastWait ? done.slice(done.indexOf(lastWait) + 1) : [];
+    const stalled = (lastWait?.value as { noProgress?: string } | undefined)?.noProgress;
+    if (!lastWait || afterWait.some((o) => o.call.name === 'task_list')) {
+      return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+    }
+    if (stalled && !afterWait.some((o) => o.call.name === 'send_message')) {
+      const nudged = outcomes(messages).filter((o) => o.call.name === 'send_message');
+      const nudges = open
+        .map((unit) => current[units.indexOf(unit)]?.name as string)
+        .filter((name) => isLive(status.get(name) ?? 'failed'))
+        .filter(
+          (name) =>
+            nudged.filter((o) => (o.call.input as { to: string }).to === name).length < MAX_NUDGES,
+        );
+      if (nudges.length > 0) {
+        return {
+          text: `${open.length} folder(s) are open and nobody is working; nudging their reviewers.`,
+          toolCalls: nudges.map((to) => ({
+            name: 'send_message',
+            input: {
+              to,
+              message:
+                'Please finish your folder: claim your task if needed, write, commit and complete it.',
+            },
+          })),
+        };
+      }
+      givenUp = true;
+    }
+    if (!givenUp) return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
+  }
+
+  // 4. merge every reviewer's branch, one at a time (each merge moves the result branch)
+  const merges = mergeOutcomes(messages);
+  const toMerge = current
+    .map((c) => c.name)
+    .filter((name) => status.has(name) && status.get(name) !== 'failed');
+  const next = toMerge.find((name) => !merges.has(name));
+  if (next) {
+    return { toolCalls: [{ name: 'merge_branch', input: { member: next } }] };
+  }
+
+  // 5. the report, then the summary task
+  if (!last(done, 'write_report')) {
+    const markdown = renderFixReport({
+      dir: options.displayDir ?? '.',
+      units,
+      reviewers: current.map((c) => c.name),
+      open: new Set(open),
+      merges,
+    });
+    return {
+      text: `Merged ${merges.size} branch(es); writing the report.`,
+      toolCalls: [{ name: 'write_report', input: { markdown } }],
+    };
+  }
+  return {
+    toolCalls: [{ name: 'task_update', input: { taskId: summary.id, action: 'complete' } }],
+  };
+}
+
+/** The board as of the latest task_list, updated by the task results seen after it. */
+function currentTasks(done: readonly ToolOutcome[], listed: readonly TaskLite[]) {
+  const tasks = new Map(listed.map((t) => [t.id, t]));
+  const board = done.filter((o) => o.call.name === 'task_list').at(-1);
+  for (const o of board ? done.slice(done.indexOf(board) + 1) : done) {
+    if (!o.ok || !['task_create', 'task_update'].includes(o.call.name)) continue;
+    const task = o.value as TaskLite;
+    if (typeof task?.id === 'string') tasks.set(task.id, task);
+  }
+  return tasks;
+}
+
+/**
+ * Every merge of the whole conversation, newest per member: a merge outlives the turn it was made
+ * in. A call cut off by a kill is not counted (it is made again: a second merge finds the branch
+ * already merged); one that failed outright is reported, not retried.
+ */
+function mergeOutcomes(messages: readonly ChatMessage[]): Map<string, MergeOutcome | string> {
+  const out = new Map<string, MergeOutcome | string>();
+  for (const o of outcomes(messages)) {
+    if (o.call.name !== 'merge_branch' || outcomeUnknown(o)) continue;
+    const member = (o.call.input as { member: string }).member;
+    out.set(member, o.ok ? (o.value as MergeOutcome) : o.text);
+  }
+  return out;
+}
+
+/** The team report of the fix job: merged branches, their commits and files, every conflict. */
+export function renderFixReport(options: {
+  dir: string;
+  units: readonly string[];
+  reviewers: readonly string[];
+  open: ReadonlySet<string>;
+  merges: ReadonlyMap<string, MergeOutcome | string>;
+}): string {
+  const outcomesList = [...options.merges.values()].filter(
+    (m): m is MergeOutcome => typeof m !== 'string',
+  );
+  const into = outcomesList[0]?.into ?? '(none)';
+  const out = [
+    '# Team fix report',
+    '',
+    `Directory: \`${options.dir}\``,
+    `Result branch: \`${into}\``,
+    '',
+    '| folder | reviewer | branch | result | commits | files changed |',
+    '|---|---|---|---|---:|---:|',
+  ];
+  const conflicts: string[] = [];
+  const details: string[] = [];
+  options.units.forEach((unit, i) => {
+    const name = options.reviewers[i] ?? '?';
+    const m = options.merges.get(name);
+    if (m === undefined || typeof m === 'string') {
+      const why = m === undefined ? 'not merged' : `merge failed: ${m.slice(0, 200)}`;
+      out.push(
+        `| ${unit} | ${name} | - | ${options.open.has(unit) ? 'unfinished, ' : ''}${why} | - | - |`,
+      );
+      return;
+    }
+    const result = !m.exists ? 'no branch' : m.merged ? 'merged' : 'conflict';
+    out.push(
+      `| ${unit} | ${name} | \`${m.branch}\` | ${result} | ${m.commits.length} | ${m.files.length} |`,
+    );
+    details.push(`## ${unit}`, '', `- reviewer: ${name}`, `- branch: \`${m.branch}\``);
+    details.push(`- result: ${result}${m.merged ? ` into \`${m.into}\`` : ''}`);
+    for (const c of m.commits) details.push(`- commit \`${c.commit.slice(0, 12)}\` ${c.subject}`);
+    details.push(`- files: ${m.files.map((f) => `\`${f}\``).join(', ') || 'none'}`, '');
+    for (const c of m.conflicts) conflicts.push(`- \`${m.branch}\`: \`${c.path}\` (${c.type})`);
+  });
+  out.push('', '## Conflicts', '');
+  out.push(...(conflicts.length > 0 ? conflicts : ['None.']));
+  out.push('', ...details);
+  return out.join('\n');
+}
