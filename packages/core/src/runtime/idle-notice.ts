@@ -1,7 +1,7 @@
 import type { ChatMessage } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import { textContent } from '../content.js';
-import { textLength } from '../limits.js';
+import { textLength, utf8Length } from '../limits.js';
 
 /**
  * Where the whole text of a cut idle notice can still be found, for the marker: a reply stays in
@@ -26,21 +26,7 @@ export function truncationMarker(omitted: number, memberName: string, home: CutT
 
 /** UTF-8 bytes of the JSON of `value`, measured as the mailbox measures a message. */
 export function jsonBytes(value: unknown): number {
-  const json = JSON.stringify(value) ?? '';
-  let bytes = 0;
-  for (let i = 0; i < json.length; i++) {
-    const code = json.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < json.length) {
-      const next = json.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i++;
-      } else bytes += 3;
-    } else bytes += 3;
-  }
-  return bytes;
+  return utf8Length(JSON.stringify(value) ?? '');
 }
 
 /** The bytes of what a model reads of rendered entries: their content and any tool calls. */

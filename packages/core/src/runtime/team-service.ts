@@ -2,7 +2,7 @@ import type { IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
-import { isWithinTextLimit, MEMBER_ERROR_MAX, TASK_PAGE_MAX } from '../limits.js';
+import { isWithinTextLimit, MEMBER_ERROR_MAX, TASK_PAGE_MAX, utf8Length } from '../limits.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type {
   Member,
@@ -209,7 +209,7 @@ export class TeamServiceFacade implements TeamService {
       throw new TeamError('INVALID_ARGUMENT', 'a teammate needs a description');
     }
     const content = textContent(input.prompt);
-    const bytes = Buffer.byteLength(JSON.stringify(content));
+    const bytes = utf8Length(JSON.stringify(content));
     if (bytes > this.limits.maxMessageBytes) {
       throw new TeamError(
         'MESSAGE_TOO_LARGE',

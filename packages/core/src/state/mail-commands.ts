@@ -1,5 +1,6 @@
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
+import { utf8Length } from '../limits.js';
 import type { MessageDelivery, MessageKind, QueuedMessage } from '../records.js';
 import { checkMessageSummary, isBoundedKind, type Mailbox } from './mailbox.js';
 import { refuseIf } from './problem.js';
@@ -109,22 +110,4 @@ export function decideQueueMessage(
 export function decideDelivered(mailbox: Mailbox, messageId: string): QueuedMessage {
   refuseIf(mailbox.checkDeliverable(messageId));
   return mailbox.get(messageId)!;
-}
-
-/** UTF-8 byte length without allocating an encoded copy. */
-function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i++;
-      } else bytes += 3;
-    } else bytes += 3;
-  }
-  return bytes;
 }
