@@ -1,5 +1,4 @@
 import {
-  type AssistantMessage,
   type ContentBlock,
   type ModelStreamEvent,
   type StopReason,
@@ -11,6 +10,7 @@ import {
   appendText,
   appendThinking,
   assertNotEmpty,
+  finishEvent,
   isRecord,
   parseToolInput,
 } from './content-builder.js';
@@ -294,12 +294,5 @@ export async function* readAiSdkStream(
     toolCalls,
   };
   assertNotEmpty(provider, reply, finish.reason, MAY_END_EMPTY);
-  const stopReason = mapFinishReason(finish.reason, toolCalls.length > 0);
-  const message: AssistantMessage = {
-    role: 'assistant',
-    ...reply,
-    usage: finish.usage,
-    stopReason,
-  };
-  yield { type: 'finish', message, usage: finish.usage, stopReason };
+  yield finishEvent(reply, finish.usage, mapFinishReason(finish.reason, toolCalls.length > 0));
 }

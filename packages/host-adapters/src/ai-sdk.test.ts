@@ -2,7 +2,14 @@ import { type ModelRequest, TeamError } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
 import { createAiSdkModel, type LanguageModelV3Like } from './ai-sdk.js';
 import { scriptedModel } from './testing/ai-sdk-model.js';
-import { caught, collect, finishOf, recordingSleep, simpleRequest } from './testing/fixtures.js';
+import {
+  caught,
+  collect,
+  finishOf,
+  recordingSleep,
+  simpleRequest,
+  streamFailure,
+} from './testing/fixtures.js';
 
 const usage = {
   inputTokens: 100,
@@ -201,11 +208,11 @@ describe('createAiSdkModel', () => {
     expect(sleeps).toEqual([3000]);
     expect(calls).toHaveLength(2);
 
-    const auth = await caught(() => collect(adapter.stream(simpleRequest())));
+    const auth = await streamFailure(adapter);
     expect(TeamError.hasCode(auth, 'MODEL_AUTH')).toBe(true);
     expect((auth as TeamError).message).toContain('Unauthorized');
 
-    const broken = await caught(() => collect(adapter.stream(simpleRequest())));
+    const broken = await streamFailure(adapter);
     expect(TeamError.hasCode(broken, 'MODEL_UNAVAILABLE')).toBe(true);
     expect((broken as TeamError).message).toContain('stream broke');
   });
@@ -219,7 +226,7 @@ describe('createAiSdkModel', () => {
     ]);
     const adapter = createAiSdkModel(model, { retry: false });
     for (let i = 0; i < 3; i++) {
-      const error = await caught(() => collect(adapter.stream(simpleRequest())));
+      const error = await streamFailure(adapter);
       expect(TeamError.isInstance(error)).toBe(true);
       expect((error as TeamError).message.length).toBeLessThan(2100);
       expect(String((error as TeamError).details?.providerMessage).length).toBe(2000);
@@ -228,7 +235,7 @@ describe('createAiSdkModel', () => {
 
   it('reports a stream without a finish part as MODEL_PROTOCOL', async () => {
     const { model } = scriptedModel([[{ type: 'text-delta', id: 't', delta: 'Hel' }]]);
-    const error = await caught(() => collect(createAiSdkModel(model).stream(simpleRequest())));
+    const error = await streamFailure(createAiSdkModel(model));
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
   });
 

@@ -1,5 +1,4 @@
 import {
-  type AssistantMessage,
   type ContentBlock,
   type ModelStreamEvent,
   type StopReason,
@@ -7,7 +6,13 @@ import {
   type ToolCall,
   type Usage,
 } from '@teamwire/core';
-import { assertNotEmpty, isRecord, parseToolInput } from './content-builder.js';
+import {
+  assertNotEmpty,
+  finishEvent,
+  isRecord,
+  parseStreamRecord,
+  parseToolInput,
+} from './content-builder.js';
 import {
   codeForErrorType,
   protocolError,
@@ -98,22 +103,7 @@ export async function* readMessagesStream(
   };
 
   for await (const event of events) {
-    let data: unknown;
-    try {
-      data = JSON.parse(event.data);
-    } catch (error) {
-      throw protocolError(
-        provider,
-        'a stream event is not valid JSON',
-        { event: event.data.slice(0, 500) },
-        error,
-      );
-    }
-    if (!isRecord(data)) {
-      throw protocolError(provider, 'a stream event is not a JSON object', {
-        event: event.data.slice(0, 500),
-      });
-    }
+    const data = parseStreamRecord(provider, event.data, 'event');
     const type = typeof data.type === 'string' ? data.type : event.event;
     const bad = (message: string) =>
       protocolError(provider, `${message} (${type} event)`, { event: event.data.slice(0, 500) });
@@ -261,13 +251,5 @@ export async function* readMessagesStream(
   };
   if (cacheRead !== undefined) usage.cacheReadTokens = cacheRead;
   if (cacheWrite !== undefined) usage.cacheWriteTokens = cacheWrite;
-  const mapped = mapStopReason(stopReason);
-  const message: AssistantMessage = {
-    role: 'assistant',
-    content,
-    toolCalls,
-    usage,
-    stopReason: mapped,
-  };
-  yield { type: 'finish', message, usage, stopReason: mapped };
+  yield finishEvent({ content, toolCalls }, usage, mapStopReason(stopReason));
 }

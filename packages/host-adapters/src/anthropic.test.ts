@@ -1,10 +1,11 @@
 import { type ModelRequest, TeamError } from '@teamwire/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   ANTHROPIC_MAX_CACHE_BREAKPOINTS,
   createAnthropic,
   toAnthropicMessages,
 } from './anthropic.js';
+import { anthropicAdapter } from './testing/adapters.js';
 import {
   anthropicSse,
   caught,
@@ -16,31 +17,14 @@ import {
   recordingSleep,
   simpleRequest,
   splitBytes,
+  streamFailure,
 } from './testing/fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
+import { useLoopbackServer } from './testing/loopback-server.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-let server: LoopbackServer;
-beforeAll(async () => {
-  server = await startLoopbackServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  server.reset();
-  vi.unstubAllEnvs();
-});
-
-function adapter(overrides: Partial<Parameters<typeof createAnthropic>[0]> = {}) {
-  return createAnthropic({
-    baseURL: server.baseURL,
-    apiKey: 'sk-ant-test',
-    model: 'claude-sonnet-4-5',
-    ...overrides,
-  });
-}
+const server = useLoopbackServer();
+const adapter = anthropicAdapter.bind(undefined, server);
 
 const scenario = (name: string) =>
   anthropicSse(readChunks(`scenarios/anthropic-messages/${name}.chunks.txt`));
@@ -222,9 +206,7 @@ describe('createAnthropic: request', () => {
     expect(server.requests[0]?.headers['x-api-key']).toBe('sk-ant-env');
 
     vi.stubEnv('ANTHROPIC_API_KEY', '');
-    const error = await caught(() =>
-      collect(createAnthropic({ baseURL: server.baseURL, model: 'm' }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(createAnthropic({ baseURL: server.baseURL, model: 'm' }));
     expect(TeamError.hasCode(error, 'MODEL_AUTH')).toBe(true);
     expect(server.requests).toHaveLength(1);
   });
@@ -352,7 +334,7 @@ describe('createAnthropic: failures', () => {
         '{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
       ],
     });
-    const auth = await caught(() => collect(adapter().stream(simpleRequest())));
+    const auth = await streamFailure(adapter());
     expect(TeamError.hasCode(auth, 'MODEL_AUTH')).toBe(true);
     expect((auth as TeamError).message).toBe('anthropic 401: invalid x-api-key');
 
@@ -363,7 +345,7 @@ describe('createAnthropic: failures', () => {
         '{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}',
       ],
     });
-    const limited = await caught(() => collect(adapter({ retry: false }).stream(simpleRequest())));
+    const limited = await streamFailure(adapter({ retry: false }));
     expect(TeamError.hasCode(limited, 'MODEL_RATE_LIMITED')).toBe(true);
     expect((limited as TeamError).message).toContain('per-minute rate limit');
     expect((limited as TeamError).details).toMatchObject({ retryAfterMs: 5000, attempts: 1 });
@@ -387,7 +369,7 @@ describe('createAnthropic: failures', () => {
   it('reports a stream that ends before message_stop as MODEL_PROTOCOL', async () => {
     const chunks = readChunks('provider-streams/anthropic-messages/anthropic-text.chunks.txt');
     server.reply({ body: [anthropicSse(chunks.slice(0, -1))] });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).message).toContain('message_stop');
   });
@@ -395,7 +377,7 @@ describe('createAnthropic: failures', () => {
   it('reports a stream cut mid-event as MODEL_PROTOCOL', async () => {
     const whole = recorded('anthropic-tool-no-args');
     server.reply({ body: [whole.slice(0, whole.indexOf('updateIssueList'))] });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
   });
 
@@ -408,7 +390,7 @@ describe('createAnthropic: failures', () => {
     ];
     for (const bad of cases) {
       server.reply({ body: [`event: message_start\ndata: ${start}\n\n${bad}`], after: 'hang' });
-      const error = await caught(() => collect(adapter().stream(simpleRequest())));
+      const error = await streamFailure(adapter());
       expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     }
     await Promise.all(server.requests.map((request) => request.closed));

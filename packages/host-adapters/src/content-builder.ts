@@ -1,4 +1,11 @@
-import type { ContentBlock } from '@teamwire/core';
+import type {
+  AssistantMessage,
+  ContentBlock,
+  ModelStreamEvent,
+  StopReason,
+  ToolCall,
+  Usage,
+} from '@teamwire/core';
 import { protocolError } from './provider-errors.js';
 
 /**
@@ -49,6 +56,51 @@ export function joinText(content: readonly ContentBlock[]): string {
 /** Narrows unknown JSON to a plain object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Parses the data of one stream event as a JSON object, failing with MODEL_PROTOCOL when it is
+ * not JSON or not an object. `noun` names the payload in the message and keys its excerpt in the
+ * error details (`{ event: '...' }`, `{ chunk: '...' }`).
+ */
+export function parseStreamRecord(
+  provider: string,
+  data: string,
+  noun: 'event' | 'chunk',
+): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch (error) {
+    throw protocolError(
+      provider,
+      `a stream ${noun} is not valid JSON`,
+      { [noun]: data.slice(0, 500) },
+      error,
+    );
+  }
+  if (!isRecord(parsed)) {
+    throw protocolError(provider, `a stream ${noun} is not a JSON object`, {
+      [noun]: data.slice(0, 500),
+    });
+  }
+  return parsed;
+}
+
+/** The closing `finish` event of a stream: the whole assistant message, its usage and stop reason. */
+export function finishEvent(
+  reply: { content: ContentBlock[]; toolCalls: ToolCall[] },
+  usage: Usage,
+  stopReason: StopReason,
+): Extract<ModelStreamEvent, { type: 'finish' }> {
+  const message: AssistantMessage = {
+    role: 'assistant',
+    content: reply.content,
+    toolCalls: reply.toolCalls,
+    usage,
+    stopReason,
+  };
+  return { type: 'finish', message, usage, stopReason };
 }
 
 /** Whether a block carries anything: text, reasoning (or its signature), or another kind. */

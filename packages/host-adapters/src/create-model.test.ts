@@ -1,5 +1,5 @@
 import { TeamError } from '@teamwire/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createModel, parseModelSpec } from './create-model.js';
 import {
   anthropicSse,
@@ -9,19 +9,9 @@ import {
   readChunks,
   simpleRequest,
 } from './testing/fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
+import { useLoopbackServer } from './testing/loopback-server.js';
 
-let server: LoopbackServer;
-beforeAll(async () => {
-  server = await startLoopbackServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  server.reset();
-  vi.unstubAllEnvs();
-});
+const server = useLoopbackServer();
 
 const mistralText = () =>
   openAiSse(readChunks('provider-streams/openai-chat/mistral-text.chunks.txt'));

@@ -1,7 +1,7 @@
 import { TeamError } from '@teamwire/core';
 import { createManualClock } from '@teamwire/core/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createOpenAICompatible } from './openai-compatible.js';
+import { describe, expect, it, vi } from 'vitest';
+import { openAiAdapter } from './testing/adapters.js';
 import {
   caught,
   collect,
@@ -10,30 +10,14 @@ import {
   readChunks,
   recordingSleep,
   simpleRequest,
+  streamFailure,
 } from './testing/fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
+import { useLoopbackServer } from './testing/loopback-server.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-let server: LoopbackServer;
-beforeAll(async () => {
-  server = await startLoopbackServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  server.reset();
-});
-
-function adapter(overrides: Partial<Parameters<typeof createOpenAICompatible>[0]> = {}) {
-  return createOpenAICompatible({
-    baseURL: server.baseURL,
-    apiKey: 'sk-test',
-    model: 'gpt-4.1-mini',
-    ...overrides,
-  });
-}
+const server = useLoopbackServer();
+const adapter = openAiAdapter.bind(undefined, server);
 
 const scenario = (name: string) => readChunks(`scenarios/openai-chat/${name}.chunks.txt`);
 
@@ -62,9 +46,7 @@ describe('createOpenAICompatible: failures', () => {
     };
     server.reply(failure, failure, failure, failure);
     const { sleep, calls } = recordingSleep();
-    const error = await caught(() =>
-      collect(adapter({ sleep, random: () => 0.5 }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(adapter({ sleep, random: () => 0.5 }));
     expect(TeamError.hasCode(error, 'MODEL_UNAVAILABLE')).toBe(true);
     expect((error as TeamError).message).toContain(
       'The server had an error while processing your request',
@@ -84,7 +66,7 @@ describe('createOpenAICompatible: failures', () => {
       ],
     });
     const { sleep, calls } = recordingSleep();
-    const error = await caught(() => collect(adapter({ sleep }).stream(simpleRequest())));
+    const error = await streamFailure(adapter({ sleep }));
     expect(TeamError.hasCode(error, 'MODEL_AUTH')).toBe(true);
     expect((error as TeamError).message).toContain('Incorrect API key provided');
     expect((error as TeamError).details).toMatchObject({
@@ -101,7 +83,7 @@ describe('createOpenAICompatible: failures', () => {
       headers: { 'content-type': 'text/plain' },
       body: ['model "nope" not found, try pulling it first'],
     });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_BAD_REQUEST')).toBe(true);
     expect((error as TeamError).message).toContain('model "nope" not found');
   });
@@ -113,7 +95,7 @@ describe('createOpenAICompatible: failures', () => {
       body: ['{"error":{"message":"daily quota exhausted"}}'],
     });
     const { sleep, calls } = recordingSleep();
-    const error = await caught(() => collect(adapter({ sleep }).stream(simpleRequest())));
+    const error = await streamFailure(adapter({ sleep }));
     expect(TeamError.hasCode(error, 'MODEL_RATE_LIMITED')).toBe(true);
     expect((error as TeamError).details).toMatchObject({ retryAfterMs: 3_600_000 });
     expect(calls).toEqual([]);
@@ -132,14 +114,14 @@ describe('createOpenAICompatible: failures', () => {
   it('reports a stream cut mid-event as MODEL_PROTOCOL', async () => {
     const whole = openAiSse(scenario('text-cached'));
     server.reply({ body: [whole.slice(0, whole.indexOf('ready') + 3)] });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).message).toContain('middle of an event');
   });
 
   it('reports a stream that ends between events without a finish as MODEL_PROTOCOL', async () => {
     server.reply({ body: [openAiSse(scenario('text-cached').slice(0, 3), { done: false })] });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).message).toContain('before a finish reason');
   });
@@ -147,7 +129,7 @@ describe('createOpenAICompatible: failures', () => {
   it('reports a connection reset mid-stream as MODEL_UNAVAILABLE', async () => {
     const whole = openAiSse(scenario('text-cached'));
     server.reply({ body: [whole.slice(0, 200)], after: 'destroy' });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_UNAVAILABLE')).toBe(true);
     expect((error as TeamError).message).toContain('stream interrupted');
   });
@@ -159,7 +141,7 @@ describe('createOpenAICompatible: failures', () => {
       ],
       after: 'hang',
     });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).details).toMatchObject({ chunk: '{"choices": [' });
     await server.requests[0]?.closed;
@@ -167,14 +149,14 @@ describe('createOpenAICompatible: failures', () => {
 
   it('maps an error object inside the stream, keeping its message', async () => {
     server.reply({ body: [openAiSse(scenario('error-in-stream'), { done: false })] });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_UNAVAILABLE')).toBe(true);
     expect((error as TeamError).message).toContain('Upstream provider overloaded');
   });
 
   it('refuses a JSON answer where an event stream was expected', async () => {
     server.reply({ headers: JSON_HEADERS, body: ['{"id":"x","choices":[]}'] });
-    const error = await caught(() => collect(adapter().stream(simpleRequest())));
+    const error = await streamFailure(adapter());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
   });
 
@@ -212,9 +194,7 @@ describe('createOpenAICompatible: failures', () => {
   it('aborts before the request is sent', async () => {
     const controller = new AbortController();
     controller.abort();
-    const error = await caught(() =>
-      collect(adapter().stream(simpleRequest({ signal: controller.signal }))),
-    );
+    const error = await streamFailure(adapter(), simpleRequest({ signal: controller.signal }));
     expect(TeamError.hasCode(error, 'ABORTED')).toBe(true);
     expect(server.requests).toHaveLength(0);
   });
@@ -223,10 +203,9 @@ describe('createOpenAICompatible: failures', () => {
     server.reply({ status: 503, headers: JSON_HEADERS, body: ['{"error":{"message":"busy"}}'] });
     const clock = createManualClock();
     const controller = new AbortController();
-    const run = caught(() =>
-      collect(
-        adapter({ clock, idleTimeoutMs: 0 }).stream(simpleRequest({ signal: controller.signal })),
-      ),
+    const run = streamFailure(
+      adapter({ clock, idleTimeoutMs: 0 }),
+      simpleRequest({ signal: controller.signal }),
     );
     await vi.waitFor(() => expect(clock.pendingTimers()).toBe(1));
     controller.abort();

@@ -1,6 +1,7 @@
 import type { ModelRequest } from '@teamwire/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createOpenAICompatible, toOpenAIMessages } from './openai-compatible.js';
+import { openAiAdapter } from './testing/adapters.js';
 import {
   collect,
   deltaText,
@@ -11,28 +12,10 @@ import {
   simpleRequest,
   splitBytes,
 } from './testing/fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
+import { useLoopbackServer } from './testing/loopback-server.js';
 
-let server: LoopbackServer;
-beforeAll(async () => {
-  server = await startLoopbackServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  server.reset();
-  vi.unstubAllEnvs();
-});
-
-function adapter(overrides: Partial<Parameters<typeof createOpenAICompatible>[0]> = {}) {
-  return createOpenAICompatible({
-    baseURL: server.baseURL,
-    apiKey: 'sk-test',
-    model: 'gpt-4.1-mini',
-    ...overrides,
-  });
-}
+const server = useLoopbackServer();
+const adapter = openAiAdapter.bind(undefined, server);
 
 const scenario = (name: string) => readChunks(`scenarios/openai-chat/${name}.chunks.txt`);
 

@@ -1,16 +1,11 @@
-import type {
-  AssistantMessage,
-  ContentBlock,
-  ModelStreamEvent,
-  StopReason,
-  ToolCall,
-  Usage,
-} from '@teamwire/core';
+import type { ContentBlock, ModelStreamEvent, StopReason, ToolCall, Usage } from '@teamwire/core';
 import {
   appendText,
   appendThinking,
   assertNotEmpty,
+  finishEvent,
   isRecord,
+  parseStreamRecord,
   parseToolInput,
 } from './content-builder.js';
 import {
@@ -187,22 +182,7 @@ export async function* readChatCompletionStream(
       sawDone = true;
       break;
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(event.data);
-    } catch (error) {
-      throw protocolError(
-        provider,
-        'a stream chunk is not valid JSON',
-        { chunk: event.data.slice(0, 500) },
-        error,
-      );
-    }
-    if (!isRecord(chunk)) {
-      throw protocolError(provider, 'a stream chunk is not a JSON object', {
-        chunk: event.data.slice(0, 500),
-      });
-    }
+    const chunk = parseStreamRecord(provider, event.data, 'chunk');
     if (chunk.error !== undefined && chunk.error !== null) {
       const info = readProviderError(chunk);
       throw providerError(provider, codeForErrorType(info?.type), info, { inStream: true });
@@ -301,12 +281,5 @@ export async function* readChatCompletionStream(
   for (const toolCall of toolCalls) yield { type: 'tool-call', toolCall };
   const finalUsage = usage ?? { inputTokens: 0, outputTokens: 0 };
   const stopReason = mapFinishReason(finishReason, toolCalls.length > 0);
-  const message: AssistantMessage = {
-    role: 'assistant',
-    content,
-    toolCalls,
-    usage: finalUsage,
-    stopReason,
-  };
-  yield { type: 'finish', message, usage: finalUsage, stopReason };
+  yield finishEvent({ content, toolCalls }, finalUsage, stopReason);
 }

@@ -1,13 +1,11 @@
 import type { LanguageModelV2StreamPart } from '@ai-sdk/provider';
 import { TeamError } from '@teamwire/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAiSdkModel } from './ai-sdk.js';
-import { createAnthropic } from './anthropic.js';
-import { createOpenAICompatible } from './openai-compatible.js';
+import { anthropicAdapter, openAiAdapter } from './testing/adapters.js';
 import { scriptedModel } from './testing/ai-sdk-model.js';
 import {
   anthropicSse,
-  caught,
   collect,
   deltaReasoning,
   deltaText,
@@ -15,20 +13,13 @@ import {
   openAiSse,
   readChunks,
   simpleRequest,
+  streamFailure,
 } from './testing/fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
+import { useLoopbackServer } from './testing/loopback-server.js';
 
-let server: LoopbackServer;
-beforeAll(async () => {
-  server = await startLoopbackServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => server.reset());
-
-const openai = () => createOpenAICompatible({ baseURL: server.baseURL, apiKey: 'k', model: 'm' });
-const anthropic = () => createAnthropic({ baseURL: server.baseURL, apiKey: 'k', model: 'm' });
+const server = useLoopbackServer();
+const openai = () => openAiAdapter(server, { apiKey: 'k', model: 'm' });
+const anthropic = () => anthropicAdapter(server, { apiKey: 'k', model: 'm' });
 
 /** A chat completions chunk with one choice. */
 const chunk = (delta: unknown, finish: string | null = null) =>
@@ -42,7 +33,7 @@ async function openAiReply(chunks: string[]) {
 
 async function openAiFailure(chunks: string[]): Promise<TeamError> {
   server.reply({ body: [openAiSse(chunks)] });
-  const error = await caught(() => collect(openai().stream(simpleRequest())));
+  const error = await streamFailure(openai());
   expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
   return error as TeamError;
 }
@@ -127,7 +118,7 @@ describe('no reply becomes an empty message without an error', () => {
 
   it('Anthropic: a tool_use stop with no tool call is MODEL_PROTOCOL; empty end_turn and max_tokens are not', async () => {
     server.reply({ body: [anthropicSse([start, ...emptyText, ...stop('tool_use')])] });
-    const error = await caught(() => collect(anthropic().stream(simpleRequest())));
+    const error = await streamFailure(anthropic());
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).details).toMatchObject({ finishReason: 'tool_use' });
 
@@ -154,7 +145,7 @@ describe('no reply becomes an empty message without an error', () => {
         ]),
       ],
     });
-    const block = await caught(() => collect(anthropic().stream(simpleRequest())));
+    const block = await streamFailure(anthropic());
     expect(TeamError.hasCode(block, 'MODEL_PROTOCOL')).toBe(true);
     expect((block as TeamError).message).toContain('unknown content block type `answer`');
 
@@ -169,7 +160,7 @@ describe('no reply becomes an empty message without an error', () => {
         ]),
       ],
     });
-    const delta = await caught(() => collect(anthropic().stream(simpleRequest())));
+    const delta = await streamFailure(anthropic());
     expect(TeamError.hasCode(delta, 'MODEL_PROTOCOL')).toBe(true);
     expect((delta as TeamError).message).toContain('unknown delta type `rich_text_delta`');
   });
@@ -208,9 +199,7 @@ describe('no reply becomes an empty message without an error', () => {
   const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
   const aiSdkFailure = async (parts: unknown[]): Promise<TeamError> => {
     const { model } = scriptedModel([parts as LanguageModelV2StreamPart[]]);
-    const error = await caught(() =>
-      collect(createAiSdkModel(model, { retry: false }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(createAiSdkModel(model, { retry: false }));
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     return error as TeamError;
   };

@@ -1,6 +1,6 @@
 import { TeamError } from '@teamwire/core';
 import { createManualClock } from '@teamwire/core/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createAiSdkModel } from './ai-sdk.js';
 import { createOpenAICompatible } from './openai-compatible.js';
 import {
@@ -20,8 +20,9 @@ import {
   readChunks,
   recordingSleep,
   simpleRequest,
+  streamFailure,
 } from './testing/fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
+import { useLoopbackServer } from './testing/loopback-server.js';
 
 /** The manual clock's start: 2026-01-01T00:00:00Z. */
 const START = Date.UTC(2026, 0, 1);
@@ -238,9 +239,7 @@ describe('the AI SDK path honours retry-after on the injected clock', () => {
   it('fails at once when the date is past maxRetryAfterMs, reporting the wait', async () => {
     const clock = createManualClock({ start: START });
     const { model, calls } = scriptedModel([rateLimited({ 'retry-after': IN_2_H }), reply]);
-    const error = await caught(() =>
-      collect(createAiSdkModel(model, { clock }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(createAiSdkModel(model, { clock }));
     expect(TeamError.hasCode(error, 'MODEL_RATE_LIMITED')).toBe(true);
     expect((error as TeamError).details).toMatchObject({ retryAfterMs: 7_200_000, attempts: 1 });
     expect((error as TeamError).message).toContain('slow down');
@@ -259,10 +258,9 @@ describe('the AI SDK path honours retry-after on the injected clock', () => {
     const clock = createManualClock({ start: START });
     const { model, calls } = scriptedModel([rateLimited({ 'retry-after': IN_30_S }), reply]);
     const controller = new AbortController();
-    const run = caught(() =>
-      collect(
-        createAiSdkModel(model, { clock }).stream(simpleRequest({ signal: controller.signal })),
-      ),
+    const run = streamFailure(
+      createAiSdkModel(model, { clock }),
+      simpleRequest({ signal: controller.signal }),
     );
     await vi.waitFor(() => expect(clock.pendingTimers()).toBe(1));
     controller.abort();
@@ -273,14 +271,7 @@ describe('the AI SDK path honours retry-after on the injected clock', () => {
 });
 
 describe('the HTTP path honours the same retry-after', () => {
-  let server: LoopbackServer;
-  beforeAll(async () => {
-    server = await startLoopbackServer();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-  afterEach(() => server.reset());
+  const server = useLoopbackServer();
 
   it('waits until an HTTP-date retry-after on the injected clock', async () => {
     const clock = createManualClock({ start: START });

@@ -12,6 +12,7 @@ import {
   openAiSse,
   readChunks,
   simpleRequest,
+  streamFailure,
 } from './testing/fixtures.js';
 import { type LoopbackServer, startLoopbackServer } from './testing/loopback-server.js';
 import type { TransportOptions } from './transport.js';
@@ -78,7 +79,7 @@ describe.each(adapters)('$name: error bodies are read up to 64 KiB', (a) => {
     server.reply({ status, headers: JSON_HEADERS, body: endless });
     const counting = countingFetch();
     const model = a.create(server.baseURL, { fetch: counting.fetch, retry: false });
-    const error = await caught(() => collect(model.stream(simpleRequest())));
+    const error = await streamFailure(model);
     expect(TeamError.hasCode(error, code)).toBe(true);
     expect((error as TeamError).message).toContain('boom xxx');
     expect((error as TeamError).message.length).toBeLessThan(2200);
@@ -92,7 +93,7 @@ describe.each(adapters)('$name: stream events are bounded', (a) => {
   it('fails an event larger than maxEventBytes with MODEL_PROTOCOL naming the provider', async () => {
     server.reply({ body: [a.firstDelta, `data: ${'x'.repeat(4096)}`] });
     const model = a.create(server.baseURL, { maxEventBytes: 1024 });
-    const error = await caught(() => collect(model.stream(simpleRequest())));
+    const error = await streamFailure(model);
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).message).toBe(
       `${model.provider}: an event is larger than 1024 bytes`,
@@ -105,9 +106,7 @@ describe.each(adapters)('$name: redirects', (a) => {
     const target = `${elsewhere.baseURL}/steal`;
     server.reply({ status: 307, headers: { location: target }, body: [] });
     elsewhere.reply({ body: [a.reply] });
-    const error = await caught(() =>
-      collect(a.create(server.baseURL, { retry: false }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(a.create(server.baseURL, { retry: false }));
     expect(elsewhere.requests).toEqual([]);
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).message).toContain('redirect to another origin');
@@ -136,9 +135,7 @@ describe.each(adapters)('$name: redirects', (a) => {
       { status: 302, headers: { location: '/v1/moved' }, body: [] },
       { body: [a.reply] },
     );
-    const error = await caught(() =>
-      collect(a.create(server.baseURL, { retry: false }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(a.create(server.baseURL, { retry: false }));
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect(server.requests).toHaveLength(1);
   });
@@ -146,9 +143,7 @@ describe.each(adapters)('$name: redirects', (a) => {
   it('stops after five same-origin redirects', async () => {
     const loop = { status: 307, headers: { location: '/v1/again' }, body: [] };
     server.reply(loop, loop, loop, loop, loop, loop, { body: [a.reply] });
-    const error = await caught(() =>
-      collect(a.create(server.baseURL, { retry: false }).stream(simpleRequest())),
-    );
+    const error = await streamFailure(a.create(server.baseURL, { retry: false }));
     expect(TeamError.hasCode(error, 'MODEL_PROTOCOL')).toBe(true);
     expect((error as TeamError).message).toContain('too many redirects');
     expect(server.requests).toHaveLength(6);

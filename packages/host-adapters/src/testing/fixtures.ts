@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import type { ModelRequest, ModelStreamEvent } from '@teamwire/core';
+import type { ModelAdapter, ModelRequest, ModelStreamEvent } from '@teamwire/core';
 
 const FIXTURES = new URL('../__fixtures__/', import.meta.url);
 
@@ -104,6 +104,14 @@ export async function caught(fn: () => Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected a failure');
+}
+
+/** Drains `model.stream(request)`, returning what it threw (failing when it does not throw). */
+export function streamFailure(
+  model: ModelAdapter,
+  request: ModelRequest = simpleRequest(),
+): Promise<unknown> {
+  return caught(() => collect(model.stream(request)));
 }
 
 /** A minimal request: one system block and one user message. */

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, vi } from 'vitest';
 
 /** One scripted HTTP answer of the loopback server. */
 export interface ScriptedResponse {
@@ -113,5 +114,39 @@ export async function startLoopbackServer(): Promise<LoopbackServer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * A {@link LoopbackServer} for the enclosing suite (file or `describe`): started before its
+ * tests, reset after each one (stubbed env vars too), closed after all. The returned object
+ * forwards to the running server, so it may be captured before the server starts.
+ */
+export function useLoopbackServer(): LoopbackServer {
+  let running: LoopbackServer | undefined;
+  beforeAll(async () => {
+    running = await startLoopbackServer();
+  });
+  afterAll(async () => {
+    await running?.close();
+  });
+  afterEach(() => {
+    running?.reset();
+    vi.unstubAllEnvs();
+  });
+  const current = (): LoopbackServer => {
+    if (running === undefined) throw new Error('the loopback server has not started yet');
+    return running;
+  };
+  return {
+    get baseURL() {
+      return current().baseURL;
+    },
+    get requests() {
+      return current().requests;
+    },
+    reply: (...responses) => current().reply(...responses),
+    reset: () => current().reset(),
+    close: () => current().close(),
   };
 }
