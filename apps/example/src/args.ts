@@ -1,38 +1,30 @@
 import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
 
+/** The options the review and the fix command share. */
+interface TeamOptions {
+  dir: string;
+  model?: string | undefined;
+  protocol: 'xml' | 'json' | 'tool-call';
+  resume?: string | undefined;
+  stateDir: string;
+  report: string;
+  durability: 'fsync' | 'buffered';
+  plain: boolean;
+  paceMs: number;
+}
+
 /** Command-line arguments of `teamwire-example`. */
 export type Command =
   | { command: 'help' }
-  | {
-      command: 'review';
-      dir: string;
-      teammates: number;
-      model?: string | undefined;
-      protocol: 'xml' | 'json' | 'tool-call';
-      resume?: string | undefined;
-      stateDir: string;
-      report: string;
-      durability: 'fsync' | 'buffered';
-      plain: boolean;
-      paceMs: number;
-    }
-  | {
+  | ({ command: 'review'; teammates: number } & TeamOptions)
+  | ({
       command: 'fix';
-      dir: string;
-      model?: string | undefined;
-      protocol: 'xml' | 'json' | 'tool-call';
-      resume?: string | undefined;
-      stateDir: string;
-      report: string;
-      durability: 'fsync' | 'buffered';
-      plain: boolean;
-      paceMs: number;
       /**
        * Test-only, never set from the command line: a root file every reviewer also writes, so
        * that their branches conflict when merged.
        */
       conflictFile?: string | undefined;
-    }
+    } & TeamOptions)
   | { command: 'inspect'; teamId: string; stateDir: string };
 
 /** A bad command line; the CLI prints `message` on one line and exits 2. */
@@ -106,13 +98,9 @@ export function parseArgs(argv: readonly string[], options: { cwd: string }): Co
 }
 
 function fixCommand(args: string[], cwd: string): Command {
-  let parsed: ReturnType<typeof readFix>;
-  try {
-    parsed = readFix(args);
-  } catch (error) {
-    return explain(error, args, FIX_OPTIONS, { positionals: false, context: ' for fix' });
-  }
-  const { values } = parsed;
+  const read = readStrict(args, FIX_OPTIONS, { positionals: false, context: ' for fix' });
+  if (!read.parsed) return read.explained;
+  const { values } = read.parsed;
   if (values.help) return { command: 'help' };
   const review = reviewCommand(
     Object.entries(values).flatMap(([key, value]) =>
@@ -125,18 +113,10 @@ function fixCommand(args: string[], cwd: string): Command {
   return { ...rest, command: 'fix' };
 }
 
-function readFix(args: string[]) {
-  return parseNodeArgs({ args, options: FIX_OPTIONS, strict: true, allowPositionals: false });
-}
-
 function reviewCommand(args: string[], cwd: string): Command {
-  let parsed: ReturnType<typeof readReview>;
-  try {
-    parsed = readReview(args);
-  } catch (error) {
-    return explain(error, args, REVIEW_OPTIONS, { positionals: false, context: '' });
-  }
-  const { values } = parsed;
+  const read = readStrict(args, REVIEW_OPTIONS, { positionals: false, context: '' });
+  if (!read.parsed) return read.explained;
+  const { values } = read.parsed;
   if (values.help) return { command: 'help' };
   const protocol = values.protocol ?? 'xml';
   if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
@@ -165,21 +145,28 @@ function reviewCommand(args: string[], cwd: string): Command {
   };
 }
 
-function readReview(args: string[]) {
-  return parseNodeArgs({ args, options: REVIEW_OPTIONS, strict: true, allowPositionals: false });
-}
-
-function readInspect(args: string[]) {
-  return parseNodeArgs({ args, options: INSPECT_OPTIONS, strict: true, allowPositionals: true });
+/**
+ * Parses `args` strictly; a mistake is explained (a `UsageError`), and asking for help anywhere on
+ * the line wins over it (`explained`).
+ */
+function readStrict<const O extends OptionsConfig, const P extends boolean>(
+  args: string[],
+  options: O,
+  where: { positionals: P; context: string },
+) {
+  try {
+    return {
+      parsed: parseNodeArgs({ args, options, strict: true, allowPositionals: where.positionals }),
+    };
+  } catch (error) {
+    return { parsed: undefined, explained: explain(error, args, options, where) };
+  }
 }
 
 function inspectCommand(args: string[]): Command {
-  let parsed: ReturnType<typeof readInspect>;
-  try {
-    parsed = readInspect(args);
-  } catch (error) {
-    return explain(error, args, INSPECT_OPTIONS, { positionals: true, context: ' for inspect' });
-  }
+  const read = readStrict(args, INSPECT_OPTIONS, { positionals: true, context: ' for inspect' });
+  if (!read.parsed) return read.explained;
+  const { parsed } = read;
   if (parsed.values.help) return { command: 'help' };
   const [teamId, extra] = parsed.positionals;
   if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { TeamError } from '@teamwire/core';
+import { type AgentTool, defineTool, TeamError, type ToolContext } from '@teamwire/core';
 import { z } from 'zod';
 import {
   describeFile,
@@ -139,4 +139,32 @@ export async function searchText(
     }
   }
   return { matches, total, filesSearched: searched, truncated: total > matches.length };
+}
+
+/**
+ * The read tools (`list_files`, `read_file`, `search_text`) on the root `root` gives for a call;
+ * `where` names that root in their descriptions. Shared by the review and the fix job.
+ */
+export function readTools(root: (ctx: ToolContext) => ReviewRoot, where: string): AgentTool[] {
+  return [
+    defineTool({
+      name: 'list_files',
+      description: `List the files below a folder of ${where}, with sizes and line counts.`,
+      inputSchema: ListFilesInput,
+      execute: (input, ctx) => listFiles(root(ctx), input),
+    }),
+    defineTool({
+      name: 'read_file',
+      description: `Read lines of a text file of ${where}.`,
+      inputSchema: ReadFileInput,
+      execute: (input, ctx) => readTextFile(root(ctx), input),
+    }),
+    defineTool({
+      name: 'search_text',
+      description:
+        'Search the files below a folder for lines matching a regular expression; returns matches and the exact total.',
+      inputSchema: SearchTextInput,
+      execute: (input, ctx) => searchText(root(ctx), input),
+    }),
+  ] as AgentTool[];
 }

@@ -1,16 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type AgentTool, defineTool, type ToolContext } from '@teamwire/core';
+import { type AgentTool, defineTool } from '@teamwire/core';
 import { memberBranch, mergeBranch, resolveInside } from '@teamwire/git-workspaces';
 import { z } from 'zod';
-import {
-  ListFilesInput,
-  listFiles,
-  ReadFileInput,
-  readTextFile,
-  SearchTextInput,
-  searchText,
-} from './file-tools.js';
+import { readTools } from './file-tools.js';
 import { branchExists, branchWork, commitDate, FIX_IDENTITY, git } from './fix-git.js';
 import { openReviewRoot } from './workspace-files.js';
 
@@ -23,29 +16,10 @@ export const REVIEW_FILE = 'REVIEW.md';
  * and a reviewer that redoes a folder after a crash must see the tree it saw the first time.
  */
 export function fixReadTools(): AgentTool[] {
-  const root = (ctx: ToolContext) => openReviewRoot(ctx.cwd, { hideFiles: [REVIEW_FILE] });
-  return [
-    defineTool({
-      name: 'list_files',
-      description:
-        'List the files below a folder of your working directory, with sizes and line counts.',
-      inputSchema: ListFilesInput,
-      execute: (input, ctx) => listFiles(root(ctx), input),
-    }),
-    defineTool({
-      name: 'read_file',
-      description: 'Read lines of a text file of your working directory.',
-      inputSchema: ReadFileInput,
-      execute: (input, ctx) => readTextFile(root(ctx), input),
-    }),
-    defineTool({
-      name: 'search_text',
-      description:
-        'Search the files below a folder for lines matching a regular expression; returns matches and the exact total.',
-      inputSchema: SearchTextInput,
-      execute: (input, ctx) => searchText(root(ctx), input),
-    }),
-  ] as AgentTool[];
+  return readTools(
+    (ctx) => openReviewRoot(ctx.cwd, { hideFiles: [REVIEW_FILE] }),
+    'your working directory',
+  );
 }
 
 /** The tools a reviewer changes code with: in its own worktree only. */

@@ -1,15 +1,17 @@
 import type { ChatMessage } from '@teamwire/core';
 import type { MergeOutcome } from './fix-tools.js';
-import {
-  currentTurn,
-  last,
-  outcomes,
-  outcomeUnknown,
-  type Step,
-  type ToolOutcome,
-} from './policy-conversation.js';
+import { last, outcomes, outcomeUnknown, type Step } from './policy-conversation.js';
 import { fixAssignment } from './policy-fix-reviewer.js';
 import { unitsFromPaths } from './policy-lead.js';
+import {
+  currentTasks,
+  isLive,
+  leadTurn,
+  type MemberLite,
+  summaryTaskStep,
+  type TaskLite,
+  waitState,
+} from './policy-lead-common.js';
 import type { ListResult } from './policy-reviewer.js';
 
 export const FIX_SUBJECT_PREFIX = 'Fix ';
@@ -23,18 +25,6 @@ const MAX_NUDGES = 3;
 export const fixerName = (i: number, attempt = 1) =>
   attempt === 1 ? `fixer-${i}` : `fixer-${i}-${attempt}`;
 
-interface TaskLite {
-  id: string;
-  subject: string;
-  status: string;
-  owner?: string;
-}
-interface MemberLite {
-  name: string;
-  status: string;
-}
-const isLive = (status: string) => status !== 'failed' && status !== 'retired';
-
 export interface FixLeadPolicyOptions {
   /** The directory shown in the report. */
   displayDir?: string;
@@ -47,30 +37,14 @@ export interface FixLeadPolicyOptions {
  * and the board again at the start of each turn and after any call cut off by a kill.
  */
 export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPolicyOptions): Step {
-  const all = outcomes(currentTurn(messages));
-  let cut = -1;
-  all.forEach((o, i) => {
-    if (outcomeUnknown(o)) cut = i;
-  });
-  const fresh = all.slice(cut + 1);
-  const done = all.filter((o) => !outcomeUnknown(o));
+  const { done, state, read } = leadTurn(messages);
   const fatal = done.find(
     (o) => !o.ok && ['list_files', 'write_report', 'task_create'].includes(o.call.name),
   );
   if (fatal) return { text: `The fix stopped: ${fatal.call.name} failed: ${fatal.text}` };
 
-  const files = last(fresh, 'list_files');
-  const members = last(fresh, 'list_members');
-  const board = last(fresh, 'task_list');
-  if (!files || !members || !board) {
-    return {
-      toolCalls: [
-        { name: 'list_files', input: { path: '.', limit: 2000 } },
-        { name: 'list_members', input: {} },
-        { name: 'task_list', input: { limit: 100 } },
-      ],
-    };
-  }
+  if (!state) return read;
+  const { files, members, board } = state;
   const units = unitsFromPaths((files.value as ListResult).files.map((f) => f.path));
   const status = new Map<string, string>();
   for (const m of Array.isArray(members.value) ? (members.value as MemberLite[]) : []) {
@@ -128,28 +102,12 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     };
   }
   const unitTasks = units.map((u) => bySubject.get(`${FIX_SUBJECT_PREFIX}${u}`) as TaskLite);
-  if (!summary) {
-    return {
-      toolCalls: [
-        {
-          name: 'task_create',
-          input: {
-            subject: FIX_SUMMARY_SUBJECT,
-            description:
-              'Merge every reviewer branch into the result branch and write team-report.md.',
-            blockedBy: unitTasks.map((t) => t.id),
-          },
-        },
-      ],
-    };
-  }
-  if (summary.status === 'pending' && !summary.owner) {
-    return {
-      toolCalls: [
-        { name: 'task_update', input: { taskId: summary.id, action: 'reassign', owner: 'lead' } },
-      ],
-    };
-  }
+  const summaryStep = summaryTaskStep(summary, {
+    subject: FIX_SUMMARY_SUBJECT,
+    description: 'Merge every reviewer branch into the result branch and write team-report.md.',
+    blockedBy: unitTasks.map((t) => t.id),
+  });
+  if (summaryStep || !summary) return summaryStep as Step;
 
   // 2. one reviewer per folder; one that failed to start is replaced under a new name
   const current = units.map((_, i) => {
@@ -183,13 +141,11 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   const open = units.filter((_, i) => (unitTasks[i] as TaskLite).status !== 'completed');
   let givenUp = false;
   if (open.length > 0) {
-    const lastWait = last(done, 'wait_for_team');
-    const afterWait = lastWait ? done.slice(done.indexOf(lastWait) + 1) : [];
-    const stalled = (lastWait?.value as { noProgress?: string } | undefined)?.noProgress;
-    if (!lastWait || afterWait.some((o) => o.call.name === 'task_list')) {
+    const { lastWait, listedSince, nudgedSince, stalled } = waitState(done);
+    if (!lastWait || listedSince) {
       return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
     }
-    if (stalled && !afterWait.some((o) => o.call.name === 'send_message')) {
+    if (stalled && !nudgedSince) {
       const nudged = outcomes(messages).filter((o) => o.call.name === 'send_message');
       const nudges = open
         .map((unit) => current[units.indexOf(unit)]?.name as string)
@@ -243,18 +199,6 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   return {
     toolCalls: [{ name: 'task_update', input: { taskId: summary.id, action: 'complete' } }],
   };
-}
-
-/** The board as of the latest task_list, updated by the task results seen after it. */
-function currentTasks(done: readonly ToolOutcome[], listed: readonly TaskLite[]) {
-  const tasks = new Map(listed.map((t) => [t.id, t]));
-  const board = done.filter((o) => o.call.name === 'task_list').at(-1);
-  for (const o of board ? done.slice(done.indexOf(board) + 1) : done) {
-    if (!o.ok || !['task_create', 'task_update'].includes(o.call.name)) continue;
-    const task = o.value as TaskLite;
-    if (typeof task?.id === 'string') tasks.set(task.id, task);
-  }
-  return tasks;
 }
 
 /**

@@ -2,8 +2,7 @@ import type { ChatMessage } from '@teamwire/core';
 import { contentText } from '@teamwire/core';
 import type { Findings } from './findings.js';
 import { currentTurn, last, outcomes, outcomeUnknown, type Step } from './policy-conversation.js';
-import { computeFindings, type ListResult, type SearchResult } from './policy-reviewer.js';
-import { EXPORT_PATTERN, SOURCE_EXTENSIONS, TODO_PATTERN } from './workspace-files.js';
+import { readFolder } from './policy-reviewer.js';
 
 /** The file each reviewer writes into its folder (kept equal to fix-tools' REVIEW_FILE). */
 const REVIEW_FILE = 'REVIEW.md';
@@ -95,37 +94,8 @@ export function fixReviewerStep(
   }
   if (task.owner !== me) return { text: `${taskId} is not mine (owner: ${task.owner ?? 'none'}).` };
 
-  const list = last(done, 'list_files');
-  if (!list) return { toolCalls: [{ name: 'list_files', input: { path: unit, limit: 2000 } }] };
-  const searches = done.filter((o) => o.call.name === 'search_text');
-  const byPattern = (p: RegExp) =>
-    searches.find((o) => (o.call.input as { pattern?: string }).pattern === p.source);
-  const todo = byPattern(TODO_PATTERN);
-  const exported = byPattern(EXPORT_PATTERN);
-  if (!todo || !exported) {
-    return {
-      toolCalls: [
-        { name: 'search_text', input: { pattern: TODO_PATTERN.source, path: unit, limit: 20 } },
-        {
-          name: 'search_text',
-          input: {
-            pattern: EXPORT_PATTERN.source,
-            path: unit,
-            extensions: SOURCE_EXTENSIONS,
-            limit: 500,
-          },
-        },
-      ],
-    };
-  }
-  const largest = (list.value as ListResult).files
-    .filter((f): f is { path: string; lines: number } => f.lines !== null)
-    .sort((a, b) => b.lines - a.lines || (a.path < b.path ? -1 : 1))
-    .slice(0, 3);
-  const read = last(done, 'read_file');
-  if (!read && largest[0]) {
-    return { toolCalls: [{ name: 'read_file', input: { path: largest[0].path, maxLines: 80 } }] };
-  }
+  const reads = readFolder(done, unit, taskId);
+  if ('step' in reads) return reads.step;
   const file = `${unit}/${REVIEW_FILE}`;
   const paths = options.conflictFile ? [unit, options.conflictFile] : [unit];
   const written = new Set(
@@ -134,15 +104,7 @@ export function fixReviewerStep(
       .map((o) => (o.call.input as { path: string }).path),
   );
   if (!written.has(file) || (options.conflictFile && !written.has(options.conflictFile))) {
-    const findings = computeFindings({
-      unit,
-      taskId,
-      list: list.value as ListResult,
-      todo: todo.value as SearchResult,
-      exported: exported.value as SearchResult,
-      largest,
-      read: read?.value as { path: string; text: string; totalLines: number } | undefined,
-    });
+    const findings = reads.findings();
     const writes = [
       { name: 'write_file', input: { path: file, content: renderFolderReview(findings) } },
     ];

@@ -1,13 +1,15 @@
 import type { ChatMessage, WireFormat } from '@teamwire/core';
 import { type Findings, parseFindingsMessage, renderReport } from './findings.js';
+import { last, type Step } from './policy-conversation.js';
 import {
-  currentTurn,
-  last,
-  outcomes,
-  outcomeUnknown,
-  type Step,
-  type ToolOutcome,
-} from './policy-conversation.js';
+  currentTasks,
+  isLive,
+  leadTurn,
+  type MemberLite,
+  summaryTaskStep,
+  type TaskLite,
+  waitState,
+} from './policy-lead-common.js';
 import type { ListResult } from './policy-reviewer.js';
 
 /** What the lead's policy needs besides the conversation. */
@@ -23,20 +25,6 @@ export interface LeadPolicyOptions {
 export const REVIEW_SUBJECT_PREFIX = 'Review ';
 export const SUMMARY_SUBJECT = 'Write the team report';
 export const reviewerName = (i: number) => `reviewer-${i}`;
-
-/** A task as the team tools show it (`owner` is a member name). */
-interface TaskLite {
-  id: string;
-  subject: string;
-  status: string;
-  owner?: string;
-}
-/** A member as `list_members` shows it. */
-interface MemberLite {
-  name: string;
-  status: string;
-}
-const isLive = (m: MemberLite) => m.status !== 'failed' && m.status !== 'retired';
 
 /** Review units from a file listing: workspace packages under packages/ and apps/, else top-level folders. */
 export function unitsFromPaths(paths: readonly string[]): string[] {
@@ -63,34 +51,14 @@ export function unitsFromPaths(paths: readonly string[]): string[] {
 
 /** The lead's next step: plan the tasks, spawn reviewers, wait, write the report, shut down. */
 export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOptions): Step {
-  const turn = currentTurn(messages);
-  const all = outcomes(turn);
   const teammates = options.teammates ?? 3;
-  // After a call whose outcome is unknown (a kill or an interrupt cut it off) the files, the roster
-  // and the board read before it may be stale: read them again before deciding anything, so a
-  // resumed lead never creates a task or spawns a reviewer twice.
-  let cut = -1;
-  all.forEach((o, i) => {
-    if (outcomeUnknown(o)) cut = i;
-  });
-  const fresh = all.slice(cut + 1);
-  const done = all.filter((o) => !outcomeUnknown(o));
+  const { done, state, read } = leadTurn(messages);
   const failed = done.filter((o) => !o.ok && o.call.name !== 'wait_for_team');
   const fatal = failed.find((o) => ['list_files', 'write_report'].includes(o.call.name));
   if (fatal) return { text: `The review stopped: ${fatal.call.name} failed: ${fatal.text}` };
 
-  const files = last(fresh, 'list_files');
-  const members = last(fresh, 'list_members');
-  const board = last(fresh, 'task_list');
-  if (!files || !members || !board) {
-    return {
-      toolCalls: [
-        { name: 'list_files', input: { path: '.', limit: 2000 } },
-        { name: 'list_members', input: {} },
-        { name: 'task_list', input: { limit: 100 } },
-      ],
-    };
-  }
+  if (!state) return read;
+  const { files, members, board } = state;
   const units = unitsFromPaths((files.value as ListResult).files.map((f) => f.path));
   const roster = Array.isArray(members.value) ? (members.value as MemberLite[]) : [];
   const tasks = currentTasks(done, (board.value as { tasks: TaskLite[] }).tasks ?? []);
@@ -106,7 +74,7 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
     if (completedAt > done.indexOf(members)) {
       return { toolCalls: [{ name: 'list_members', input: {} }] };
     }
-    const live = roster.filter((m) => m.name !== 'lead' && isLive(m));
+    const live = roster.filter((m) => m.name !== 'lead' && isLive(m.status));
     const asked = new Set(
       done
         .filter((o) => o.call.name === 'shutdown_teammate')
@@ -171,37 +139,20 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   const reviewTasks = units
     .map((u) => bySubject.get(`${REVIEW_SUBJECT_PREFIX}${u}`))
     .filter((t) => t !== undefined);
-  if (!summary) {
-    return {
-      toolCalls: [
-        {
-          name: 'task_create',
-          input: {
-            subject: SUMMARY_SUBJECT,
-            description: 'Collect every reviewer finding and write team-report.md.',
-            blockedBy: reviewTasks.map((t) => t.id),
-          },
-        },
-      ],
-    };
-  }
-  if (summary.status === 'pending' && !summary.owner) {
-    return {
-      toolCalls: [
-        { name: 'task_update', input: { taskId: summary.id, action: 'reassign', owner: 'lead' } },
-      ],
-    };
-  }
+  const summaryStep = summaryTaskStep(summary, {
+    subject: SUMMARY_SUBJECT,
+    description: 'Collect every reviewer finding and write team-report.md.',
+    blockedBy: reviewTasks.map((t) => t.id),
+  });
+  if (summaryStep || !summary) return summaryStep as Step;
 
   // 3. wait until every review task is completed
   const open = reviewTasks.filter((t) => t.status !== 'completed');
   if (open.length > 0) {
-    const lastWait = last(done, 'wait_for_team');
-    const afterWait = lastWait ? done.slice(done.indexOf(lastWait) + 1) : [];
-    const stalled = (lastWait?.value as { noProgress?: string } | undefined)?.noProgress;
-    if (lastWait && !afterWait.some((o) => o.call.name === 'task_list')) {
-      if (stalled && !afterWait.some((o) => o.call.name === 'send_message')) {
-        const idle = roster.filter((m) => m.name !== 'lead' && isLive(m));
+    const { lastWait, listedSince, nudgedSince, stalled } = waitState(done);
+    if (lastWait && !listedSince) {
+      if (stalled && !nudgedSince) {
+        const idle = roster.filter((m) => m.name !== 'lead' && isLive(m.status));
         if (idle.length > 0) {
           return {
             text: `${open.length} review task(s) are open and nobody is working; nudging the reviewers.`,
@@ -239,22 +190,6 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   return {
     toolCalls: [{ name: 'task_update', input: { taskId: summary.id, action: 'complete' } }],
   };
-}
-
-/** The board as of the latest task_list, updated by the task results seen after it. */
-function currentTasks(
-  done: readonly ToolOutcome[],
-  listed: readonly TaskLite[],
-): Map<string, TaskLite> {
-  const tasks = new Map(listed.map((t) => [t.id, t]));
-  const board = done.filter((o) => o.call.name === 'task_list').at(-1);
-  const after = board ? done.slice(done.indexOf(board) + 1) : done;
-  for (const o of after) {
-    if (!o.ok || !['task_create', 'task_update'].includes(o.call.name)) continue;
-    const task = o.value as TaskLite;
-    if (typeof task?.id === 'string') tasks.set(task.id, task);
-  }
-  return tasks;
 }
 
 /** Every reviewer finding in the lead's conversation, newest per folder. */

@@ -1,7 +1,14 @@
 import type { ChatMessage } from '@teamwire/core';
 import { contentText } from '@teamwire/core';
 import { type Findings, formatFindingsMessage } from './findings.js';
-import { currentTurn, last, outcomes, outcomeUnknown, type Step } from './policy-conversation.js';
+import {
+  currentTurn,
+  last,
+  outcomes,
+  outcomeUnknown,
+  type Step,
+  type ToolOutcome,
+} from './policy-conversation.js';
 import { EXPORT_PATTERN, SOURCE_EXTENSIONS, TODO_PATTERN } from './workspace-files.js';
 
 /** What `list_files` returns. */
@@ -41,51 +48,11 @@ export function reviewerStep(messages: readonly ChatMessage[]): Step {
       toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
     };
   }
-  const list = last(done, 'list_files');
-  if (!list) return { toolCalls: [{ name: 'list_files', input: { path: unit, limit: 2000 } }] };
-  const searches = done.filter((o) => o.call.name === 'search_text');
-  const todo = searches.find(
-    (o) => (o.call.input as { pattern?: string }).pattern === TODO_PATTERN.source,
-  );
-  const exported = searches.find(
-    (o) => (o.call.input as { pattern?: string }).pattern === EXPORT_PATTERN.source,
-  );
-  if (!todo || !exported) {
-    return {
-      toolCalls: [
-        { name: 'search_text', input: { pattern: TODO_PATTERN.source, path: unit, limit: 20 } },
-        {
-          name: 'search_text',
-          input: {
-            pattern: EXPORT_PATTERN.source,
-            path: unit,
-            extensions: SOURCE_EXTENSIONS,
-            limit: 500,
-          },
-        },
-      ],
-    };
-  }
-  const files = (list.value as ListResult).files;
-  const largest = files
-    .filter((f): f is { path: string; lines: number } => f.lines !== null)
-    .sort((a, b) => b.lines - a.lines || (a.path < b.path ? -1 : 1))
-    .slice(0, 3);
-  const read = last(done, 'read_file');
-  if (!read && largest[0]) {
-    return { toolCalls: [{ name: 'read_file', input: { path: largest[0].path, maxLines: 80 } }] };
-  }
+  const reads = readFolder(done, unit, taskId);
+  if ('step' in reads) return reads.step;
   const sent = last(done, 'send_message');
   if (!sent) {
-    const findings = computeFindings({
-      unit,
-      taskId,
-      list: list.value as ListResult,
-      todo: todo.value as SearchResult,
-      exported: exported.value as SearchResult,
-      largest,
-      read: read?.value as { path: string; text: string; totalLines: number } | undefined,
-    });
+    const findings = reads.findings();
     return {
       text: `Finished reviewing ${unit}; sending my findings to the lead.`,
       toolCalls: [
@@ -104,6 +71,67 @@ export function reviewerStep(messages: readonly ChatMessage[]): Step {
     return { toolCalls: [{ name: 'task_update', input: { taskId, action: 'complete' } }] };
   }
   return { text: `Reviewed ${unit} (${taskId}).` };
+}
+
+/**
+ * A reviewer's reads of its folder (shared with the fix job): its files, its TODO/FIXME markers
+ * and exports, the start of its largest file. `step`: the next read; once all are in, the
+ * folder's `findings`.
+ */
+export function readFolder(
+  done: readonly ToolOutcome[],
+  unit: string,
+  taskId: string,
+): { step: Step } | { findings: () => Findings } {
+  const list = last(done, 'list_files');
+  if (!list) {
+    return { step: { toolCalls: [{ name: 'list_files', input: { path: unit, limit: 2000 } }] } };
+  }
+  const searches = done.filter((o) => o.call.name === 'search_text');
+  const byPattern = (p: RegExp) =>
+    searches.find((o) => (o.call.input as { pattern?: string }).pattern === p.source);
+  const todo = byPattern(TODO_PATTERN);
+  const exported = byPattern(EXPORT_PATTERN);
+  if (!todo || !exported) {
+    return {
+      step: {
+        toolCalls: [
+          { name: 'search_text', input: { pattern: TODO_PATTERN.source, path: unit, limit: 20 } },
+          {
+            name: 'search_text',
+            input: {
+              pattern: EXPORT_PATTERN.source,
+              path: unit,
+              extensions: SOURCE_EXTENSIONS,
+              limit: 500,
+            },
+          },
+        ],
+      },
+    };
+  }
+  const largest = (list.value as ListResult).files
+    .filter((f): f is { path: string; lines: number } => f.lines !== null)
+    .sort((a, b) => b.lines - a.lines || (a.path < b.path ? -1 : 1))
+    .slice(0, 3);
+  const read = last(done, 'read_file');
+  if (!read && largest[0]) {
+    return {
+      step: { toolCalls: [{ name: 'read_file', input: { path: largest[0].path, maxLines: 80 } }] },
+    };
+  }
+  return {
+    findings: () =>
+      computeFindings({
+        unit,
+        taskId,
+        list: list.value as ListResult,
+        todo: todo.value as SearchResult,
+        exported: exported.value as SearchResult,
+        largest,
+        read: read?.value as { path: string; text: string; totalLines: number } | undefined,
+      }),
+  };
 }
 
 /** The findings of one folder from the reviewer's tool results (shared with the fix job). */

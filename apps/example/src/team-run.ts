@@ -1,0 +1,241 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  type AgentTool,
+  createEventHub,
+  defineTool,
+  type ModelAdapter,
+  openTeam,
+  TeamError,
+  type TeamService,
+  ulidIdSource,
+  type WireFormat,
+} from '@teamwire/core';
+import { createModel } from '@teamwire/host-adapters';
+import { jsonFormat, toolCallFormat, xmlFormat } from '@teamwire/protocol';
+import { openJsonlTeamStore } from '@teamwire/storage';
+import { z } from 'zod';
+import type { Command } from './args.js';
+import { plainLine } from './board.js';
+import { observeTeam } from './observe.js';
+
+/*
+ * How the review and the fix job set up and run a team: where it lives, the settings it was
+ * started with (kept for `--resume`), its models and store, the board while it runs, the summary.
+ */
+
+/** Where the app writes and what it knows of the terminal. */
+export interface AppIo {
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
+  stderr: { write(text: string): unknown };
+  /** Base for relative paths (the directory the user ran the command in). */
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Aborted on Ctrl-C: the team is stopped cleanly and can be resumed. */
+  signal?: AbortSignal;
+}
+
+export interface RunSummary {
+  teamId: string;
+  teamDir: string;
+  reportPath: string;
+  reportWritten: boolean;
+  turns: number;
+  messages: number;
+  tasks: { done: number; total: number };
+  inputTokens: number;
+  outputTokens: number;
+  wallMs: number;
+  interrupted: boolean;
+}
+
+/** What the review and the fix command have in common. */
+type TeamCommand = Extract<Command, { command: 'review' | 'fix' }>;
+
+/** The settings every job keeps in its team folder. */
+interface BaseSettings {
+  protocol: TeamCommand['protocol'];
+  model?: string | undefined;
+  report: string;
+}
+
+/** The wire format of each `--protocol` choice (the team runs core's default policy). */
+export const FORMATS: Record<TeamCommand['protocol'], WireFormat> = {
+  xml: xmlFormat,
+  json: jsonFormat,
+  'tool-call': toolCallFormat,
+};
+
+export function reportTool(reportPath: string, onWrite: () => void): AgentTool {
+  return defineTool({
+    name: 'write_report',
+    description: 'Write the team report (Markdown). Overwrites an earlier report.',
+    inputSchema: z.object({ markdown: z.string().min(1).max(1_000_000) }),
+    async execute(input) {
+      await mkdir(path.dirname(reportPath), { recursive: true });
+      await writeFile(reportPath, input.markdown);
+      onWrite();
+      return { path: reportPath, bytes: Buffer.byteLength(input.markdown) };
+    },
+  }) as AgentTool;
+}
+
+/** A team's id and folder: a new one, or the one `--resume` names. */
+export interface TeamLocation {
+  started: number;
+  stateDir: string;
+  teamId: string;
+  teamDir: string;
+}
+
+export function teamLocation(command: TeamCommand, io: AppIo): TeamLocation {
+  const started = Date.now();
+  const stateDir = path.resolve(io.cwd, command.stateDir);
+  const teamId = command.resume ?? ulidIdSource().next();
+  return { started, stateDir, teamId, teamDir: path.join(stateDir, 'teams', teamId) };
+}
+
+/**
+ * The settings of the team: read back from its folder on `--resume` (a team without them is not
+ * found), else made by `create`.
+ */
+export async function teamSettings<S>(options: {
+  command: TeamCommand;
+  location: TeamLocation;
+  file: string;
+  schema: z.ZodType<S>;
+  /** What the job calls a team, in the error when none is found. */
+  what: string;
+  /** Whether an invalid file's error says what is wrong with it. */
+  explain: boolean;
+  create: () => S | Promise<S>;
+}): Promise<S> {
+  const { location, file } = options;
+  if (!options.command.resume) return options.create();
+  let raw: string;
+  try {
+    raw = await readFile(path.join(location.teamDir, file), 'utf8');
+  } catch {
+    throw new TeamError(
+      'TEAM_NOT_FOUND',
+      `no ${options.what} ${location.teamId} under ${path.join(location.stateDir, 'teams')}`,
+    );
+  }
+  const parsed = options.schema.safeParse(JSON.parse(raw));
+  if (!parsed.success) {
+    const why = options.explain ? `: ${parsed.error.message}` : '';
+    throw new TeamError('INVALID_RECORD', `${file} in ${location.teamDir} is not valid${why}`);
+  }
+  return parsed.data;
+}
+
+/** The lead's and the reviewers' models: the `--model` LLM for both, else the offline policy. */
+export function teamModels(
+  model: string | undefined,
+  offline: () => { lead: ModelAdapter; reviewer: ModelAdapter },
+): { lead: ModelAdapter; reviewer: ModelAdapter } {
+  return model ? { lead: createModel(model), reviewer: createModel(model) } : offline();
+}
+
+/** What a job gives `openTeam` besides the team's id, store and hub. */
+type TeamSetup = Omit<Parameters<typeof openTeam>[0], 'teamId' | 'log' | 'transcripts' | 'events'>;
+
+/**
+ * Runs a team until it is idle or Ctrl-C stops it, showing the board: opens its store (writing
+ * the settings of a new team), opens the team with what `setup` gives (handed the lead's report
+ * tool), prompts the lead, and sums the run up.
+ */
+export async function runTeam<S extends BaseSettings>(options: {
+  command: TeamCommand;
+  io: AppIo;
+  location: TeamLocation;
+  settingsFile: string;
+  settings: S;
+  /** The board's title, before the team id. */
+  title: string;
+  prompt: string;
+  setup: (reportTool: AgentTool) => Promise<TeamSetup>;
+}): Promise<RunSummary> {
+  const { command, io, location, settings } = options;
+  const { started, teamId, teamDir } = location;
+  const store = await openJsonlTeamStore({
+    teamId,
+    dir: teamDir,
+    durability: command.durability,
+    create: !command.resume,
+  });
+  if (!command.resume) {
+    await writeFile(
+      path.join(teamDir, options.settingsFile),
+      `${JSON.stringify(settings, null, 2)}\n`,
+    );
+  }
+
+  let reportWritten = false;
+  let team: TeamService | undefined;
+  let interrupted = false;
+  const hub = createEventHub({ teamId, log: store.log });
+  const title = `${options.title} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
+  const observer = observeTeam({ hub, io, plain: command.plain, title, started });
+  if (io.stdout.isTTY !== true || command.plain) {
+    io.stdout.write(
+      `${plainLine(Date.now(), `${command.resume ? 'resuming' : 'starting'} ${title}`)}\n`,
+    );
+  }
+  try {
+    const setup = await options.setup(reportTool(settings.report, () => (reportWritten = true)));
+    team = await openTeam({
+      ...setup,
+      teamId,
+      log: store.log,
+      transcripts: store.transcripts,
+      events: hub,
+    });
+    const onAbort = () => {
+      interrupted = true;
+      void team?.dispose();
+    };
+    io.signal?.addEventListener('abort', onAbort, { once: true });
+    if (!interrupted) {
+      await team.promptLead(options.prompt).catch((error: unknown) => {
+        if (!interrupted) throw error;
+      });
+    }
+    if (!interrupted) await team.idle();
+    io.signal?.removeEventListener('abort', onAbort);
+  } finally {
+    await team?.dispose();
+    hub.close();
+    await observer.close();
+    await store.close();
+  }
+  try {
+    await readFile(settings.report);
+    reportWritten = true;
+  } catch {
+    // not written (yet)
+  }
+  const { board } = observer;
+  return {
+    teamId,
+    teamDir,
+    reportPath: settings.report,
+    reportWritten,
+    turns: board.turns,
+    messages: board.messages,
+    tasks: board.progress(),
+    inputTokens: board.inputTokens,
+    outputTokens: board.outputTokens,
+    wallMs: Date.now() - started,
+    interrupted,
+  };
+}
+
+/** The lines every job's summary starts with: what the team did and what it cost. */
+export function summaryCounts(summary: RunSummary): string[] {
+  return [
+    `  turns ${summary.turns}, messages ${summary.messages}, tasks ${summary.tasks.done}/${summary.tasks.total} completed`,
+    `  tokens ${summary.inputTokens} in / ${summary.outputTokens} out, wall time ${(summary.wallMs / 1000).toFixed(1)}s`,
+    `  report: ${summary.reportWritten ? summary.reportPath : '(not written)'}`,
+  ];
+}
