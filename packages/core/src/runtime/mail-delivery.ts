@@ -103,6 +103,17 @@ export async function deliverMessages(
   actorName: string,
   messages: readonly QueuedMessage[],
 ): Promise<void> {
+  await appendToTranscript(host, conversation, messages);
+  const records = deliveredRecords(host, messages);
+  if (records.length > 0) await host.commit(actorName, records);
+}
+
+/** Appends `messages` to the conversation, skipping those it holds already (exactly once). */
+export async function appendToTranscript(
+  host: MailHost,
+  conversation: Conversation,
+  messages: readonly QueuedMessage[],
+): Promise<void> {
   const fresh: ChatMessage[] = [];
   for (const message of messages) {
     if (conversation.holds(message.id)) continue;
@@ -110,13 +121,17 @@ export async function deliverMessages(
   }
   await conversation.append(fresh);
   host.guard();
+}
+
+/** The `message.delivered` records of those of `messages` still pending, applied to the state. */
+export function deliveredRecords(host: MailHost, messages: readonly QueuedMessage[]): TeamRecord[] {
   const records: TeamRecord[] = [];
   for (const message of messages) {
     if (host.state.isPending(message.id)) {
       records.push(host.state.markDelivered({ messageId: message.id }));
     }
   }
-  if (records.length > 0) await host.commit(actorName, records);
+  return records;
 }
 
 /**

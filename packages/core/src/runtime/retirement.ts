@@ -1,6 +1,6 @@
 import { TeamError } from '../errors.js';
-import type { Member, MessageQueuedRecord, TeamRecord } from '../records.js';
-import { idleNoticeRecord, type MailHost } from './mail-delivery.js';
+import type { Member, MessageQueuedRecord, QueuedMessage, TeamRecord } from '../records.js';
+import { deliveredRecords, idleNoticeRecord, type MailHost } from './mail-delivery.js';
 import type { RunnerHost } from './runner-host.js';
 
 /** The part of the runner host a retirement needs. */
@@ -14,13 +14,22 @@ export type RetireHost = MailHost & Pick<RunnerHost, 'workspaces'>;
  * teammates; it is queued while the member is still live, always (a pending idle notice does not
  * hold it back: kept work must not go unmentioned). Whatever the provider does, the member
  * retires and the log stays foldable.
+ *
+ * The shutdown request itself is marked delivered in that same commit, not before: a process
+ * killed while the workspace is released leaves the request pending, so recovery wakes the member
+ * and it retires then, instead of staying `active` with nothing left to wake it.
  */
-export async function retireMember(host: RetireHost, member: Member): Promise<void> {
+export async function retireMember(
+  host: RetireHost,
+  member: Member,
+  request: readonly QueuedMessage[] = [],
+): Promise<void> {
   host.guard();
   const notice = await host.workspaces.retire(member);
   host.guard();
   const { state } = host;
-  const records: TeamRecord[] = [...state.releaseTasksOf(member.id)];
+  const records: TeamRecord[] = [...deliveredRecords(host, request)];
+  for (const record of state.releaseTasksOf(member.id)) records.push(record);
   let queued: MessageQueuedRecord | undefined;
   if (notice !== undefined) {
     try {

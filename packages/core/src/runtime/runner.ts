@@ -9,7 +9,13 @@ import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
 import { Conversation } from './conversation.js';
 import type { CutTextHome } from './idle-notice.js';
-import { deliverMessages, orderByPolicy, pickWith, queueIdleNotice } from './mail-delivery.js';
+import {
+  appendToTranscript,
+  deliverMessages,
+  orderByPolicy,
+  pickWith,
+  queueIdleNotice,
+} from './mail-delivery.js';
 import type { MemberPlace } from './member-workspaces.js';
 import { retireMember } from './retirement.js';
 import type { RunnerHost } from './runner-host.js';
@@ -382,8 +388,9 @@ export class AgentRunner {
    */
   private async retire(message: QueuedMessage): Promise<void> {
     this.setActivity('running');
-    await this.deliver([message]);
-    await retireMember(this.host, this.host.state.member(this.member.id) ?? this.member);
+    await appendToTranscript(this.host, this.conversation as Conversation, [message]);
+    const member = this.host.state.member(this.member.id) ?? this.member;
+    await retireMember(this.host, member, [message]);
   }
 
   /**

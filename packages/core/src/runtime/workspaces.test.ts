@@ -336,6 +336,68 @@ describe('workspaces of isolated members', () => {
   });
 });
 
+describe('a kill while a retiring member hands its workspace back', () => {
+  it('leaves the shutdown pending, and the reopened team retires the member once', async () => {
+    const memory = memoryStores();
+    const workspaces = createMemoryWorkspaces();
+    const stalled = deferred<void>();
+    const releasing = deferred<void>();
+    let stall = true;
+    // The first release never finishes while the process lives: the kill lands in it.
+    const provider: WorkspaceProvider = {
+      specificationVersion: 'v1',
+      name: workspaces.name,
+      acquire: (options) => workspaces.acquire(options),
+      release: async (options) => {
+        if (stall) {
+          stall = false;
+          releasing.resolve();
+          await stalled.promise;
+        }
+        return workspaces.release(options);
+      },
+    };
+    const seen = new Map<string, string[]>();
+    const a = await open({
+      seen,
+      memory,
+      workspaces: provider,
+      scripts: { alice: whereThenDone() },
+    });
+    await spawn(a, 'alice', 'coder');
+    await a.service.idle();
+    await a.service.shutdown(a.service.lead, { target: 'alice' });
+    await releasing.promise;
+    const disposing = a.service.dispose();
+    const shutdownId = a.log
+      .records()
+      .flatMap((r) =>
+        r.type === 'message.queued' && r.message.kind === 'shutdown_request' ? [r.message.id] : [],
+      )[0] as string;
+    // Nothing after the transcript line is durable yet: the request is still pending.
+    expect(memberRecords(a, 'alice').at(-1)?.phase).toBe('active');
+    expect(
+      a.log.records().some((r) => r.type === 'message.delivered' && r.messageId === shutdownId),
+    ).toBe(false);
+    stalled.resolve();
+    await disposing;
+
+    const b = await open({ seen, memory, workspaces: provider, ids: 'b' });
+    await b.service.idle();
+    expect(memberRecords(b, 'alice').at(-1)?.phase).toBe('retired');
+    const delivered = b.log
+      .records()
+      .filter((r) => r.type === 'message.delivered' && r.messageId === shutdownId);
+    expect(delivered).toHaveLength(1);
+    const aliceId = b.memberId('alice');
+    const inTranscript = (await memory.transcripts.load({ memberId: aliceId })).filter(
+      (e) => e.message.role === 'user' && e.message.source?.messageId === shutdownId,
+    );
+    expect(inTranscript).toHaveLength(1);
+    await b.service.dispose();
+  });
+});
+
 describe('retiring an isolated member', () => {
   async function retire(options: { work?: boolean; failRelease?: TeamError }) {
     const workspaces = createMemoryWorkspaces();
