@@ -391,7 +391,10 @@ describe('a kill while a retiring member hands its workspace back', () => {
     expect(delivered).toHaveLength(1);
     const aliceId = b.memberId('alice');
     const inTranscript = (await memory.transcripts.load({ memberId: aliceId })).filter(
-      (e) => e.message.role === 'user' && e.message.source?.messageId === shutdownId,
+      (e) =>
+        e.message.role === 'user' &&
+        e.message.source?.kind === 'team-message' &&
+        e.message.source.messageId === shutdownId,
     );
     expect(inTranscript).toHaveLength(1);
     await b.service.dispose();
