@@ -16,8 +16,10 @@ import type { ListResult } from './policy-reviewer.js';
 
 export const FIX_SUBJECT_PREFIX = 'Fix ';
 export const FIX_SUMMARY_SUBJECT = 'Merge the branches and write the report';
-/** Spawns after a reviewer of a folder failed to start, before the lead gives the folder up. */
+/** Reviewers of a folder that may fail to start (a start a crash cut off does not count) before the lead gives the folder up. */
 const MAX_ATTEMPTS = 3;
+/** The error core records for a member whose start a crash cut off. */
+const INTERRUPTED = 'interrupted while provisioning';
 /** Nudges per reviewer when nobody works and its folder is open. */
 const MAX_NUDGES = 3;
 
@@ -47,9 +49,20 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   const { files, members, board } = state;
   const units = unitsFromPaths((files.value as ListResult).files.map((f) => f.path));
   const status = new Map<string, string>();
+  const errors = new Map<string, string>();
   for (const m of Array.isArray(members.value) ? (members.value as MemberLite[]) : []) {
     status.set(m.name, m.status);
+    if (m.error !== undefined) errors.set(m.name, m.error);
   }
+  // A start cut off by a kill says nothing about the folder: only real failures use up attempts.
+  const failedAttempts = (i: number, upTo: number) => {
+    let failed = 0;
+    for (let a = 1; a <= upTo; a++) {
+      const name = fixerName(i + 1, a);
+      if (status.get(name) === 'failed' && errors.get(name) !== INTERRUPTED) failed++;
+    }
+    return failed;
+  };
   for (const o of done) {
     if (o.call.name !== 'spawn_teammate') continue;
     const name = (o.call.input as { name: string }).name;
@@ -120,7 +133,9 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     const task = unitTasks[i] as TaskLite;
     let { name, attempt } = current[i] as { name: string; attempt: number };
     if (task.status === 'completed') return;
-    if (status.get(name) === 'failed' && attempt < MAX_ATTEMPTS) name = fixerName(i + 1, ++attempt);
+    if (status.get(name) === 'failed' && failedAttempts(i, attempt) < MAX_ATTEMPTS) {
+      name = fixerName(i + 1, ++attempt);
+    }
     if (status.has(name)) return;
     (current[i] as { name: string }).name = name;
     spawns.push({

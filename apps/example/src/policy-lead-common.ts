@@ -24,6 +24,8 @@ export interface TaskLite {
 export interface MemberLite {
   name: string;
   status: string;
+  /** Why a failed member failed. */
+  error?: string;
 }
 export const isLive = (status: string) => status !== 'failed' && status !== 'retired';
 

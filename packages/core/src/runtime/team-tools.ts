@@ -306,14 +306,17 @@ export function createTeamTools(): AgentTool<unknown>[] {
     }),
     defineTool({
       name: 'list_members',
-      description: 'List the team members (lead first) with their role and status.',
+      description:
+        'List the team members (lead first) with their role and status, and why a failed one failed.',
       inputSchema: ListMembersToolInput,
       async execute(_input, { team }: ToolContext) {
+        // Why a member failed tells the lead whether starting another is worth it.
         return team.listMembers().map((m) => ({
           name: m.name,
           description: m.description,
           agentType: m.agentType,
           status: m.status,
+          ...(m.phase === 'failed' && m.error !== undefined ? { error: m.error } : {}),
         }));
       },
     }),
