@@ -114,6 +114,20 @@ export const TeamErrorCode = {
   STORAGE_IO: 'STORAGE_IO',
   /** The store was closed or failed an earlier write and must be reopened. */
   STORE_CLOSED: 'STORE_CLOSED',
+  /** The store cannot be reached (the message names the address); nothing was written. */
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  /**
+   * Another process appended the seq this append carried first; nothing was written. The team
+   * service catches up and retries on its own: callers of a shared log see it only from the port.
+   */
+  SEQ_CONFLICT: 'SEQ_CONFLICT',
+  /**
+   * This process no longer runs the member it wrote for (another process took it over); nothing
+   * was written, and nothing more will be for that member from here.
+   */
+  FENCED: 'FENCED',
+  /** The member runs in another process (e.g. a prompt for a lead placed elsewhere). */
+  NOT_PLACED_HERE: 'NOT_PLACED_HERE',
 
   // Models
   /** The provider rejected the credentials (401/403). */

@@ -54,7 +54,12 @@ export type {
   SystemBlock,
   ToolDefinition,
 } from './ports/model.js';
-export type { TeamLog } from './ports/team-log.js';
+export type {
+  MemberPlacement,
+  PlacementCandidate,
+  PlacementListener,
+} from './ports/placement.js';
+export type { SharedTeamLog, TeamLog, TeamLogAppendOptions } from './ports/team-log.js';
 export type { PickNextOptions, TeamPolicy } from './ports/team-policy.js';
 export type { TranscriptStore } from './ports/transcript-store.js';
 export type {

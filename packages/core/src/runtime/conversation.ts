@@ -60,6 +60,11 @@ export class Conversation {
   }
 }
 
+/** The messages of stored transcript entries, in order. */
+export function conversationMessages(entries: readonly TranscriptEntry[]): ChatMessage[] {
+  return entries.map((entry) => entry.message);
+}
+
 /**
  * The lead's conversation as a forked teammate starts from: its consistent prefix (a trailing
  * assistant message whose tool calls are not all answered, such as the `spawn_teammate` call

@@ -100,12 +100,11 @@ export function renderMessage(host: MailHost, message: QueuedMessage): ChatMessa
 export async function deliverMessages(
   host: MailHost,
   conversation: Conversation,
-  actorName: string,
+  actor: Member,
   messages: readonly QueuedMessage[],
 ): Promise<void> {
   await appendToTranscript(host, conversation, messages);
-  const records = deliveredRecords(host, messages);
-  if (records.length > 0) await host.commit(actorName, records);
+  await host.commit(actor, () => deliveredRecords(host, messages));
 }
 
 /** Appends `messages` to the conversation, skipping those it holds already (exactly once). */
@@ -154,10 +153,11 @@ export async function queueIdleNotice(
     .some((m) => m.kind === 'idle_notification' && m.senderId === member.id);
   if (holding) return;
   host.guard();
-  const record = idleNoticeRecord(host, member, text, home);
-  if (record === undefined) return;
-  await host.commit(member.name, [record]);
-  host.dispatch(record.message);
+  const [record] = await host.commit(member, () => {
+    const notice = idleNoticeRecord(host, member, text, home);
+    return notice === undefined ? [] : [notice];
+  });
+  if (record !== undefined) host.dispatch(record.message);
 }
 
 /**

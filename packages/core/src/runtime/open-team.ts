@@ -5,6 +5,7 @@ import { TeamError } from '../errors.js';
 import { defaultTeamPolicy } from '../policy/index.js';
 import type { EventSink } from '../ports/events.js';
 import { noopEventSink } from '../ports/events.js';
+import type { MemberPlacement } from '../ports/placement.js';
 import type { TeamLog } from '../ports/team-log.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
@@ -40,6 +41,11 @@ export interface OpenTeamOptions {
   policy?: TeamPolicy | undefined;
   /** The agent types members can be spawned (and revived) as. */
   agents: AgentRegistry;
+  /**
+   * Which members run in this process. Default: the log's own (`log.shared.placement`, e.g. from
+   * `@teamwire/postgres`); without one, every member runs here.
+   */
+  placement?: MemberPlacement | undefined;
   /**
    * Gives members of an agent type with `isolation: 'worktree'` a working directory of their own
    * (e.g. `@teamwire/git-workspaces`). Without it such a member fails to start with
@@ -115,6 +121,10 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
   if (options.workspaces !== undefined) {
     checkPort(options.workspaces, 'workspaces', ['acquire', 'release']);
   }
+  const placement = options.placement ?? options.log.shared?.placement;
+  if (placement !== undefined) {
+    checkPort(placement, 'placement', ['start', 'runsHere', 'candidatesChanged', 'close']);
+  }
   if (options.cwd !== undefined && (typeof options.cwd !== 'string' || !isAbsolute(options.cwd))) {
     throw new TeamError('INVALID_ARGUMENT', 'openTeam needs an absolute path as cwd', {
       details: { option: 'cwd' },
@@ -129,21 +139,28 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
     limits: options.limits,
   });
   const leadDefinition = options.agents.get(options.lead.agentType);
-  const { service, pipeline, pool } = assemble(options, state, clock);
-  if (state.leadId === undefined) {
-    await pipeline.commit(
-      'lead',
-      state.createLead({
-        id: options.teamId,
-        agentType: options.lead.agentType,
-        provider: providerOf(leadDefinition),
-        ...(options.lead.description === undefined
-          ? {}
-          : { description: options.lead.description }),
-      }),
-    );
+  const { service, pipeline, pool } = assemble(options, state, clock, placement);
+  // records appended elsewhere between the read above and the doorbell's subscription
+  pipeline.requestCatchUp();
+  // Decided again if another process created the lead first: then it records nothing.
+  await pipeline.commit('lead', () =>
+    state.leadId !== undefined
+      ? []
+      : state.createLead({
+          id: options.teamId,
+          agentType: options.lead.agentType,
+          provider: providerOf(leadDefinition),
+          ...(options.lead.description === undefined
+            ? {}
+            : { description: options.lead.description }),
+        }),
+  );
+  try {
+    await pool.recover();
+  } catch (error) {
+    await service.dispose();
+    throw error;
   }
-  await pool.recover();
   return service;
 }
 
@@ -169,7 +186,12 @@ function checkPort(port: unknown, option: string, members: readonly string[]): v
  * Builds the parts of a service and wires them: commits reach the change waiters and the runner
  * pool, a refused append stops the pool, and members' tools get the facade's bound views.
  */
-function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
+function assemble(
+  options: OpenTeamOptions,
+  state: TeamState,
+  clock: Clock,
+  placement: MemberPlacement | undefined,
+) {
   const events = guardedSink(options.events ?? noopEventSink);
   const ids = options.ids ?? ulidIdSource(clock);
   const policy = options.policy ?? defaultTeamPolicy;
@@ -186,6 +208,8 @@ function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
       waiters?.push(records);
       pool?.afterCommit(records);
     },
+    onRemote: (records) => pool?.afterRemote(records),
+    onFenced: (memberId) => pool?.fenced(memberId),
     onBroken: (error) => pool?.breakDown(error),
   });
   waiters = new ChangeWaiters(clock, () => pipeline.disposed);
@@ -221,6 +245,7 @@ function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
     credentials,
     workspaces,
     memberService: (agent) => (service as TeamServiceFacade).forMember(agent),
+    placement,
   });
   service = new TeamServiceFacade({
     teamId: options.teamId,
@@ -232,6 +257,7 @@ function assemble(options: OpenTeamOptions, state: TeamState, clock: Clock) {
     pipeline,
     pool,
     waiters,
+    placement,
   });
   return { service: service as TeamService, pipeline, pool };
 }

@@ -28,20 +28,22 @@ export async function retireMember(
   const notice = await host.workspaces.retire(member);
   host.guard();
   const { state } = host;
-  const records: TeamRecord[] = [...deliveredRecords(host, request)];
-  for (const record of state.releaseTasksOf(member.id)) records.push(record);
-  let queued: MessageQueuedRecord | undefined;
-  if (notice !== undefined) {
-    try {
-      queued = idleNoticeRecord(host, member, notice, 'workspace');
-    } catch (error) {
-      // A notice that cannot be queued must not keep the member from retiring; the
-      // `workspace` event already told observers.
-      if (!TeamError.isInstance(error)) throw error;
+  const records = await host.commit(member, () => {
+    const decided: TeamRecord[] = [...deliveredRecords(host, request)];
+    for (const record of state.releaseTasksOf(member.id)) decided.push(record);
+    if (notice !== undefined) {
+      try {
+        const queued = idleNoticeRecord(host, member, notice, 'workspace');
+        if (queued !== undefined) decided.push(queued);
+      } catch (error) {
+        // A notice that cannot be queued must not keep the member from retiring; the
+        // `workspace` event already told observers.
+        if (!TeamError.isInstance(error)) throw error;
+      }
     }
-    if (queued !== undefined) records.push(queued);
-  }
-  records.push(state.setMemberPhase(member.id, 'retired'));
-  await host.commit(member.name, records);
+    decided.push(state.setMemberPhase(member.id, 'retired'));
+    return decided;
+  });
+  const queued = records.find((r): r is MessageQueuedRecord => r.type === 'message.queued');
   if (queued !== undefined) host.dispatch(queued.message);
 }

@@ -32,8 +32,11 @@ export interface RunnerHost {
   guard(): void;
   /** True once the service is disposed or broken: a runner then stops without writing. */
   readonly closed: boolean;
-  /** Appends records the state already applied, then publishes them under `actorName`. */
-  commit(actorName: string, records: readonly TeamRecord[]): Promise<void>;
+  /**
+   * Decides a command for `actor` (`decide` applies its records to the state and returns them),
+   * appends them, publishes them under the actor's name and resolves with the durable records.
+   */
+  commit<R extends readonly TeamRecord[]>(actor: Member, decide: () => R): Promise<R>;
   /** Pending mail of `memberId` whose `message.queued` record is already durable, in queue order. */
   deliverable(memberId: string): readonly QueuedMessage[];
   /** Routes a queued message to its target (notify a live runner or wake a stopped one). */

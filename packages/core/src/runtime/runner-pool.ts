@@ -3,6 +3,7 @@ import type { Clock, IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { EventSink, MemberStatus } from '../ports/events.js';
+import type { MemberPlacement, PlacementCandidate } from '../ports/placement.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
@@ -17,7 +18,7 @@ import { isLivePhase, type TeamState } from '../state/index.js';
 import { createToolSet, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition, AgentRegistry } from './agents.js';
 import type { CommitPipeline } from './commit-pipeline.js';
-import { forkSeed } from './conversation.js';
+import { conversationMessages, forkSeed } from './conversation.js';
 import type { Credentials } from './credentials.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
 import { AgentRunner } from './runner.js';
@@ -46,6 +47,10 @@ export interface RunnerPoolOptions {
   workspaces: MemberWorkspaces;
   /** The view a member's tools get (the public service, bound to the member). */
   memberService(agent: AgentRef): MemberTeamService;
+  /**
+   * Which members run in this process (a shared log); undefined: every member runs here.
+   */
+  placement: MemberPlacement | undefined;
 }
 
 /**
@@ -72,6 +77,10 @@ export class RunnerPool implements RunnerHost {
   private readonly leadTools;
   private leadRunner: AgentRunner | undefined;
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
+  private readonly placement: MemberPlacement | undefined;
+  /** Revivals of members this process acquired, one after another. */
+  private acquiring: Promise<void> = Promise.resolve();
+  private acquireError: unknown;
 
   constructor(private readonly options: RunnerPoolOptions) {
     this.teamId = options.teamId;
@@ -86,9 +95,11 @@ export class RunnerPool implements RunnerHost {
     this.maxSteps = options.maxSteps;
     this.pipeline = options.pipeline;
     this.workspaces = options.workspaces;
+    this.placement = options.placement;
     this.waker = new Waker({
       runners: this.runners,
-      isRevivable: (memberId) => this.state.member(memberId)?.phase === 'active',
+      isRevivable: (memberId) =>
+        this.state.member(memberId)?.phase === 'active' && this.runsHere(memberId),
       createRunner: (memberId, resumeTasks) => this.createRunner(memberId, resumeTasks),
       reviveFailed: (memberId, error) => {
         const failure = TeamError.isInstance(error)
@@ -128,8 +139,8 @@ export class RunnerPool implements RunnerHost {
     this.pipeline.guard();
   }
 
-  commit(actorName: string, records: readonly TeamRecord[]): Promise<void> {
-    return this.pipeline.commit(actorName, records);
+  commit<R extends readonly TeamRecord[]>(actor: Member, decide: () => R): Promise<R> {
+    return this.pipeline.commit(actor.name, decide, { actorId: actor.id });
   }
 
   deliverable(memberId: string): readonly QueuedMessage[] {
@@ -145,6 +156,7 @@ export class RunnerPool implements RunnerHost {
   }
 
   dispatch(message: QueuedMessage): 'accepted' | 'queued' {
+    if (!this.runsHere(message.targetId)) return 'queued';
     const runner = this.runners.get(message.targetId);
     if (runner?.live) {
       if (message.delivery === 'wakeup') runner.notify();
@@ -196,7 +208,20 @@ export class RunnerPool implements RunnerHost {
 
   /** Queues a host prompt for the lead; resolves with the outcome of its turn. */
   promptLead(content: ContentBlock[]): Promise<TurnOutcome> {
-    return (this.leadRunner as AgentRunner).prompt(content);
+    const lead = this.leadRunner;
+    if (lead === undefined || !this.runsHere(lead.member.id)) {
+      return Promise.reject(
+        new TeamError('NOT_PLACED_HERE', 'the lead runs in another process of this team', {
+          details: { memberId: this.state.leadId },
+        }),
+      );
+    }
+    return lead.prompt(content);
+  }
+
+  /** True when `memberId` runs in this process (always, without a placement). */
+  runsHere(memberId: string): boolean {
+    return this.placement === undefined || this.placement.runsHere(memberId);
   }
 
   /**
@@ -210,6 +235,7 @@ export class RunnerPool implements RunnerHost {
     context: MemberContext,
   ): Promise<{ start(): void; workspace: MemberWorkspace | undefined }> {
     const member = this.state.member(memberId) as Member;
+    if (this.placement !== undefined) return this.placeTeammate(member);
     try {
       this.guard();
       const runner = this.createRunner(memberId);
@@ -229,12 +255,140 @@ export class RunnerPool implements RunnerHost {
     }
   }
 
+  /**
+   * With a placement, a new teammate is started by the process the placement gives it: it needs
+   * no workspace of its own (one on this machine would be out of reach of another), and a forked
+   * one is seeded from the lead's stored conversation when it first starts.
+   */
+  private async placeTeammate(
+    member: Member,
+  ): Promise<{ start(): void; workspace: MemberWorkspace | undefined }> {
+    this.guard();
+    if (this.workspaces.isIsolated(member)) {
+      throw new TeamError(
+        'WORKSPACE_UNAVAILABLE',
+        `${member.name} needs a workspace of its own (isolation: 'worktree'), which a team spread over processes cannot give yet`,
+        { details: { memberId: member.id } },
+      );
+    }
+    return { start: () => this.placement?.candidatesChanged(), workspace: undefined };
+  }
+
   /** After every commit: parked teammates look at the board again when a task changed. */
   afterCommit(records: readonly TeamRecord[]): void {
     if (this.idleClaimIntervalMs !== undefined && records.some((r) => r.type === 'task')) {
       for (const runner of this.runners.values()) if (!runner.isLead) runner.notify();
     }
+    if (this.placement !== undefined && records.some((r) => r.type === 'member')) {
+      this.placement.candidatesChanged();
+      // a member placed here before this process had read its move to `active`
+      for (const record of records) {
+        if (record.type === 'member' && record.member.phase === 'active') {
+          this.acquired(record.member.id);
+        }
+      }
+    }
     this.runnerChanged();
+  }
+
+  /** Records another process appended: mail for members running here reaches them. */
+  afterRemote(records: readonly TeamRecord[]): void {
+    for (const record of records) {
+      if (record.type === 'message.queued' && this.state.isPending(record.message.id)) {
+        this.dispatch(record.message);
+      }
+    }
+  }
+
+  /** The log refused a write for `memberId`: another process runs it now. */
+  fenced(memberId: string): void {
+    this.lose(memberId);
+    this.placement?.candidatesChanged();
+  }
+
+  /**
+   * Starts placing members (a shared log): this process runs what its placement gives it, and
+   * stops what it loses. Resolves once the first claims settled and the members acquired then
+   * were revived (a lead that cannot load its conversation fails here, like a single-process
+   * open).
+   */
+  async startPlacement(): Promise<void> {
+    const placement = this.placement as MemberPlacement;
+    await placement.start({
+      candidates: () => this.candidates(),
+      listener: {
+        acquired: (memberId) => this.acquired(memberId),
+        lost: (memberId) => this.lose(memberId),
+      },
+    });
+    await this.acquiring;
+    const error = this.acquireError;
+    this.acquireError = undefined;
+    if (error !== undefined) throw error;
+  }
+
+  /** Revives `memberId` (in turn with other acquisitions) if it runs here and has work. */
+  private acquired(memberId: string): void {
+    if (!this.runsHere(memberId) || this.runners.get(memberId)?.live) return;
+    this.acquiring = this.acquiring.then(() =>
+      this.acquire(memberId).catch((error: unknown) => {
+        this.acquireError ??= error;
+        this.reportReviveFailure(memberId, error);
+      }),
+    );
+  }
+
+  /** Members that must run somewhere: the lead and every active teammate. */
+  private candidates(): PlacementCandidate[] {
+    const leadId = this.state.leadId;
+    const out: PlacementCandidate[] = [];
+    for (const member of this.state.members()) {
+      if (member.phase !== 'active') continue;
+      out.push({ memberId: member.id, agentType: member.agentType, isLead: member.id === leadId });
+    }
+    return out;
+  }
+
+  /** This process now runs `memberId`: the lead starts; a teammate is revived if it has work. */
+  private async acquire(memberId: string): Promise<void> {
+    if (this.closed || !this.runsHere(memberId)) return;
+    if (memberId === this.state.leadId) {
+      if (this.leadRunner === undefined) await this.startLead();
+      return;
+    }
+    if (this.runners.get(memberId)?.live) return;
+    const member = this.state.member(memberId);
+    if (member?.phase !== 'active') return;
+    const taskIds = this.state
+      .listTasks({ status: 'in_progress' })
+      .filter((task) => task.ownerId === memberId)
+      .map((task) => task.id);
+    const hasMail = this.state.pending(memberId).some((m) => m.delivery === 'wakeup');
+    const canClaim =
+      this.idleClaimIntervalMs !== undefined && this.state.listTasks({ ready: true }).length > 0;
+    if (!hasMail && taskIds.length === 0 && !canClaim) return;
+    this.waker.wake(memberId, taskIds);
+  }
+
+  /** This process no longer runs `memberId`: its runner stops, writing nothing more. */
+  private lose(memberId: string): void {
+    const runner = this.runners.get(memberId);
+    if (runner === undefined) return;
+    this.runners.delete(memberId);
+    if (runner === this.leadRunner) this.leadRunner = undefined;
+    void runner.stop();
+    this.runnerChanged();
+  }
+
+  private reportReviveFailure(memberId: string, error: unknown): void {
+    const failure = TeamError.isInstance(error)
+      ? error
+      : new TeamError('INVALID_ARGUMENT', String(error), { cause: error });
+    this.events.publish(this.state.member(memberId)?.name ?? memberId, {
+      type: 'error',
+      code: failure.code,
+      message: `could not revive: ${failure.message}`,
+    });
   }
 
   /** The log refused an append: every runner stops and `idle()` callers get the error. */
@@ -280,22 +434,12 @@ export class RunnerPool implements RunnerHost {
    * provider, so no orphan is left.
    */
   async recover(): Promise<void> {
-    const { state } = this;
-    for (const member of state.members()) {
-      if (member.phase !== 'provisioning') continue;
-      const isolated = this.workspaces.isIsolated(member);
-      const entries = isolated ? [] : await this.transcripts.load({ memberId: member.id });
-      const record =
-        entries.length > 0
-          ? state.setMemberPhase(member.id, 'active')
-          : state.setMemberPhase(member.id, 'failed', 'interrupted while provisioning');
-      await this.commit(member.name, [record]);
-      if (isolated) await this.workspaces.cleanUp(member);
+    if (this.placement !== undefined) {
+      await this.startPlacement();
+      return;
     }
-    this.leadRunner = this.createRunner(state.leadId as string);
-    // A lead whose conversation cannot be loaded fails the open, not a later prompt.
-    await this.leadRunner.prepare();
-    void this.leadRunner.start();
+    const { state } = this;
+    await this.startLead();
 
     for (const message of state.pendingMail()) {
       if (message.targetId === state.leadId || message.delivery !== 'wakeup') continue;
@@ -320,6 +464,47 @@ export class RunnerPool implements RunnerHost {
     }
   }
 
+  /**
+   * Settles the members a crash left `provisioning` (recorded by the lead), then loads and starts
+   * the lead's runner. A member with transcript entries becomes `active`, else `failed`; an
+   * isolated one always fails (its workspace was never recorded) and its workspace is handed back
+   * to the provider, so no orphan is left.
+   */
+  private async startLead(): Promise<void> {
+    const { state } = this;
+    const leadId = state.leadId as string;
+    for (const member of state.members()) {
+      if (member.phase !== 'provisioning') continue;
+      const isolated = this.workspaces.isIsolated(member);
+      const entries = isolated ? [] : await this.transcripts.load({ memberId: member.id });
+      await this.pipeline.commit(
+        member.name,
+        () => {
+          if (state.member(member.id)?.phase !== 'provisioning') return [];
+          return [
+            entries.length > 0
+              ? state.setMemberPhase(member.id, 'active')
+              : state.setMemberPhase(member.id, 'failed', 'interrupted while provisioning'),
+          ];
+        },
+        { actorId: leadId },
+      );
+      if (isolated) await this.workspaces.cleanUp(member);
+    }
+    const lead = this.createRunner(leadId);
+    this.leadRunner = lead;
+    // A lead whose conversation cannot be loaded fails the open, not a later prompt.
+    await lead.prepare();
+    void lead.start();
+  }
+
+  /** A fork's seed from the lead's stored conversation (its messages up to a settled step). */
+  private async leadSeed(): Promise<ChatMessage[]> {
+    const leadId = this.state.leadId as string;
+    const entries = await this.transcripts.load({ memberId: leadId });
+    return forkSeed(conversationMessages(entries));
+  }
+
   private isQuiet(): boolean {
     if (this.pipeline.busy) return false;
     for (const runner of this.runners.values()) {
@@ -341,6 +526,10 @@ export class RunnerPool implements RunnerHost {
       .map((m) => m.name);
     const runner = new AgentRunner(this, member, definition, { isLead, resumeTasks, teammates });
     this.runners.set(memberId, runner);
+    if (this.placement !== undefined && !isLead && member.context === 'fork') {
+      // Spawned by a lead in another process: the copy of its conversation comes from the store.
+      runner.prepare(() => this.leadSeed()).catch(() => undefined);
+    }
     return runner;
   }
 }

@@ -4,9 +4,10 @@ import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
-import type { Member, MemberWorkspace, QueuedMessage, TeamRecord } from '../records.js';
+import type { Member, MemberWorkspace, QueuedMessage } from '../records.js';
 import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
+import { isWriteFailure } from './commit-pipeline.js';
 import { Conversation } from './conversation.js';
 import type { CutTextHome } from './idle-notice.js';
 import {
@@ -124,9 +125,10 @@ export class AgentRunner {
   /**
    * Finds where the member works (an isolated member's workspace is acquired first: it never
    * runs in the shared directory instead), then loads its transcript (once). `seed` is written
-   * first when the transcript is empty: a forked teammate's copy of the lead's conversation.
+   * first when the transcript is empty: a forked teammate's copy of the lead's conversation (or a
+   * function that loads it, called only then).
    */
-  prepare(seed?: readonly ChatMessage[]): Promise<void> {
+  prepare(seed?: readonly ChatMessage[] | (() => Promise<readonly ChatMessage[]>)): Promise<void> {
     this.preparing ??= (async () => {
       this.place = await this.host.workspaces.placeOf(this.member);
       const entries = await this.host.transcripts.load({ memberId: this.member.id });
@@ -137,7 +139,9 @@ export class AgentRunner {
         () => this.host.guard(),
         entries,
       );
-      if (entries.length === 0 && seed !== undefined) await conversation.append(seed);
+      if (entries.length === 0 && seed !== undefined) {
+        await conversation.append(typeof seed === 'function' ? await seed() : seed);
+      }
       this.conversation = conversation;
     })();
     return this.preparing;
@@ -267,22 +271,19 @@ export class AgentRunner {
     const conversation = this.conversation as Conversation;
     if (work.type === 'claim') {
       this.host.guard();
-      let record: TeamRecord;
       try {
-        record = state.updateTask(this.member.id, {
-          taskId: work.taskId,
-          action: { type: 'claim' },
-        });
+        await this.host.commit(this.member, () => [
+          state.updateTask(this.member.id, { taskId: work.taskId, action: { type: 'claim' } }),
+        ]);
       } catch (error) {
-        // The task changed under us: park, and look again when the board changes or the retry
-        // interval passes (never spin on a claim that keeps failing).
-        if (TeamError.isInstance(error)) {
+        // The task changed under us (here, or in another process first): park, and look again
+        // when the board changes or the retry interval passes (never spin on a failing claim).
+        if (TeamError.isInstance(error) && !isWriteFailure(error)) {
           this.claimFailed = true;
           return;
         }
         throw error;
       }
-      await this.host.commit(this.name, [record]);
     }
     this.setActivity('running');
     const abort = new AbortController();
@@ -375,7 +376,7 @@ export class AgentRunner {
   }
 
   private deliver(messages: readonly QueuedMessage[]): Promise<void> {
-    return deliverMessages(this.host, this.conversation as Conversation, this.name, messages);
+    return deliverMessages(this.host, this.conversation as Conversation, this.member, messages);
   }
 
   private notifyIdle(text: string, home: CutTextHome): Promise<void> {
@@ -409,8 +410,7 @@ export class AgentRunner {
     });
     if (this.isLead) return;
     try {
-      const released = this.host.state.releaseTasksOf(this.member.id);
-      if (released.length > 0) await this.host.commit(this.name, released);
+      await this.host.commit(this.member, () => this.host.state.releaseTasksOf(this.member.id));
       await this.notifyIdle(`${this.name} stopped: ${failure.code}: ${failure.message}`, 'failure');
     } catch {
       // The service broke while recording the failure; it refuses further work itself.

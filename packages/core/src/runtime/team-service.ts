@@ -3,12 +3,13 @@ import type { ContentBlock } from '../content.js';
 import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import { isWithinTextLimit, MEMBER_ERROR_MAX, TASK_PAGE_MAX, utf8Length } from '../limits.js';
+import type { MemberPlacement } from '../ports/placement.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type {
   Member,
   MessageDelivery,
   MessageQueuedRecord,
-  QueuedMessage,
+  TaskRecord,
   TeamRecord,
 } from '../records.js';
 import { MessageDelivery as MessageDeliverySchema } from '../records.js';
@@ -74,6 +75,8 @@ export interface TeamServiceParts {
   pipeline: CommitPipeline;
   pool: RunnerPool;
   waiters: ChangeWaiters;
+  /** Released on dispose, so other processes take this one's members over at once. */
+  placement?: MemberPlacement | undefined;
 }
 
 /**
@@ -92,6 +95,7 @@ export class TeamServiceFacade implements TeamService {
   private readonly policy: TeamPolicy;
   private readonly credentials: Credentials;
   private readonly waiters: ChangeWaiters;
+  private readonly placement: MemberPlacement | undefined;
   private readonly views = new Map<string, MemberTeamService>();
   private disposed: Promise<void> | undefined;
 
@@ -105,6 +109,7 @@ export class TeamServiceFacade implements TeamService {
     this.pipeline = parts.pipeline;
     this.pool = parts.pool;
     this.waiters = parts.waiters;
+    this.placement = parts.placement;
   }
 
   get limits(): TeamLimits {
@@ -220,32 +225,30 @@ export class TeamServiceFacade implements TeamService {
     const context = input.context ?? 'fresh';
     const { state, pipeline } = this;
     const memberId = this.ids.next();
-    const spawned = state.spawnMember(caller.id, {
-      id: memberId,
-      name: input.name,
-      description: input.description,
-      agentType: input.agentType,
-      provider: providerOf(definition),
-      context,
-      color: MEMBER_COLORS[(state.members().length - 1) % MEMBER_COLORS.length] as string,
-    });
-    let queued: MessageQueuedRecord;
-    try {
-      queued = state.queueMessage({
-        id: this.ids.next(),
-        senderId: caller.id,
-        targetId: memberId,
-        kind: 'message',
-        delivery: 'wakeup',
-        content,
-      });
-    } catch (error) {
-      // The member record is applied already: record it, and that it never started.
-      const why = failureReason(error);
-      await pipeline.commit(caller.name, [spawned, state.setMemberPhase(memberId, 'failed', why)]);
-      throw error;
-    }
-    await pipeline.commit(caller.name, [spawned, queued]);
+    // One decision: a prompt that cannot be queued leaves no member behind (the name stays free).
+    const [, queued] = await pipeline.commit(
+      caller.name,
+      () => [
+        state.spawnMember(caller.id, {
+          id: memberId,
+          name: input.name,
+          description: input.description,
+          agentType: input.agentType,
+          provider: providerOf(definition),
+          context,
+          color: MEMBER_COLORS[(state.members().length - 1) % MEMBER_COLORS.length] as string,
+        }),
+        state.queueMessage({
+          id: this.ids.next(),
+          senderId: caller.id,
+          targetId: memberId,
+          kind: 'message',
+          delivery: 'wakeup',
+          content,
+        }),
+      ],
+      { actorId: caller.id },
+    );
 
     let prepared: Awaited<ReturnType<RunnerPool['prepareTeammate']>>;
     try {
@@ -253,13 +256,17 @@ export class TeamServiceFacade implements TeamService {
     } catch (error) {
       if (!pipeline.closed) {
         const why = failureReason(error);
-        await pipeline.commit(caller.name, [state.setMemberPhase(memberId, 'failed', why)]);
+        await pipeline.commit(caller.name, () => [state.setMemberPhase(memberId, 'failed', why)], {
+          actorId: caller.id,
+        });
       }
       throw error;
     }
-    await pipeline.commit(caller.name, [
-      state.activateMember(memberId, { workspace: prepared.workspace }),
-    ]);
+    await pipeline.commit(
+      caller.name,
+      () => [state.activateMember(memberId, { workspace: prepared.workspace })],
+      { actorId: caller.id },
+    );
     prepared.start();
     return { memberId, name: input.name, messageId: queued.message.id };
   }
@@ -278,54 +285,74 @@ export class TeamServiceFacade implements TeamService {
         `delivery must be one of ${MessageDeliverySchema.options.map((d) => `"${d}"`).join(', ')}`,
       );
     }
-    const record = this.state.queueMessage({
-      id: this.ids.next(),
-      senderId: sender.id,
-      targetId: target.id,
-      kind: 'message',
-      delivery,
-      content,
-      summary: input.summary,
-    });
-    await this.pipeline.commit(sender.name, [record]);
+    const [record] = await this.pipeline.commit(
+      sender.name,
+      () => [
+        this.state.queueMessage({
+          id: this.ids.next(),
+          senderId: sender.id,
+          targetId: target.id,
+          kind: 'message',
+          delivery,
+          content,
+          summary: input.summary,
+        }),
+      ],
+      { actorId: sender.id },
+    );
     return { messageId: record.message.id, status: this.pool.dispatch(record.message) };
   }
 
   async createTask(agent: AgentRef, input: CreateTaskInput): Promise<TaskView> {
     const caller = this.resolve(agent);
-    const record = this.state.createTask(caller.id, input);
-    await this.pipeline.commit(caller.name, [record]);
+    const [record] = await this.pipeline.commit(
+      caller.name,
+      () => [this.state.createTask(caller.id, input)],
+      { actorId: caller.id },
+    );
     return this.state.getTask(record.task.id);
   }
 
   async updateTask(agent: AgentRef, input: UpdateTaskInput): Promise<TaskView> {
     const caller = this.resolve(agent);
     const { state } = this;
-    const record = state.updateTask(caller.id, input);
-    const records: TeamRecord[] = [record];
-    let notice: QueuedMessage | undefined;
-    const newOwner = record.task.ownerId;
-    if (input.action.type === 'reassign' && newOwner !== undefined && newOwner !== caller.id) {
-      try {
-        const queued = state.queueMessage({
-          id: this.ids.next(),
-          senderId: caller.id,
-          targetId: newOwner,
-          kind: 'task_assignment',
-          delivery: 'wakeup',
-          content: textContent(
-            this.policy.formatAssignmentNotice({ task: record.task, assignedBy: caller.name }),
-          ),
-          taskId: record.task.id,
-        });
-        records.push(queued);
-        notice = queued.message;
-      } catch (error) {
-        // The task is reassigned even when the notice does not fit (e.g. a full mailbox).
-        if (!TeamError.isInstance(error)) throw error;
-      }
-    }
-    await this.pipeline.commit(caller.name, records);
+    const records = await this.pipeline.commit(
+      caller.name,
+      () => {
+        const record = state.updateTask(caller.id, input);
+        const decided: TeamRecord[] = [record];
+        const newOwner = record.task.ownerId;
+        if (input.action.type === 'reassign' && newOwner !== undefined && newOwner !== caller.id) {
+          try {
+            decided.push(
+              state.queueMessage({
+                id: this.ids.next(),
+                senderId: caller.id,
+                targetId: newOwner,
+                kind: 'task_assignment',
+                delivery: 'wakeup',
+                content: textContent(
+                  this.policy.formatAssignmentNotice({
+                    task: record.task,
+                    assignedBy: caller.name,
+                  }),
+                ),
+                taskId: record.task.id,
+              }),
+            );
+          } catch (error) {
+            // The task is reassigned even when the notice does not fit (e.g. a full mailbox).
+            if (!TeamError.isInstance(error)) throw error;
+          }
+        }
+        return decided;
+      },
+      { actorId: caller.id },
+    );
+    const record = records[0] as TaskRecord;
+    const notice = records.find(
+      (r): r is MessageQueuedRecord => r.type === 'message.queued',
+    )?.message;
     if (notice !== undefined) this.pool.dispatch(notice);
     return state.getTask(record.task.id);
   }
@@ -349,15 +376,21 @@ export class TeamServiceFacade implements TeamService {
     const caller = this.resolve(agent);
     this.requireLead(caller, 'shut down teammates');
     const target = this.memberNamed(input.target, 'UNKNOWN_TARGET');
-    const record = this.state.queueMessage({
-      id: this.ids.next(),
-      senderId: caller.id,
-      targetId: target.id,
-      kind: 'shutdown_request',
-      delivery: 'wakeup',
-      content: input.reason === undefined || input.reason === '' ? [] : textContent(input.reason),
-    });
-    await this.pipeline.commit(caller.name, [record]);
+    const [record] = await this.pipeline.commit(
+      caller.name,
+      () => [
+        this.state.queueMessage({
+          id: this.ids.next(),
+          senderId: caller.id,
+          targetId: target.id,
+          kind: 'shutdown_request',
+          delivery: 'wakeup',
+          content:
+            input.reason === undefined || input.reason === '' ? [] : textContent(input.reason),
+        }),
+      ],
+      { actorId: caller.id },
+    );
     return { messageId: record.message.id, status: this.pool.dispatch(record.message) };
   }
 
@@ -377,9 +410,10 @@ export class TeamServiceFacade implements TeamService {
   dispose(): Promise<void> {
     if (this.disposed === undefined) {
       this.pipeline.close();
-      this.disposed = this.pool.stopAll().then(() => {
+      this.disposed = this.pool.stopAll().then(async () => {
         this.waiters.finishAll();
         this.pool.releaseIdleWaiters();
+        await this.placement?.close();
       });
     }
     return this.disposed;

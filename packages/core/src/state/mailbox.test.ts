@@ -309,3 +309,33 @@ describe('pending mail and delivery', () => {
     expect(team.state.pendingCount(alice)).toBe(0);
   });
 });
+
+describe('Mailbox undo', () => {
+  const message = (id: string, targetId: string) => ({
+    id,
+    senderId: 'lead',
+    senderName: 'lead',
+    targetId,
+    kind: 'message' as const,
+    delivery: 'wakeup' as const,
+    content: textContent(id),
+  });
+
+  it('puts an undone delivery back in its queue position, in its inbox and overall', async () => {
+    const { Mailbox } = await import('./mailbox.js');
+    const mailbox = new Mailbox();
+    const [a, b, c] = [message('a', 'x'), message('b', 'y'), message('c', 'x')];
+    for (const m of [a, b, c]) mailbox.enqueue(m);
+    const position = mailbox.positionOf('a') as number;
+    mailbox.deliver('a');
+    expect(mailbox.pending('x').map((m) => m.id)).toEqual(['c']);
+    mailbox.undeliver(a, position);
+    expect(mailbox.pending('x').map((m) => m.id)).toEqual(['a', 'c']);
+    expect(mailbox.pendingAll().map((m) => m.id)).toEqual(['a', 'b', 'c']);
+    expect(mailbox.boundedCount('x')).toBe(2);
+    mailbox.unqueue(c);
+    expect(mailbox.wasQueued('c')).toBe(false);
+    expect(mailbox.pendingAll().map((m) => m.id)).toEqual(['a', 'b']);
+    expect(mailbox.boundedCount('x')).toBe(1);
+  });
+});

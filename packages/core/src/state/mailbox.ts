@@ -34,6 +34,9 @@ export class Mailbox {
   private readonly queued = new Set<string>();
   private readonly all = new Map<string, QueuedMessage>();
   private readonly inboxes = new Map<string, Inbox>();
+  /** Queue position of every pending message, so an undone delivery goes back in its place. */
+  private readonly positions = new Map<string, number>();
+  private nextPosition = 0;
 
   /** True for any id ever queued, delivered or not. */
   wasQueued(id: string): boolean {
@@ -105,6 +108,7 @@ export class Mailbox {
   enqueue(message: QueuedMessage): void {
     this.queued.add(message.id);
     this.all.set(message.id, message);
+    this.positions.set(message.id, this.nextPosition++);
     let inbox = this.inboxes.get(message.targetId);
     if (inbox === undefined) {
       inbox = { messages: new Map(), bounded: 0, snapshot: undefined };
@@ -120,10 +124,61 @@ export class Mailbox {
     const message = this.all.get(id);
     if (message === undefined) return;
     this.all.delete(id);
+    this.positions.delete(id);
     const inbox = this.inboxes.get(message.targetId);
     if (inbox === undefined) return;
     inbox.messages.delete(id);
     if (isBoundedKind(message.kind)) inbox.bounded--;
     inbox.snapshot = undefined;
+  }
+
+  /** The queue position of a pending message (what {@link undeliver} puts back). */
+  positionOf(id: string): number | undefined {
+    return this.positions.get(id);
+  }
+
+  /** Undoes {@link enqueue} of a still-pending message, the latest one queued. */
+  unqueue(message: QueuedMessage): void {
+    this.deliver(message.id);
+    this.queued.delete(message.id);
+  }
+
+  /**
+   * Undoes {@link deliver}: `message` is pending again at queue position `position`. Costs
+   * O(pending) when it goes back before later messages (the maps keep queue order).
+   */
+  undeliver(message: QueuedMessage, position: number): void {
+    this.all.set(message.id, message);
+    this.positions.set(message.id, position);
+    let inbox = this.inboxes.get(message.targetId);
+    if (inbox === undefined) {
+      inbox = { messages: new Map(), bounded: 0, snapshot: undefined };
+      this.inboxes.set(message.targetId, inbox);
+    }
+    inbox.messages.set(message.id, message);
+    if (isBoundedKind(message.kind)) inbox.bounded++;
+    inbox.snapshot = undefined;
+    this.reorder(this.all);
+    this.reorder(inbox.messages);
+  }
+
+  /** Restores queue order of `map` after an insert at its end, when it belongs earlier. */
+  private reorder(map: Map<string, QueuedMessage>): void {
+    let last = -1;
+    let sorted = true;
+    for (const id of map.keys()) {
+      const position = this.positions.get(id) ?? 0;
+      if (position < last) {
+        sorted = false;
+        break;
+      }
+      last = position;
+    }
+    if (sorted) return;
+    const entries = [...map].sort(
+      ([a], [b]) => (this.positions.get(a) ?? 0) - (this.positions.get(b) ?? 0),
+    );
+    map.clear();
+    for (const [id, message] of entries) map.set(id, message);
   }
 }

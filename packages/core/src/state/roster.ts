@@ -255,4 +255,20 @@ export class Roster {
     this.names.set(member.name, member.id);
     if (isLead) this.lead = member.id;
   }
+
+  /**
+   * Undoes the commit of `member`, the latest record of its member, which replaced `previous`
+   * (`undefined`: it was the member's first record).
+   */
+  revert(member: Member, previous: Member | undefined): void {
+    if (previous !== undefined) {
+      this.commit(previous);
+      return;
+    }
+    const isLead = member.name === LEAD_NAME;
+    if (!isLead && isLivePhase(member.phase)) this.liveTeammates--;
+    this.byId.delete(member.id);
+    this.names.delete(member.name);
+    if (isLead) this.lead = undefined;
+  }
 }

@@ -135,6 +135,11 @@ export class TaskBoard {
   private nextNumber = 1;
   private nonDeleted = 0;
 
+  /** The number of the next created task (what {@link revert} restores). */
+  get nextTaskNumber(): number {
+    return this.nextNumber;
+  }
+
   /** The id the next created task must carry. */
   get nextId(): string {
     return `task-${this.nextNumber}`;
@@ -331,6 +336,25 @@ export class TaskBoard {
     } else {
       this.inProgressScoped.delete(task.id);
     }
+  }
+
+  /**
+   * Undoes the commit of `task`, the latest record of its task, which replaced `previous`
+   * (`undefined`: it created the task, when the next task number was `nextNumber`).
+   */
+  revert(task: Task, previous: Task | undefined, nextNumber: number): void {
+    if (previous !== undefined) {
+      this.commit(previous);
+      return;
+    }
+    if (task.status !== 'deleted') {
+      this.nonDeleted--;
+      for (const blocker of task.blockedBy) this.dependents.get(blocker)?.delete(task.id);
+    }
+    this.tasks.delete(task.id);
+    this.dependents.delete(task.id);
+    this.inProgressScoped.delete(task.id);
+    this.nextNumber = nextNumber;
   }
 
   /** True when every blocker of `task` is completed. */

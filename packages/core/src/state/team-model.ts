@@ -1,5 +1,5 @@
 import { TeamError } from '../errors.js';
-import type { QueuedMessage, Task, TeamRecord } from '../records.js';
+import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
 import { checkSchemaVersion, SCHEMA_VERSION } from '../records.js';
 import { Mailbox } from './mailbox.js';
 import { invariant, type Problem } from './problem.js';
@@ -18,6 +18,10 @@ export class TeamModel {
   readonly board = new TaskBoard();
   readonly mailbox = new Mailbox();
   private seq = 0;
+  /** What it takes to undo each applied record after {@link settledSeq}, oldest first. */
+  private readonly undo: Undo[] = [];
+  private settled = 0;
+  private journaling = false;
 
   constructor(readonly teamId: string) {}
 
@@ -31,6 +35,49 @@ export class TeamModel {
    * its seq and leaves the state exactly as it was (every check runs before any change). A record
    * of another team only advances the seq.
    */
+  /**
+   * The seq up to which records are final: once journaling, records after it can be reverted.
+   */
+  get settledSeq(): number {
+    return this.journaling ? this.settled : this.seq;
+  }
+
+  /**
+   * From now on, keeps what it takes to revert every record applied after the last settled one
+   * (the records a writer applied before its log made them durable).
+   */
+  startJournal(): void {
+    this.journaling = true;
+    this.settled = this.seq;
+  }
+
+  /** Records up to `seq` are durable: they can no longer be reverted. */
+  settle(seq: number): void {
+    if (!this.journaling || seq <= this.settled) return;
+    const upTo = Math.min(seq, this.seq);
+    this.undo.splice(0, upTo - this.settled);
+    this.settled = upTo;
+  }
+
+  /**
+   * Undoes every record after `seq`, newest first, leaving the state exactly as it was when
+   * `seq` was the last applied record. `seq` must not be before {@link settledSeq}.
+   */
+  revertTo(seq: number): void {
+    if (seq < this.settledSeq || seq > this.seq) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `cannot revert to seq ${seq}: records up to ${this.settledSeq} are settled, the last is ${this.seq}`,
+        { details: { seq, settledSeq: this.settledSeq, lastSeq: this.seq } },
+      );
+    }
+    while (this.seq > seq) {
+      const entry = this.undo.pop() as Undo;
+      this.revertOne(entry);
+      this.seq--;
+    }
+  }
+
   apply(record: TeamRecord): void {
     const seq = (record as { seq?: unknown } | null)?.seq;
     const expected = this.seq + 1;
@@ -49,9 +96,52 @@ export class TeamModel {
           details: { seq, type: record.type },
         });
       }
+      if (this.journaling) this.undo.push(this.undoOf(record));
       this.commit(record);
+    } else if (this.journaling) {
+      this.undo.push({ record });
     }
     this.seq = seq;
+  }
+
+  private undoOf(record: TeamRecord): Undo {
+    switch (record.type) {
+      case 'member':
+        return { record, member: this.roster.get(record.member.id) };
+      case 'task':
+        return {
+          record,
+          task: this.board.get(record.task.id),
+          nextTaskNumber: this.board.nextTaskNumber,
+        };
+      case 'message.delivered':
+        return {
+          record,
+          message: this.mailbox.get(record.messageId),
+          position: this.mailbox.positionOf(record.messageId),
+        };
+      default:
+        return { record };
+    }
+  }
+
+  private revertOne(entry: Undo): void {
+    const { record } = entry;
+    if (record.teamId !== this.teamId) return;
+    switch (record.type) {
+      case 'member':
+        this.roster.revert(record.member, entry.member);
+        break;
+      case 'task':
+        this.board.revert(record.task, entry.task, entry.nextTaskNumber ?? 1);
+        break;
+      case 'message.queued':
+        this.mailbox.unqueue(record.message);
+        break;
+      case 'message.delivered':
+        this.mailbox.undeliver(entry.message as QueuedMessage, entry.position ?? 0);
+        break;
+    }
   }
 
   private check(record: TeamRecord): Problem | undefined {
@@ -112,6 +202,20 @@ export class TeamModel {
     }
     return checkMessageTarget(this.roster, message.targetId);
   }
+}
+
+/** What reverting one applied record needs: the values it replaced. */
+interface Undo {
+  readonly record: TeamRecord;
+  /** The member record it replaced (`member` records). */
+  readonly member?: Member | undefined;
+  /** The task snapshot it replaced (`task` records). */
+  readonly task?: Task | undefined;
+  /** The board's next task number before it (`task` records). */
+  readonly nextTaskNumber?: number | undefined;
+  /** The message it delivered and its queue position (`message.delivered` records). */
+  readonly message?: QueuedMessage | undefined;
+  readonly position?: number | undefined;
 }
 
 /** A message goes to a member of the team (`UNKNOWN_TARGET`); commands also require it live. */

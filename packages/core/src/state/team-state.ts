@@ -116,6 +116,35 @@ export class TeamState {
     this.model.apply(record);
   }
 
+  // ---------------------------------------------------------------- speculation
+
+  /**
+   * From now on, records applied (by commands or {@link apply}) can be reverted until they are
+   * settled: a writer applies a command's records before its log made them durable, and takes
+   * them back when the append loses a race to another process (or the command fails midway).
+   */
+  startJournal(): void {
+    this.model.startJournal();
+  }
+
+  /** The seq up to which records are final (durable): nothing up to it can be reverted. */
+  get settledSeq(): number {
+    return this.model.settledSeq;
+  }
+
+  /** Records up to `seq` are durable; they are no longer kept for reverting. */
+  settle(seq: number): void {
+    this.model.settle(seq);
+  }
+
+  /**
+   * Undoes every record after `seq`, newest first: the state is exactly what it was when `seq`
+   * was the last record. `INVALID_ARGUMENT` for a seq before {@link settledSeq}.
+   */
+  revertTo(seq: number): void {
+    this.model.revertTo(seq);
+  }
+
   // ---------------------------------------------------------------- roster
 
   /** The member with that id (a copy), in any phase. */

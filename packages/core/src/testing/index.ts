@@ -12,6 +12,15 @@ export type {
 export { defineTranscriptStoreConformance } from './conformance/transcript-store-conformance.js';
 export type { ManualClock } from './manual-clock.js';
 export { createManualClock, createSequentialIds } from './manual-clock.js';
+export type {
+  AppendHold,
+  MemoryParticipant,
+  MemoryPlacementRow,
+  MemoryRuns,
+  MemorySharedLog,
+  MemorySharedTeam,
+} from './memory-shared.js';
+export { createMemorySharedTeam } from './memory-shared.js';
 export type { MemoryTeamLog, MemoryTranscriptStore } from './memory-stores.js';
 export { createMemoryTeamLog, createMemoryTranscriptStore } from './memory-stores.js';
 export type {

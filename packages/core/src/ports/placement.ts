@@ -1,0 +1,47 @@
+/** A member that must run somewhere: the lead, or an active teammate. */
+export interface PlacementCandidate {
+  /** The member's id. */
+  readonly memberId: string;
+  /** Its agent type, which decides the processes willing to run it. */
+  readonly agentType: string;
+  /** True for the team's lead. */
+  readonly isLead: boolean;
+}
+
+/** What a placement tells the team service about the members of this process. */
+export interface PlacementListener {
+  /** This process now runs `memberId`: the service revives it from its transcript if it has work. */
+  acquired(memberId: string): void;
+  /** This process no longer runs `memberId`: its runner stops and nothing more is written for it. */
+  lost(memberId: string): void;
+}
+
+/**
+ * Which process runs each member. In one process every member runs there (the default, when
+ * `openTeam` gets no placement and the log is not shared); a multi-process store (e.g.
+ * `@teamwire/postgres`) spreads members over the processes willing to run them and moves a dead
+ * process's members to a live one. Whatever a process believes, the store refuses its writes for
+ * a member it lost (`FENCED`): the placement only tells runners when to start and stop.
+ */
+export interface MemberPlacement {
+  /** The version of this port the placement implements; checked when a team opens. */
+  readonly specificationVersion: 'v1';
+  /**
+   * Starts placing the members `candidates()` returns (called again whenever they may have
+   * changed) and reporting what this process gains and loses to `listener`. Resolves once this
+   * process's first claims settled, so a process willing to run the lead runs it on return.
+   */
+  start(options: {
+    candidates(): readonly PlacementCandidate[];
+    listener: PlacementListener;
+  }): Promise<void>;
+  /** True while this process runs `memberId`. */
+  runsHere(memberId: string): boolean;
+  /** The candidates changed (a member was spawned, activated, retired or failed): look again. */
+  candidatesChanged(): void;
+  /**
+   * Stops placing and hands back the members this process runs, so another process takes them
+   * over at once instead of after a timeout. Idempotent.
+   */
+  close(): Promise<void>;
+}

@@ -1,0 +1,237 @@
+import { describe, expect, it } from 'vitest';
+import { foldTeam } from '../state/fold.js';
+import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
+import type { MemoryParticipant, MemoryRuns, MemorySharedTeam } from '../testing/memory-shared.js';
+import { createMemorySharedTeam } from '../testing/memory-shared.js';
+import type { MemoryTranscriptStore } from '../testing/memory-stores.js';
+import { createMemoryTranscriptStore } from '../testing/memory-stores.js';
+import type { AgentScript, ScriptedModel } from '../testing/scripted-model.js';
+import { createScriptedModel } from '../testing/scripted-model.js';
+import { createSimpleFormat, createSimplePolicy } from '../testing/simple-format.js';
+import type { AgentRef } from './agents.js';
+import { createAgentRegistry } from './agents.js';
+import { openTeam } from './open-team.js';
+import type { TeamService } from './service-types.js';
+import type { RecordingSink, RefBook } from './test-harness.js';
+import {
+  createRecordingSink,
+  describeTranscript,
+  messageIdsIn,
+  notedLead,
+  TEAM_ID,
+  whoamiTool,
+} from './test-harness.js';
+
+/** One "process" of a team spread over a memory shared log. */
+interface Process {
+  service: TeamService;
+  sink: RecordingSink;
+  index: number;
+  participant: MemoryParticipant;
+}
+
+interface World {
+  team: MemorySharedTeam;
+  transcripts: MemoryTranscriptStore;
+  model: ScriptedModel;
+  refs: RefBook;
+  open(runs: MemoryRuns, ids: string): Promise<Process>;
+}
+
+function world(scripts: Record<string, AgentScript>): World {
+  const team = createMemorySharedTeam({ teamId: TEAM_ID });
+  const transcripts = createMemoryTranscriptStore();
+  const model = createScriptedModel({ scripts });
+  const refs: RefBook = new Map();
+  return {
+    team,
+    transcripts,
+    model,
+    refs,
+    async open(runs, ids) {
+      const participant = team.join({ runs });
+      const sink = createRecordingSink();
+      const service = await openTeam({
+        teamId: TEAM_ID,
+        log: participant.log,
+        transcripts,
+        format: createSimpleFormat(),
+        policy: createSimplePolicy(),
+        agents: createAgentRegistry([
+          { type: 'lead', systemPrompt: 'You lead.', model },
+          { type: 'worker', systemPrompt: 'You work.', model, tools: [whoamiTool(refs)] },
+        ]),
+        lead: { agentType: 'lead' },
+        events: sink,
+        clock: createManualClock(),
+        ids: createSequentialIds(ids),
+        idleClaim: false,
+      });
+      return { service, sink, index: participant.index, participant };
+    },
+  };
+}
+
+/** Resolves once `process` has seen the log up to the shared log's last record. */
+async function caughtUp(process: Process, team: MemorySharedTeam): Promise<void> {
+  const last = team.records().at(-1)?.seq ?? 0;
+  await process.sink.waitUntil(() =>
+    process.service.listMembers(process.service.lead).length > 0
+      ? lastSeqOf(process) >= last
+      : false,
+  );
+}
+
+function lastSeqOf(process: Process): number {
+  let seq = 0;
+  for (const { event } of process.sink.events) {
+    if (event.type === 'record' && event.record.seq > seq) seq = event.record.seq;
+  }
+  return seq;
+}
+
+/** Resolves once `agent` finished `count` turns in any of `processes`. */
+function turnsEnded(processes: readonly Process[], agent: string, count = 1): Promise<void> {
+  return Promise.race(
+    processes.map((p) =>
+      p.sink.waitFor((name, e) => name === agent && e.type === 'turn.end', count),
+    ),
+  );
+}
+
+function turnStarts(process: Process, agent: string): number {
+  return process.sink.events.filter((e) => e.agent === agent && e.event.type === 'turn.start')
+    .length;
+}
+
+describe('a team spread over processes (shared log)', () => {
+  it('runs a teammate in the process its placement gives it, and mail crosses both ways', async () => {
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) =>
+        call === 1 ? { toolCalls: [{ name: 'whoami' }] } : { text: `alice done ${call}` },
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    const aliceId = a.service.listMembers(a.service.lead).find((m) => m.name === 'alice')?.memberId;
+    expect(w.team.placementOf(aliceId as string)?.participant).toBe(b.index);
+    // alice's turn runs in b, and her idle notice wakes the lead in a
+    await a.sink.waitFor((agent, e) => agent === 'lead' && e.type === 'turn.start');
+    await b.service.idle();
+    await a.service.idle();
+    expect(turnStarts(b, 'alice')).toBe(1);
+    expect(turnStarts(a, 'alice')).toBe(0);
+    expect(describeTranscript(w.transcripts.raw(aliceId as string))[0]).toBe(
+      'user: [message from lead]\nHi alice.',
+    );
+    // a message from b's member reaches the lead once
+    const sent = await b.service.sendMessage(w.refs.get('alice') as AgentRef, {
+      to: 'lead',
+      text: 'from b',
+    });
+    await a.sink.waitFor((agent, e) => agent === 'lead' && e.type === 'turn.start', 2);
+    await a.service.idle();
+    expect(
+      messageIdsIn(w.transcripts.raw(TEAM_ID)).filter((id) => id === sent.messageId),
+    ).toHaveLength(1);
+    expect(() => foldTeam(w.team.records(), { teamId: TEAM_ID })).not.toThrow();
+    await b.service.dispose();
+    await a.service.dispose();
+  });
+
+  it('a command that lost the race is decided again: two claims of one task give one owner and TASK_OWNED', async () => {
+    const w = world({
+      lead: notedLead,
+      alice: () => ({ toolCalls: [{ name: 'whoami' }] }),
+      bob: () => ({ toolCalls: [{ name: 'whoami' }] }),
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    const c = await w.open({ lead: false }, 'c');
+    for (const name of ['alice', 'bob']) {
+      await a.service.spawnTeammate(a.service.lead, {
+        name,
+        description: 'helps',
+        prompt: `Hi ${name}.`,
+        agentType: 'worker',
+      });
+      await turnsEnded([b, c], name);
+    }
+    const task = await a.service.createTask(a.service.lead, { subject: 's', description: 'd' });
+    await caughtUp(b, w.team);
+    await caughtUp(c, w.team);
+    const alice = w.refs.get('alice') as AgentRef;
+    const bob = w.refs.get('bob') as AgentRef;
+    const placed = (ref: AgentRef) =>
+      w.team.placementOf(ref.memberId)?.participant === b.index ? b : c;
+    // spread: one teammate in each worker process
+    expect(placed(alice)).not.toBe(placed(bob));
+    // alice's claim is decided against revision 1 and held; bob's lands first
+    const hold = placed(alice).participant.holdAppends();
+    const late = placed(alice).service.updateTask(alice, {
+      taskId: task.id,
+      action: { type: 'claim' },
+    });
+    await placed(bob).service.updateTask(bob, { taskId: task.id, action: { type: 'claim' } });
+    hold.release();
+    // the lost race is caught up and decided again: exactly the one-process refusal
+    await expect(late).rejects.toMatchObject({ code: 'TASK_OWNED' });
+    const folded = foldTeam(w.team.records(), { teamId: TEAM_ID });
+    expect(folded.tasks.find((t) => t.id === task.id)?.ownerId).toBe(bob.memberId);
+    expect(folded.tasks.find((t) => t.id === task.id)?.revision).toBe(2);
+    for (const p of [a, b, c]) await p.service.dispose();
+  });
+
+  it('a process that lost a member writes nothing more for it; the new holder revives it', async () => {
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) =>
+        call === 1 ? { toolCalls: [{ name: 'whoami' }] } : { text: `turn ${call}` },
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    const c = await w.open({ lead: false }, 'c');
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await turnsEnded([b, c], 'alice');
+    const alice = w.refs.get('alice') as AgentRef;
+    const from = w.team.placementOf(alice.memberId)?.participant as number;
+    const [old, next] = from === b.index ? [b, c] : [c, b];
+    w.team.move(alice.memberId, next.index);
+    await expect(
+      old.service.sendMessage(alice, { to: 'lead', text: 'stale' }),
+    ).rejects.toMatchObject({ code: 'FENCED' });
+    const stale = w.team
+      .records()
+      .filter((r) => r.type === 'message.queued' && r.message.senderId === alice.memberId)
+      .filter(
+        (r) => r.type === 'message.queued' && JSON.stringify(r.message.content).includes('stale'),
+      );
+    expect(stale).toEqual([]);
+    // mail to alice now runs her turn in the new holder
+    await a.service.sendMessage(a.service.lead, { to: 'alice', text: 'again' });
+    await next.sink.waitFor((agent, e) => agent === 'alice' && e.type === 'turn.start');
+    await next.service.idle();
+    expect(turnStarts(old, 'alice')).toBe(1);
+    expect(turnStarts(next, 'alice')).toBe(1);
+    for (const p of [a, b, c]) await p.service.dispose();
+  });
+
+  it('a process that does not run the lead refuses to prompt it', async () => {
+    const w = world({ lead: notedLead });
+    await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    await expect(b.service.promptLead('hi')).rejects.toMatchObject({ code: 'NOT_PLACED_HERE' });
+    await b.service.dispose();
+  });
+});

@@ -1,0 +1,243 @@
+import { TeamError } from '../errors.js';
+import type { MemberPlacement, PlacementCandidate, PlacementListener } from '../ports/placement.js';
+import type { SharedTeamLog, TeamLog } from '../ports/team-log.js';
+import type { TeamRecord } from '../records.js';
+import { parseTeamRecord } from '../records.js';
+
+/** What a participant of a {@link MemorySharedTeam} is willing to run. */
+export interface MemoryRuns {
+  /** Runs the lead. Default true. */
+  lead?: boolean;
+  /** Agent types of teammates it runs; `'all'` (the default) runs any. */
+  agentTypes?: readonly string[] | 'all';
+}
+
+/** A participant's view of the shared log (its `shared` part is always there). */
+export interface MemorySharedLog extends TeamLog {
+  /** The doorbell and the participant's placement. */
+  readonly shared: SharedTeamLog;
+}
+
+/** An append held by {@link MemoryParticipant.holdAppends}. */
+export interface AppendHold {
+  /** Lets the held append (and later ones) go on. */
+  release(): void;
+}
+
+/** Where a member is placed. */
+export interface MemoryPlacementRow {
+  /** The index of the participant that runs it. */
+  participant: number;
+  /** The fencing token: it grows with every move. */
+  token: number;
+}
+
+/** One participant (one "process") of a {@link MemorySharedTeam}. */
+export interface MemoryParticipant {
+  /** Its index, from 0 in join order. */
+  readonly index: number;
+  /** Its view of the shared log: pass it to `openTeam`. */
+  readonly log: MemorySharedLog;
+  /** Its placement (also `log.shared.placement`). */
+  readonly placement: MemberPlacement;
+  /**
+   * Holds this participant's next append until `release()`: the test can let another
+   * participant write first, to force a `SEQ_CONFLICT`.
+   */
+  holdAppends(): AppendHold;
+  /** Appends this participant attempted, refused ones included. */
+  readonly appendAttempts: number;
+}
+
+/**
+ * Many in-memory "processes" of one team: a shared log with the multi-writer contract of
+ * `SharedTeamLog` (`SEQ_CONFLICT` on a taken seq, `FENCED` for a member the writer does not run,
+ * a doorbell on every append) and a placement that gives each active member to the willing
+ * participant running the fewest, moving members by {@link MemorySharedTeam.move}.
+ */
+export interface MemorySharedTeam {
+  /** A new participant. */
+  join(options?: { runs?: MemoryRuns }): MemoryParticipant;
+  /** Every durable record, in order. */
+  records(): readonly TeamRecord[];
+  /** Which participant runs `memberId` now, and under which fencing token. */
+  placementOf(memberId: string): MemoryPlacementRow | undefined;
+  /**
+   * Gives `memberId` to `participant` (the old holder loses it at once, as after its lease ran
+   * out): the old holder's writes for it are `FENCED` from now on.
+   */
+  move(memberId: string, participant: number): void;
+}
+
+interface Participant {
+  index: number;
+  runs: MemoryRuns;
+  listener: PlacementListener | undefined;
+  candidates: (() => readonly PlacementCandidate[]) | undefined;
+  closed: boolean;
+  bells: Set<() => void>;
+}
+
+/** Creates a {@link MemorySharedTeam} for `teamId`. */
+export function createMemorySharedTeam(options: { teamId: string }): MemorySharedTeam {
+  const stored: TeamRecord[] = [];
+  const participants: Participant[] = [];
+  const placements = new Map<string, { participant: number; token: number }>();
+
+  const willing = (p: Participant, candidate: PlacementCandidate): boolean => {
+    if (p.closed || p.listener === undefined) return false;
+    if (candidate.isLead) return p.runs.lead ?? true;
+    const types = p.runs.agentTypes ?? 'all';
+    return types === 'all' || types.includes(candidate.agentType);
+  };
+  const load = (index: number): number =>
+    [...placements.values()].filter((p) => p.participant === index).length;
+
+  const place = (memberId: string, to: Participant): void => {
+    const before = placements.get(memberId);
+    placements.set(memberId, { participant: to.index, token: (before?.token ?? 0) + 1 });
+    if (before !== undefined && before.participant !== to.index) {
+      participants[before.participant]?.listener?.lost(memberId);
+    }
+    to.listener?.acquired(memberId);
+  };
+
+  /** Places every unplaced (or orphaned) candidate on its least-loaded willing participant. */
+  const rebalance = (): void => {
+    const seen = new Map<string, PlacementCandidate>();
+    for (const p of participants) {
+      for (const candidate of p.candidates?.() ?? []) seen.set(candidate.memberId, candidate);
+    }
+    for (const [memberId, placed] of placements) {
+      if (!seen.has(memberId)) {
+        placements.delete(memberId);
+        participants[placed.participant]?.listener?.lost(memberId);
+      }
+    }
+    for (const candidate of seen.values()) {
+      const current = placements.get(candidate.memberId);
+      if (current !== undefined && !participants[current.participant]?.closed) continue;
+      const options = participants.filter((p) => willing(p, candidate));
+      if (options.length === 0) continue;
+      options.sort((a, b) => load(a.index) - load(b.index) || a.index - b.index);
+      place(candidate.memberId, options[0] as Participant);
+    }
+  };
+
+  const ring = (except: Participant): void => {
+    for (const p of participants) {
+      if (p === except || p.closed) continue;
+      for (const bell of p.bells) queueMicrotask(bell);
+    }
+  };
+
+  return {
+    join(joinOptions = {}) {
+      const self: Participant = {
+        index: participants.length,
+        runs: joinOptions.runs ?? {},
+        listener: undefined,
+        candidates: undefined,
+        closed: false,
+        bells: new Set(),
+      };
+      participants.push(self);
+      let held: Promise<void> | undefined;
+      let attempts = 0;
+      const placement: MemberPlacement = {
+        specificationVersion: 'v1',
+        async start(startOptions) {
+          self.listener = startOptions.listener;
+          self.candidates = startOptions.candidates;
+          rebalance();
+        },
+        runsHere: (memberId) =>
+          !self.closed && placements.get(memberId)?.participant === self.index,
+        candidatesChanged() {
+          if (!self.closed) queueMicrotask(rebalance);
+        },
+        async close() {
+          if (self.closed) return;
+          self.closed = true;
+          for (const [memberId, placed] of placements) {
+            if (placed.participant === self.index) placements.delete(memberId);
+          }
+          rebalance();
+        },
+      };
+      const log: MemorySharedLog = {
+        specificationVersion: 'v1',
+        teamId: options.teamId,
+        async append({ records, actorId }) {
+          attempts++;
+          if (held !== undefined) await held;
+          if (self.closed) throw new TeamError('STORE_CLOSED', 'this participant closed');
+          if (actorId !== undefined && placements.get(actorId)?.participant !== self.index) {
+            throw new TeamError('FENCED', `participant ${self.index} does not run ${actorId}`, {
+              details: { memberId: actorId },
+            });
+          }
+          const first = records[0]?.seq;
+          if (first !== undefined && first <= stored.length) {
+            throw new TeamError('SEQ_CONFLICT', `seq ${first} is taken`, {
+              details: { seq: first },
+            });
+          }
+          let expected = stored.length + 1;
+          const copies = records.map((record) => {
+            const copy = parseTeamRecord(JSON.parse(JSON.stringify(record)));
+            if (copy.seq !== expected++) {
+              throw new TeamError('INVALID_ARGUMENT', `append leaves a gap at seq ${copy.seq}`);
+            }
+            return copy;
+          });
+          for (const copy of copies) stored.push(copy);
+          ring(self);
+        },
+        async *read(readOptions = {}) {
+          for (let i = Math.max(1, readOptions.fromSeq ?? 1) - 1; i < stored.length; i++) {
+            yield stored[i] as TeamRecord;
+          }
+        },
+        subscribe: () => () => undefined,
+        lastSeq: () => stored.length,
+        async close() {
+          await placement.close();
+        },
+        shared: {
+          onAppended(listener) {
+            self.bells.add(listener);
+            return () => self.bells.delete(listener);
+          },
+          placement,
+        },
+      };
+      return {
+        index: self.index,
+        log,
+        placement,
+        holdAppends() {
+          let release = () => {};
+          held = new Promise<void>((resolve) => {
+            release = () => {
+              held = undefined;
+              resolve();
+            };
+          });
+          return { release };
+        },
+        get appendAttempts() {
+          return attempts;
+        },
+      };
+    },
+    records: () => stored,
+    placementOf: (memberId) => placements.get(memberId),
+    move(memberId, participant) {
+      const to = participants[participant];
+      if (to === undefined)
+        throw new TeamError('INVALID_ARGUMENT', `no participant ${participant}`);
+      place(memberId, to);
+    },
+  };
+}
