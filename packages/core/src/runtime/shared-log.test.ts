@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { createEventHub } from '../hub/event-hub.js';
+import type { EventHub } from '../hub/types.js';
 import { foldTeam } from '../state/fold.js';
 import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
 import type { MemoryParticipant, MemoryRuns, MemorySharedTeam } from '../testing/memory-shared.js';
@@ -97,6 +99,22 @@ function turnsEnded(processes: readonly Process[], agent: string, count = 1): Pr
       p.sink.waitFor((name, e) => name === agent && e.type === 'turn.end', count),
     ),
   );
+}
+
+/** Resolves once the hub published the record with seq `seq`. */
+function caughtUpTo(hub: EventHub, seq: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const subscription = hub.subscribe({});
+    void (async () => {
+      for await (const item of subscription) {
+        if (item.type === 'event' && item.event.type === 'record' && item.event.record.seq >= seq) {
+          subscription.close();
+          resolve();
+          return;
+        }
+      }
+    })();
+  });
 }
 
 function turnStarts(process: Process, agent: string): number {
@@ -225,6 +243,62 @@ describe('a team spread over processes (shared log)', () => {
     expect(turnStarts(old, 'alice')).toBe(1);
     expect(turnStarts(next, 'alice')).toBe(1);
     for (const p of [a, b, c]) await p.service.dispose();
+  });
+
+  it('an observer that runs no member sees every durable record, in log order, through its hub', async () => {
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) =>
+        call === 1 ? { toolCalls: [{ name: 'whoami' }] } : { text: `alice ${call}` },
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    const participant = w.team.join({ runs: { lead: false, agentTypes: [] } });
+    const hub = createEventHub({ teamId: TEAM_ID, log: participant.log });
+    const observer = await openTeam({
+      teamId: TEAM_ID,
+      log: participant.log,
+      transcripts: w.transcripts,
+      format: createSimpleFormat(),
+      agents: createAgentRegistry([
+        { type: 'lead', systemPrompt: 'You lead.', model: w.model },
+        { type: 'worker', systemPrompt: 'You work.', model: w.model },
+      ]),
+      lead: { agentType: 'lead' },
+      events: hub,
+      clock: createManualClock(),
+      ids: createSequentialIds('o'),
+    });
+    const seen: number[] = [];
+    const subscription = hub.subscribe({});
+    const reading = (async () => {
+      for await (const item of subscription) {
+        if (item.type === 'event' && item.event.type === 'record') seen.push(item.event.record.seq);
+      }
+    })();
+    const openedAt = w.team.records().length;
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await turnsEnded([b], 'alice');
+    await a.sink.waitFor((agent, e) => agent === 'lead' && e.type === 'turn.end');
+    await a.service.idle();
+    await b.service.idle();
+    await caughtUpTo(hub, w.team.records().length);
+    expect(seen).toEqual(
+      w.team
+        .records()
+        .slice(openedAt)
+        .map((r) => r.seq),
+    );
+    // no runner ever ran in the observer
+    expect(observer.listMembers(observer.lead).map((m) => m.status)).not.toContain('running');
+    hub.close();
+    await reading;
+    for (const service of [observer, a.service, b.service]) await service.dispose();
   });
 
   it('a process that does not run the lead refuses to prompt it', async () => {
