@@ -401,7 +401,9 @@ export class AgentRunner {
    */
   private async fail(error: unknown): Promise<void> {
     const failure = toTeamError(error);
-    if (this.host.closed || failure.code === 'DISPOSED') return;
+    // DISPOSED: stopped on purpose. FENCED: another process runs this member now (the store
+    // refused a write for it); it goes on there, from its transcript, and this runner just stops.
+    if (this.host.closed || failure.code === 'DISPOSED' || failure.code === 'FENCED') return;
     this.failure = failure;
     this.host.events.publish(this.name, {
       type: 'error',

@@ -1,0 +1,173 @@
+import pg from 'pg';
+import type { RetryPolicy } from './connection.js';
+import { Backoff, quoteIdent, sleep } from './connection.js';
+
+/** What an append announces on the channel, in the same transaction as its rows. */
+export interface AppendNotice {
+  teamId: string;
+  lastSeq: number;
+  processId: string;
+}
+
+/** The NOTIFY payload of an append: short JSON, well under PostgreSQL's 8000-byte limit. */
+export function noticePayload(notice: AppendNotice): string {
+  return JSON.stringify([notice.teamId, notice.lastSeq, notice.processId]);
+}
+
+function parseNotice(payload: string | undefined): AppendNotice | undefined {
+  try {
+    const [teamId, lastSeq, processId] = JSON.parse(payload ?? '') as unknown[];
+    if (
+      typeof teamId === 'string' &&
+      typeof lastSeq === 'number' &&
+      typeof processId === 'string'
+    ) {
+      return { teamId, lastSeq, processId };
+    }
+  } catch {
+    // Not ours (someone else NOTIFYing on the channel): a doorbell may ring spuriously anyway.
+  }
+  return undefined;
+}
+
+/** Why listeners are rung: a notice from another process, or a reconnect that may have missed some. */
+export type Ring = { kind: 'notice'; notice: AppendNotice } | { kind: 'reconnected' };
+
+/**
+ * LISTENs on the schema's channel over a dedicated connection (not one of the pool's, which come
+ * and go) and rings its listeners for every append of this team by another process. When the
+ * connection is lost it reconnects with backoff, LISTENs again and rings once, since
+ * notifications sent meanwhile are lost.
+ */
+export class Doorbell {
+  readonly #config: pg.ClientConfig;
+  readonly #channel: string;
+  readonly #teamId: string;
+  readonly #processId: string;
+  readonly #policy: RetryPolicy;
+  readonly #listeners = new Set<(ring: Ring) => void>();
+  readonly #stop = new AbortController();
+  #client: pg.Client | undefined;
+  /** Clients whose connection ended, possibly before they were adopted as `#client`. */
+  readonly #ended = new WeakSet<pg.Client>();
+  #reconnecting: Promise<void> | undefined;
+
+  constructor(options: {
+    config: pg.ClientConfig;
+    channel: string;
+    teamId: string;
+    processId: string;
+    policy: RetryPolicy;
+  }) {
+    this.#config = options.config;
+    this.#channel = options.channel;
+    this.#teamId = options.teamId;
+    this.#processId = options.processId;
+    this.#policy = options.policy;
+  }
+
+  /** Connects and LISTENs; rejects when the server cannot be reached. */
+  async open(): Promise<void> {
+    this.#adopt(await this.#connect());
+  }
+
+  /** Calls `listener` on every ring until the returned function is called. */
+  listen(listener: (ring: Ring) => void): () => void {
+    const entry = (ring: Ring) => listener(ring);
+    this.#listeners.add(entry);
+    return () => {
+      this.#listeners.delete(entry);
+    };
+  }
+
+  /** The backend pid of the LISTEN connection (tests terminate it to simulate a lost connection). */
+  get backendPid(): number | undefined {
+    return (this.#client as { processID?: number } | undefined)?.processID;
+  }
+
+  /** Stops listening and closes the connection. Idempotent. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    this.#listeners.clear();
+    const client = this.#client;
+    this.#client = undefined;
+    await this.#reconnecting;
+    await client?.end().catch(() => undefined);
+  }
+
+  async #connect(): Promise<pg.Client> {
+    const client = new pg.Client(this.#config);
+    const ended = () => {
+      this.#ended.add(client);
+      this.#lost(client);
+    };
+    client.on('error', ended);
+    client.on('end', ended);
+    client.on('notification', (message) => {
+      if (message.channel !== this.#channel) return;
+      const notice = parseNotice(message.payload);
+      if (notice === undefined || notice.teamId !== this.#teamId) return;
+      if (notice.processId === this.#processId) return;
+      this.#ring({ kind: 'notice', notice });
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    return client;
+  }
+
+  /** Makes `client` the LISTEN connection, or starts reconnecting if it already died. */
+  #adopt(client: pg.Client): void {
+    this.#client = client;
+    if (this.#ended.has(client)) this.#lost(client);
+  }
+
+  #lost(client: pg.Client): void {
+    if (client !== this.#client || this.#stop.signal.aborted) return;
+    this.#client = undefined;
+    client.end().catch(() => undefined);
+    this.#reconnecting ??= this.#reconnect().finally(() => {
+      this.#reconnecting = undefined;
+    });
+  }
+
+  async #reconnect(): Promise<void> {
+    const backoff = new Backoff(this.#policy);
+    const { signal } = this.#stop;
+    while (!signal.aborted) {
+      await sleep(backoff.next(), signal);
+      if (signal.aborted) return;
+      let client: pg.Client;
+      try {
+        client = await this.#connect();
+      } catch {
+        continue;
+      }
+      if (signal.aborted) {
+        await client.end().catch(() => undefined);
+        return;
+      }
+      if (this.#ended.has(client)) continue;
+      this.#client = client;
+      this.#ring({ kind: 'reconnected' });
+      return;
+    }
+  }
+
+  #ring(ring: Ring): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(ring);
+      } catch (error) {
+        // A listener's bug must not silence the doorbell for the others.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,201 @@
+import type { PlacementCandidate, TeamRecord, TranscriptEntry } from '@teamwire/core';
+import { conformanceRecord } from '@teamwire/core/testing';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import type { PostgresPlacement } from './placement.js';
+import type { PostgresTeamStore } from './store.js';
+import { describePg, eventually, Scratch } from './test-support.js';
+
+const TEAM = '01JTEAMPLACEMENT0000000000';
+const LEASE_MS = 300;
+
+const lead: PlacementCandidate = { memberId: 'lead', agentType: 'lead', isLead: true };
+const teammate = (memberId: string, agentType = 'general'): PlacementCandidate => ({
+  memberId,
+  agentType,
+  isLead: false,
+});
+
+/** Starts a store's placement over a changeable candidate list, recording what it is told. */
+async function startPlacement(store: PostgresTeamStore, candidates: PlacementCandidate[]) {
+  const events: string[] = [];
+  const list = { candidates };
+  await store.placement.start({
+    candidates: () => list.candidates,
+    listener: {
+      acquired: (memberId) => events.push(`+${memberId}`),
+      lost: (memberId) => events.push(`-${memberId}`),
+    },
+  });
+  return {
+    events,
+    set(next: PlacementCandidate[]) {
+      list.candidates = next;
+      store.placement.candidatesChanged();
+    },
+  };
+}
+
+function internals(store: PostgresTeamStore): PostgresPlacement {
+  return store.placement as PostgresPlacement;
+}
+
+const entry: TranscriptEntry = {
+  schemaVersion: 1,
+  at: 1,
+  message: { role: 'user', content: [{ type: 'text', text: 'work' }] },
+};
+
+function record(seq: number): TeamRecord {
+  return conformanceRecord(TEAM, seq);
+}
+
+describePg('placement and fencing', () => {
+  let scratch: Scratch;
+  beforeEach(() => {
+    scratch = new Scratch();
+  });
+  afterEach(async () => {
+    await scratch.cleanup();
+  });
+
+  it('runs the lead when start resolves, in the first process willing to', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    const b = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    const pa = await startPlacement(a, [lead]);
+    expect(a.placement.runsHere('lead')).toBe(true);
+    expect(pa.events).toEqual(['+lead']);
+    expect(a.log.shared?.placement).toBe(a.placement);
+    const pb = await startPlacement(b, [lead]);
+    expect(b.placement.runsHere('lead')).toBe(false);
+    expect(pb.events).toEqual([]);
+  });
+
+  it('places only what a process is willing to run', async () => {
+    const a = await scratch.open(TEAM, {
+      leaseMs: LEASE_MS,
+      runs: { lead: false, agentTypes: ['reviewer'] },
+    });
+    const pa = await startPlacement(a, [lead, teammate('g1'), teammate('r1', 'reviewer')]);
+    expect(pa.events).toEqual(['+r1']);
+  });
+
+  it('spreads teammates over the live processes willing to run them', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
+    const b = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-b' });
+    const pa = await startPlacement(a, []);
+    const pb = await startPlacement(b, []);
+    const team = ['t1', 't2', 't3', 't4'].map((id) => teammate(id));
+    pa.set(team);
+    pb.set(team);
+    const count = (store: PostgresTeamStore) =>
+      team.filter((c) => store.placement.runsHere(c.memberId)).length;
+    await eventually(() => count(a) + count(b) === 4, 'every teammate placed');
+    expect([count(a), count(b)]).toEqual([2, 2]);
+  });
+
+  it('fences a process that lost its member: its log and transcript writes are FENCED, nothing written', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    const b = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    const team = [teammate('m1')];
+    await startPlacement(a, team);
+    expect(a.placement.runsHere('m1')).toBe(true);
+    const pb = await startPlacement(b, team);
+    expect(b.placement.runsHere('m1')).toBe(false);
+    await a.log.append({ records: [record(1)], actorId: 'm1' });
+    await a.transcripts.append({ memberId: 'm1', entries: [entry] });
+
+    // A freezes (a long pause, a partition): it still believes it runs m1.
+    internals(a).pause();
+    await eventually(() => b.placement.runsHere('m1'), 'B taking m1 over', 5000);
+    expect(pb.events).toEqual(['+m1']);
+    expect(a.placement.runsHere('m1')).toBe(true);
+
+    await expect(a.log.append({ records: [record(2)], actorId: 'm1' })).rejects.toMatchObject({
+      code: 'FENCED',
+      details: { memberId: 'm1' },
+    });
+    await expect(a.transcripts.append({ memberId: 'm1', entries: [entry] })).rejects.toMatchObject({
+      code: 'FENCED',
+      details: { memberId: 'm1' },
+    });
+    expect(a.log.lastSeq()).toBe(1);
+    expect(await a.transcripts.load({ memberId: 'm1' })).toHaveLength(1);
+
+    // The new owner writes; a write of A for no member at all is not fenced.
+    await b.log.append({ records: [record(2)], actorId: 'm1' });
+    await b.transcripts.append({ memberId: 'm1', entries: [entry] });
+    await a.log.append({ records: [record(3)] });
+    const rows = await scratch.sql(
+      `SELECT seq, actor_id, process_id FROM "${scratch.schema}".team_log ORDER BY seq`,
+    );
+    expect(rows.rows).toEqual([
+      { seq: '1', actor_id: 'm1', process_id: a.processId },
+      { seq: '2', actor_id: 'm1', process_id: b.processId },
+      { seq: '3', actor_id: null, process_id: a.processId },
+    ]);
+
+    // Once A looks again it learns it lost m1.
+    internals(a).resume();
+    await eventually(() => !a.placement.runsHere('m1'), 'A noticing the loss');
+  });
+
+  it('refuses writes for a member this process does not run, before asking the database', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, runs: { agentTypes: [] } });
+    await startPlacement(a, [teammate('m1')]);
+    expect(a.placement.runsHere('m1')).toBe(false);
+    await expect(a.transcripts.append({ memberId: 'm1', entries: [entry] })).rejects.toMatchObject({
+      code: 'FENCED',
+    });
+    await expect(a.log.append({ records: [record(1)], actorId: 'm1' })).rejects.toMatchObject({
+      code: 'FENCED',
+    });
+  });
+
+  it('hands members over at once when a process closes', async () => {
+    // A long lease: B can only take m1 because A released it.
+    const a = await scratch.open(TEAM, { leaseMs: 60_000 });
+    const b = await scratch.open(TEAM, { leaseMs: 60_000 });
+    const team = [lead, teammate('m1')];
+    await startPlacement(a, team);
+    const pb = await startPlacement(b, team);
+    expect(pb.events).toEqual([]);
+    await a.close();
+    const rows = await scratch.sql(
+      `SELECT count(*)::int AS n FROM "${scratch.schema}".processes WHERE process_id = $1`,
+      [a.processId],
+    );
+    expect(rows.rows).toEqual([{ n: 0 }]);
+    pb.set(team);
+    await eventually(
+      () => b.placement.runsHere('lead') && b.placement.runsHere('m1'),
+      'B taking over',
+    );
+  });
+
+  it('releases members that are no longer candidates', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    const pa = await startPlacement(a, [teammate('m1'), teammate('m2')]);
+    expect(pa.events.sort()).toEqual(['+m1', '+m2']);
+    pa.set([teammate('m2')]);
+    await eventually(() => !a.placement.runsHere('m1'), 'm1 released');
+    const rows = await scratch.sql(
+      `SELECT member_id FROM "${scratch.schema}".placements ORDER BY member_id`,
+    );
+    expect(rows.rows).toEqual([{ member_id: 'm2' }]);
+    expect(pa.events.sort()).toEqual(['+m1', '+m2']);
+  });
+
+  it('gives up its members when heartbeats fail for a whole lease', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    const pa = await startPlacement(a, [teammate('m1')]);
+    expect(pa.events).toEqual(['+m1']);
+    // Heartbeats now fail (the table is gone); after a lease A must stop running m1.
+    await scratch.sql(`ALTER TABLE "${scratch.schema}".processes RENAME TO processes_away`);
+    await eventually(() => pa.events.includes('-m1'), 'A giving m1 up');
+    expect(a.placement.runsHere('m1')).toBe(false);
+    await scratch.sql(`ALTER TABLE "${scratch.schema}".processes_away RENAME TO processes`);
+    // Heartbeats work again: A runs m1 again under a new token.
+    await eventually(() => a.placement.runsHere('m1'), 'A claiming m1 again');
+    await a.transcripts.append({ memberId: 'm1', entries: [entry] });
+  });
+});

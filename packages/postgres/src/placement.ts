@@ -1,0 +1,436 @@
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { MemberPlacement, PlacementCandidate, PlacementListener } from '@teamwire/core';
+import { TeamError } from '@teamwire/core';
+import type pg from 'pg';
+import type { RetryPolicy } from './connection.js';
+import { Backoff, describeError, execute, isTransient, sleep } from './connection.js';
+import type { Tables } from './schema.js';
+
+/** What a process is willing to run. */
+export interface PlacementRuns {
+  /** Whether this process may run the team's lead. Default `true`. */
+  lead?: boolean | undefined;
+  /** The agent types of teammates this process may run, or `'all'` (the default). */
+  agentTypes?: readonly string[] | 'all' | undefined;
+}
+
+/** {@link PlacementRuns} with its defaults filled in. */
+export interface ResolvedRuns {
+  readonly lead: boolean;
+  readonly agentTypes: readonly string[] | 'all';
+}
+
+/**
+ * Whether, and with which token, a write for a member is fenced: `unfenced` while the placement
+ * was never started (the team uses another placement, or none: fencing is then the caller's
+ * business), `held` with the token of this process's placement, `lost` when this process does not
+ * run the member.
+ */
+export type FenceCheck =
+  | { readonly kind: 'unfenced' }
+  | { readonly kind: 'held'; readonly token: string }
+  | { readonly kind: 'lost' };
+
+/** A row of `placements` for a member of interest, with whether its process is alive. */
+interface PlacementRow {
+  member_id: string;
+  process_id: string;
+  token: string;
+  owner_live: boolean;
+}
+
+/** A live process of the team, with how many members it runs. */
+interface ProcessRow {
+  process_id: string;
+  runs_lead: boolean;
+  agent_types: string[] | null;
+  members: number;
+}
+
+/** After this many leases unplaced, a teammate is claimed by any willing process, balanced or not. */
+const UNPLACED_FALLBACK_LEASES = 3;
+
+function willing(runs: ResolvedRuns, candidate: PlacementCandidate): boolean {
+  if (candidate.isLead) return runs.lead;
+  return runs.agentTypes === 'all' || runs.agentTypes.includes(candidate.agentType);
+}
+
+function processWilling(row: ProcessRow, candidate: PlacementCandidate): boolean {
+  return willing({ lead: row.runs_lead, agentTypes: row.agent_types ?? 'all' }, candidate);
+}
+
+/**
+ * The {@link MemberPlacement} of a PostgreSQL store: processes register in `processes` and keep a
+ * heartbeat there; each member's row in `placements` names the process running it and a token
+ * that changes on every claim. A process claims a member that has no row, whose process is dead
+ * (no heartbeat within `leaseMs`, by the database's clock) or that is its own; writes for a member
+ * are fenced by that token in the same statement as the write.
+ */
+export class PostgresPlacement implements MemberPlacement {
+  readonly specificationVersion = 'v1' as const;
+  readonly #pool: pg.Pool;
+  readonly #tables: Tables;
+  readonly #teamId: string;
+  readonly #processId: string;
+  readonly #runs: ResolvedRuns;
+  readonly #leaseMs: number;
+  readonly #policy: RetryPolicy;
+  readonly #stop = new AbortController();
+  /** The members this process runs, with the token of its claim. */
+  readonly #tokens = new Map<string, string>();
+  /** When this process first saw a member it may run unplaced (for the fallback claim). */
+  readonly #unplacedSince = new Map<string, number>();
+  #candidates: (() => readonly PlacementCandidate[]) | undefined;
+  #listener: PlacementListener | undefined;
+  /** When (local monotonic clock) the last successful heartbeat was sent. */
+  #beatAt: number | undefined;
+  #tickTimer: NodeJS.Timeout | undefined;
+  #leaseTimer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #again = false;
+  #paused = false;
+  #failures: Backoff;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: {
+    pool: pg.Pool;
+    tables: Tables;
+    teamId: string;
+    processId: string;
+    runs: ResolvedRuns;
+    leaseMs: number;
+    policy: RetryPolicy;
+  }) {
+    this.#pool = options.pool;
+    this.#tables = options.tables;
+    this.#teamId = options.teamId;
+    this.#processId = options.processId;
+    this.#runs = options.runs;
+    this.#leaseMs = options.leaseMs;
+    this.#policy = options.policy;
+    this.#failures = new Backoff(options.policy);
+  }
+
+  async start(options: {
+    candidates(): readonly PlacementCandidate[];
+    listener: PlacementListener;
+  }): Promise<void> {
+    if (this.#closing) throw closedError();
+    if (this.#candidates) {
+      throw new TeamError('INVALID_ARGUMENT', 'this placement was started already');
+    }
+    this.#candidates = () => options.candidates();
+    this.#listener = options.listener;
+    // The first look is awaited (and retried while the database cannot be reached), so a process
+    // willing to run the lead runs it when `start` resolves.
+    const backoff = new Backoff(this.#policy);
+    for (;;) {
+      const tick = this.#tick();
+      this.#ticking = tick.then(
+        () => undefined,
+        () => undefined,
+      );
+      try {
+        await tick;
+        break;
+      } catch (error) {
+        if (!isTransient(error)) {
+          throw new TeamError('STORAGE_IO', `placing members failed: ${describeError(error)}`, {
+            cause: error,
+          });
+        }
+      } finally {
+        this.#ticking = undefined;
+      }
+      await sleep(backoff.next(), this.#stop.signal);
+      if (this.#stop.signal.aborted) throw closedError();
+    }
+    if (this.#again) this.#requestTick();
+    else this.#schedule(this.#interval());
+    await this.#forgetLongDead().catch(() => undefined);
+  }
+
+  runsHere(memberId: string): boolean {
+    return this.#tokens.has(memberId);
+  }
+
+  candidatesChanged(): void {
+    this.#requestTick();
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#stop.abort();
+      clearTimeout(this.#tickTimer);
+      clearTimeout(this.#leaseTimer);
+      await this.#ticking;
+      this.#tokens.clear();
+      if (!this.#candidates) return;
+      // Hand the members back at once: others claim them on their next look, not after a lease.
+      const t = this.#tables;
+      await execute(
+        this.#pool,
+        `WITH released AS (
+           DELETE FROM ${t.placements} WHERE team_id = $1 AND process_id = $2
+         )
+         DELETE FROM ${t.processes} WHERE team_id = $1 AND process_id = $2`,
+        [this.#teamId, this.#processId],
+      ).catch(() => undefined); // unreachable: the others take over once the lease runs out
+    })();
+    return this.#closing;
+  }
+
+  /** How a write for `memberId` must be fenced. */
+  fence(memberId: string): FenceCheck {
+    if (!this.#candidates) return { kind: 'unfenced' };
+    const token = this.#tokens.get(memberId);
+    return token === undefined ? { kind: 'lost' } : { kind: 'held', token };
+  }
+
+  /** A write found the member's placement moved: look now instead of at the next tick. */
+  fencedOut(): void {
+    this.#requestTick();
+  }
+
+  /**
+   * Test seam: stops heartbeats and placement as if this process froze (a long pause, a network
+   * partition), while it still believes it runs its members.
+   * @internal
+   */
+  pause(): void {
+    this.#paused = true;
+    clearTimeout(this.#tickTimer);
+    clearTimeout(this.#leaseTimer);
+  }
+
+  /**
+   * Test seam: ends a {@link pause}; the next look notices what was taken over meanwhile.
+   * @internal
+   */
+  resume(): void {
+    this.#paused = false;
+    this.#requestTick();
+  }
+
+  #interval(): number {
+    return Math.max(1, Math.floor(this.#leaseMs / 3));
+  }
+
+  #schedule(delay: number): void {
+    clearTimeout(this.#tickTimer);
+    if (this.#paused || this.#stop.signal.aborted) return;
+    this.#tickTimer = setTimeout(() => this.#requestTick(), delay);
+    this.#tickTimer.unref();
+  }
+
+  #requestTick(): void {
+    if (!this.#candidates || this.#paused || this.#stop.signal.aborted) return;
+    if (this.#ticking) {
+      this.#again = true;
+      return;
+    }
+    this.#ticking = (async () => {
+      let delay = this.#interval();
+      do {
+        this.#again = false;
+        try {
+          await this.#tick();
+          this.#failures = new Backoff(this.#policy);
+        } catch {
+          // Retried below; a lease that runs out meanwhile hands the members back (#leaseExpired).
+          delay = Math.min(this.#interval(), this.#failures.next());
+        }
+      } while (this.#again && !this.#paused && !this.#stop.signal.aborted);
+      this.#ticking = undefined;
+      this.#schedule(delay);
+    })();
+  }
+
+  /** One look: heartbeat, notice lost members, drop retired ones, claim what this process should run. */
+  async #tick(): Promise<void> {
+    const sentAt = performance.now();
+    await this.#heartbeat();
+    this.#beatAt = sentAt;
+    this.#armLease(sentAt);
+    if (this.#paused || this.#stop.signal.aborted) return;
+    await this.#place();
+  }
+
+  /** Removes rows of processes of this team that have been dead for a day (housekeeping). */
+  async #forgetLongDead(): Promise<void> {
+    await execute(
+      this.#pool,
+      `DELETE FROM ${this.#tables.processes}
+        WHERE team_id = $1 AND heartbeat_at < now() - interval '1 day'`,
+      [this.#teamId],
+    );
+  }
+
+  async #heartbeat(): Promise<void> {
+    const t = this.#tables;
+    const agentTypes = this.#runs.agentTypes === 'all' ? null : [...this.#runs.agentTypes];
+    await execute(
+      this.#pool,
+      `INSERT INTO ${t.processes} (team_id, process_id, runs_lead, agent_types, host, pid)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (team_id, process_id) DO UPDATE SET heartbeat_at = now()`,
+      [this.#teamId, this.#processId, this.#runs.lead, agentTypes, hostname(), process.pid],
+    );
+  }
+
+  /** Hands every member back if no heartbeat succeeded for a whole lease: others may take them. */
+  #armLease(sentAt: number): void {
+    clearTimeout(this.#leaseTimer);
+    if (this.#paused) return;
+    this.#leaseTimer = setTimeout(
+      () => this.#leaseExpired(),
+      Math.max(0, sentAt + this.#leaseMs - performance.now()),
+    );
+    this.#leaseTimer.unref();
+  }
+
+  #leaseExpired(): void {
+    this.#beatAt = undefined;
+    for (const memberId of [...this.#tokens.keys()]) this.#lose(memberId);
+  }
+
+  #leaseHeld(): boolean {
+    return this.#beatAt !== undefined && performance.now() - this.#beatAt < this.#leaseMs;
+  }
+
+  async #place(): Promise<void> {
+    const t = this.#tables;
+    const me = this.#processId;
+    const candidates = this.#candidates?.() ?? [];
+    const wanted = new Map(candidates.map((c) => [c.memberId, c]));
+    const lease = [this.#leaseMs];
+
+    const placed = await execute<PlacementRow>(
+      this.#pool,
+      `SELECT pl.member_id, pl.process_id, pl.token,
+              coalesce(p.heartbeat_at > now() - $4 * interval '1 millisecond', false) AS owner_live
+         FROM ${t.placements} pl
+         LEFT JOIN ${t.processes} p ON p.team_id = pl.team_id AND p.process_id = pl.process_id
+        WHERE pl.team_id = $1 AND (pl.member_id = ANY($2::text[]) OR pl.process_id = $3)`,
+      [this.#teamId, [...wanted.keys()], me, ...lease],
+    );
+    const rows = new Map(placed.rows.map((row) => [row.member_id, row]));
+
+    // Members whose token moved (taken over while this process looked dead) are lost.
+    for (const [memberId, token] of this.#tokens) {
+      const row = rows.get(memberId);
+      if (row?.process_id !== me || row.token !== token) this.#lose(memberId);
+    }
+
+    // Retired or failed members are no longer candidates: release their rows, forget them.
+    const retired = placed.rows
+      .filter((row) => row.process_id === me && !wanted.has(row.member_id))
+      .map((row) => row.member_id);
+    if (retired.length > 0) {
+      await execute(
+        this.#pool,
+        `DELETE FROM ${t.placements}
+          WHERE team_id = $1 AND process_id = $2 AND member_id = ANY($3::text[])`,
+        [this.#teamId, me, retired],
+      );
+      for (const memberId of retired) {
+        this.#tokens.delete(memberId);
+        rows.delete(memberId);
+      }
+    }
+
+    const live = await execute<ProcessRow>(
+      this.#pool,
+      `SELECT p.process_id, p.runs_lead, p.agent_types,
+              (SELECT count(*) FROM ${t.placements} pl
+                WHERE pl.team_id = p.team_id AND pl.process_id = p.process_id)::int AS members
+         FROM ${t.processes} p
+        WHERE p.team_id = $1 AND p.heartbeat_at > now() - $2 * interval '1 millisecond'`,
+      [this.#teamId, ...lease],
+    );
+    let mine = live.rows.find((row) => row.process_id === me)?.members ?? this.#tokens.size;
+    const now = performance.now();
+    for (const memberId of this.#unplacedSince.keys()) {
+      if (!wanted.has(memberId)) this.#unplacedSince.delete(memberId);
+    }
+
+    for (const candidate of candidates) {
+      const { memberId } = candidate;
+      if (this.#stop.signal.aborted || this.#paused) return;
+      if (!willing(this.#runs, candidate) || this.#tokens.has(memberId)) continue;
+      const row = rows.get(memberId);
+      if (row && row.process_id !== me && row.owner_live) {
+        this.#unplacedSince.delete(memberId);
+        continue;
+      }
+      let claim = row?.process_id === me || candidate.isLead;
+      if (!claim) {
+        // Spread teammates: the willing live process running the fewest members claims (ties go
+        // to the smallest process id). One left unplaced for three leases (the chosen process
+        // looks alive but does not claim) is claimed by any willing process.
+        claim = live.rows.every(
+          (other) =>
+            other.process_id === me ||
+            !processWilling(other, candidate) ||
+            other.members > mine ||
+            (other.members === mine && other.process_id > me),
+        );
+        const since = this.#unplacedSince.get(memberId) ?? now;
+        this.#unplacedSince.set(memberId, since);
+        if (now - since >= UNPLACED_FALLBACK_LEASES * this.#leaseMs) claim = true;
+      }
+      if (!claim) continue;
+      const token = await this.#claim(memberId);
+      if (token === undefined) continue;
+      this.#unplacedSince.delete(memberId);
+      if (row?.process_id !== me) mine++;
+      if (!this.#leaseHeld() || this.#stop.signal.aborted) {
+        // Claimed too late to trust: the row is this process's, so the next look claims it again.
+        continue;
+      }
+      this.#tokens.set(memberId, token);
+      this.#notify('acquired', memberId);
+    }
+  }
+
+  /** Takes `memberId` if it is free, its process dead, or this process's own; its new token. */
+  async #claim(memberId: string): Promise<string | undefined> {
+    const t = this.#tables;
+    const claimed = await execute<{ token: string }>(
+      this.#pool,
+      `INSERT INTO ${t.placements} AS pl (team_id, member_id, process_id, token)
+       VALUES ($1, $2, $3, nextval($4::regclass))
+       ON CONFLICT (team_id, member_id) DO UPDATE
+          SET process_id = EXCLUDED.process_id, token = EXCLUDED.token, placed_at = now()
+        WHERE pl.process_id = EXCLUDED.process_id
+           OR NOT EXISTS (
+                SELECT 1 FROM ${t.processes} p
+                 WHERE p.team_id = pl.team_id AND p.process_id = pl.process_id
+                   AND p.heartbeat_at > now() - $5 * interval '1 millisecond')
+       RETURNING token`,
+      [this.#teamId, memberId, this.#processId, t.tokens, this.#leaseMs],
+    );
+    return claimed.rows[0]?.token;
+  }
+
+  #lose(memberId: string): void {
+    if (!this.#tokens.delete(memberId)) return;
+    this.#notify('lost', memberId);
+  }
+
+  #notify(kind: 'acquired' | 'lost', memberId: string): void {
+    try {
+      this.#listener?.[kind](memberId);
+    } catch (error) {
+      // The listener's bug must not stop placement.
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
+  }
+}
+
+function closedError(): TeamError {
+  return new TeamError('STORE_CLOSED', 'the placement is closed');
+}

@@ -1,0 +1,195 @@
+import { createHash } from 'node:crypto';
+import { TeamError } from '@teamwire/core';
+import type pg from 'pg';
+import { execute, quoteIdent, transaction } from './connection.js';
+
+/**
+ * The version of the SQL schema this code creates and reads (the tables, not the records in
+ * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
+ * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
+ */
+export const SCHEMA_VERSION = 1;
+
+/** The SQL schema used when `schema` is not given. */
+export const DEFAULT_SCHEMA = 'teamwire';
+
+/** Allowed SQL schema names: lower-case, so they never need quoting rules of their own. */
+export const SCHEMA_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Refuses a schema name outside {@link SCHEMA_NAME_PATTERN}. */
+export function checkSchemaName(schema: unknown): asserts schema is string {
+  if (typeof schema !== 'string' || !SCHEMA_NAME_PATTERN.test(schema)) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `schema must match ${SCHEMA_NAME_PATTERN} (lower-case letters, digits and '_', at most 63), got ${JSON.stringify(schema)}`,
+      { details: { schema } },
+    );
+  }
+}
+
+/** The qualified, quoted names of the store's objects in one schema. */
+export interface Tables {
+  readonly schema: string;
+  readonly version: string;
+  readonly log: string;
+  readonly transcript: string;
+  readonly processes: string;
+  readonly placements: string;
+  readonly tokens: string;
+  /** The LISTEN/NOTIFY channel appends ring (unquoted; at most 63 bytes). */
+  readonly channel: string;
+}
+
+/** The names of the store's objects inside `schema`. */
+export function tablesOf(schema: string): Tables {
+  const q = (name: string) => `${quoteIdent(schema)}.${quoteIdent(name)}`;
+  const channel = `teamwire_${schema}`;
+  return {
+    schema,
+    version: q('schema_version'),
+    log: q('team_log'),
+    transcript: q('transcript'),
+    processes: q('processes'),
+    placements: q('placements'),
+    tokens: q('placement_token'),
+    // Channel names are identifiers (63 bytes at most); a long schema name is hashed to fit.
+    channel:
+      channel.length <= 63
+        ? channel
+        : `teamwire_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`,
+  };
+}
+
+/** The name of the transcript's unique (team, member, message, part) constraint. */
+export const MESSAGE_ONCE_CONSTRAINT = 'transcript_message_once';
+
+/** Each migration brings the schema from `version - 1` to `version`. Never edit a published one. */
+const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[] }[] = [
+  {
+    version: 1,
+    statements: (t) => [
+      `CREATE TABLE ${t.log} (
+        team_id     text        NOT NULL,
+        seq         bigint      NOT NULL CHECK (seq >= 1),
+        record      text        NOT NULL,
+        actor_id    text,
+        process_id  text,
+        fence       bigint,
+        batch_id    uuid        NOT NULL,
+        appended_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (team_id, seq)
+      )`,
+      `CREATE TABLE ${t.transcript} (
+        team_id      text        NOT NULL,
+        member_id    text        NOT NULL,
+        idx          bigint      NOT NULL CHECK (idx >= 1),
+        entry        text        NOT NULL,
+        message_id   text,
+        message_part integer,
+        process_id   text,
+        fence        bigint,
+        batch_id     uuid        NOT NULL,
+        appended_at  timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (team_id, member_id, idx),
+        CONSTRAINT ${MESSAGE_ONCE_CONSTRAINT} UNIQUE (team_id, member_id, message_id, message_part)
+      )`,
+      `CREATE TABLE ${t.processes} (
+        team_id      text        NOT NULL,
+        process_id   text        NOT NULL,
+        runs_lead    boolean     NOT NULL,
+        agent_types  text[],
+        host         text,
+        pid          integer,
+        started_at   timestamptz NOT NULL DEFAULT now(),
+        heartbeat_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (team_id, process_id)
+      )`,
+      `CREATE TABLE ${t.placements} (
+        team_id    text        NOT NULL,
+        member_id  text        NOT NULL,
+        process_id text        NOT NULL,
+        token      bigint      NOT NULL,
+        placed_at  timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (team_id, member_id)
+      )`,
+      `CREATE INDEX placements_by_process ON ${t.placements} (team_id, process_id)`,
+      `CREATE SEQUENCE ${t.tokens} AS bigint`,
+    ],
+  },
+];
+
+/** A 64-bit advisory lock key for migrating `schema`, the same in every process. */
+function migrationLockKey(schema: string): string {
+  const digest = createHash('sha256').update(`teamwire:migrate:${schema}`).digest();
+  return digest.readBigInt64BE(0).toString();
+}
+
+function newerSchema(schema: string, found: number): TeamError {
+  return new TeamError(
+    'UNSUPPORTED_SCHEMA_VERSION',
+    `schema ${schema} is at version ${found}, newer than this version of @teamwire/postgres knows (${SCHEMA_VERSION}); upgrade @teamwire/postgres`,
+    { details: { schema, schemaVersion: found, supported: SCHEMA_VERSION } },
+  );
+}
+
+/** What opening found in the schema and what migrating it did. */
+export interface MigrationOutcome {
+  /** The version found before migrating (0: the schema held no tables of this store). */
+  from: number;
+  /** The version after migrating: always {@link SCHEMA_VERSION}. */
+  to: number;
+}
+
+/**
+ * Brings `schema` to {@link SCHEMA_VERSION}, creating it on first use. Idempotent, and safe when
+ * many processes open a new database at once: migrations run in one transaction under an
+ * advisory lock derived from the schema name, taken before anything is created. A database at a
+ * newer version is refused (`UNSUPPORTED_SCHEMA_VERSION`) without changing anything.
+ */
+export async function migrate(pool: pg.Pool, tables: Tables): Promise<MigrationOutcome> {
+  // The common case, a database already at this version, takes no lock and writes nothing.
+  const current = await readVersion(pool, tables);
+  if (current === SCHEMA_VERSION) return { from: current, to: current };
+  if (current > SCHEMA_VERSION) throw newerSchema(tables.schema, current);
+
+  return transaction(pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [
+      migrationLockKey(tables.schema),
+    ]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(tables.schema)}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${tables.version} (
+        version    integer     PRIMARY KEY,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`,
+    );
+    const found = await client.query<{ version: number | null }>(
+      `SELECT max(version) AS version FROM ${tables.version}`,
+    );
+    const from = found.rows[0]?.version ?? 0;
+    if (from > SCHEMA_VERSION) throw newerSchema(tables.schema, from);
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= from) continue;
+      for (const statement of migration.statements(tables)) await client.query(statement);
+      await client.query(`INSERT INTO ${tables.version} (version) VALUES ($1)`, [
+        migration.version,
+      ]);
+    }
+    return { from, to: SCHEMA_VERSION };
+  });
+}
+
+/** The schema's version, 0 when it has no version table yet. */
+async function readVersion(pool: pg.Pool, tables: Tables): Promise<number> {
+  const present = await execute<{ present: boolean }>(
+    pool,
+    'SELECT to_regclass($1) IS NOT NULL AS present',
+    [tables.version],
+  );
+  if (!present.rows[0]?.present) return 0;
+  const found = await execute<{ version: number | null }>(
+    pool,
+    `SELECT max(version) AS version FROM ${tables.version}`,
+  );
+  return found.rows[0]?.version ?? 0;
+}
