@@ -5,6 +5,8 @@ import type { Bench, BenchContext } from './context.js';
 import { durableMessagingBench } from './durable-messaging.js';
 import { eventHubBench } from './event-hub.js';
 import { opCostBench } from './op-cost.js';
+import { postgresBench } from './postgres.js';
+import { POSTGRES_TEAMMATE_ENV, runPostgresTeammate } from './postgres-teammate.js';
 import { replayBench } from './replay.js';
 import {
   type Figure,
@@ -25,6 +27,7 @@ export const BENCHES: readonly Bench[] = [
   eventHubBench,
   scaleBench,
   tokenEconomyBench,
+  postgresBench,
 ];
 
 interface CliOptions {
@@ -188,16 +191,33 @@ async function main(): Promise<number> {
   return failures.length > 0 ? 1 : 0;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-    // Whatever a failed benchmark left open (a team that never settled) must not hold the run.
-    setTimeout(() => process.exit(code), 5000).unref();
-  },
-  (error: unknown) => {
-    process.stderr.write(
-      `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    process.exitCode = 1;
-  },
-);
+if (process.env[POSTGRES_TEAMMATE_ENV] === '1') {
+  // The other process of the `postgres` benchmark's cross-process delivery, forked by it.
+  runPostgresTeammate().then(
+    (code) => {
+      process.exitCode = code;
+      if (process.connected) process.disconnect();
+      setTimeout(() => process.exit(code), 2000).unref();
+    },
+    (error: unknown) => {
+      process.stderr.write(
+        `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
+      process.exit(1);
+    },
+  );
+} else {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+      // Whatever a failed benchmark left open (a team that never settled) must not hold the run.
+      setTimeout(() => process.exit(code), 5000).unref();
+    },
+    (error: unknown) => {
+      process.stderr.write(
+        `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
+      process.exitCode = 1;
+    },
+  );
+}

@@ -138,6 +138,8 @@ export async function execute<R extends pg.QueryResultRow>(
   pool: pg.Pool,
   text: string,
   values: readonly SqlValue[] = [],
+  /** A name to prepare the statement under (once per connection): for hot statements. */
+  name?: string,
 ): Promise<pg.QueryResult<R>> {
   let client: pg.PoolClient;
   try {
@@ -149,7 +151,10 @@ export async function execute<R extends pg.QueryResultRow>(
   const ignore = () => {};
   client.on('error', ignore);
   try {
-    const result = await client.query<R>(text, values as unknown[]);
+    const result =
+      name === undefined
+        ? await client.query<R>(text, values as unknown[])
+        : await client.query<R>({ name, text, values: values as unknown[] });
     client.removeListener('error', ignore);
     client.release();
     return result;

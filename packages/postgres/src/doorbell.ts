@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { Backoff, quoteIdent, sleep } from './connection.js';
 
-/** What an append announces on the channel, in the same transaction as its rows. */
+/** What a process announces on the channel after its appends committed. */
 export interface AppendNotice {
   teamId: string;
   lastSeq: number;
@@ -30,14 +30,29 @@ function parseNotice(payload: string | undefined): AppendNotice | undefined {
   return undefined;
 }
 
-/** Why listeners are rung: a notice from another process, or a reconnect that may have missed some. */
-export type Ring = { kind: 'notice'; notice: AppendNotice } | { kind: 'reconnected' };
+/**
+ * Why listeners are rung: a notice from another process, a reconnect that may have missed some,
+ * or the periodic look that covers a notice never sent (its writer died right after committing).
+ */
+export type Ring =
+  | { kind: 'notice'; notice: AppendNotice }
+  | { kind: 'reconnected' }
+  | { kind: 'poll' };
+
+/** How often listeners are rung without a notice, by default, in case one was lost (ms). */
+export const DEFAULT_POLL_MS = 1000;
 
 /**
  * LISTENs on the schema's channel over a dedicated connection (not one of the pool's, which come
  * and go) and rings its listeners for every append of this team by another process. When the
  * connection is lost it reconnects with backoff, LISTENs again and rings once, since
- * notifications sent meanwhile are lost.
+ * notifications sent meanwhile are lost; it also rings every `pollMs`.
+ *
+ * It announces this process's appends too, over the same connection and after they committed
+ * ({@link announce}): a NOTIFY inside the append's transaction would take PostgreSQL's
+ * cluster-wide notification lock until the commit is flushed, so concurrent appends of every
+ * team would commit one at a time. Announcements are coalesced: while one is being sent, later
+ * appends only raise the seq the next one carries.
  */
 export class Doorbell {
   readonly #config: pg.ClientConfig;
@@ -51,6 +66,11 @@ export class Doorbell {
   /** Clients whose connection ended, possibly before they were adopted as `#client`. */
   readonly #ended = new WeakSet<pg.Client>();
   #reconnecting: Promise<void> | undefined;
+  readonly #pollMs: number;
+  #poll: ReturnType<typeof setInterval> | undefined;
+  /** The highest seq this process appended and has not announced yet (0: none). */
+  #unannounced = 0;
+  #announcing: Promise<void> | undefined;
 
   constructor(options: {
     config: pg.ClientConfig;
@@ -58,7 +78,9 @@ export class Doorbell {
     teamId: string;
     processId: string;
     policy: RetryPolicy;
+    pollMs: number;
   }) {
+    this.#pollMs = options.pollMs;
     this.#config = options.config;
     this.#channel = options.channel;
     this.#teamId = options.teamId;
@@ -69,6 +91,38 @@ export class Doorbell {
   /** Connects and LISTENs; rejects when the server cannot be reached. */
   async open(): Promise<void> {
     this.#adopt(await this.#connect());
+    this.#poll = setInterval(() => this.#ring({ kind: 'poll' }), this.#pollMs);
+    this.#poll.unref();
+  }
+
+  /**
+   * Tells the other processes that this one appended up to `lastSeq`. Best-effort and never
+   * awaited by the append: a notice lost with the connection (or the process) is covered by the
+   * others' reconnect ring and periodic look.
+   */
+  announce(lastSeq: number): void {
+    if (this.#stop.signal.aborted) return;
+    this.#unannounced = Math.max(this.#unannounced, lastSeq);
+    this.#announcing ??= this.#sendAnnouncements().finally(() => {
+      this.#announcing = undefined;
+    });
+  }
+
+  async #sendAnnouncements(): Promise<void> {
+    while (this.#unannounced > 0 && !this.#stop.signal.aborted) {
+      const client = this.#client;
+      // Without a connection, the reconnect will ring everyone anyway.
+      if (client === undefined) return;
+      const lastSeq = this.#unannounced;
+      this.#unannounced = 0;
+      const payload = noticePayload({ teamId: this.#teamId, lastSeq, processId: this.#processId });
+      try {
+        await client.query('SELECT pg_notify($1, $2)', [this.#channel, payload]);
+      } catch {
+        // The connection is going: its loss is handled by the 'error'/'end' listeners.
+        return;
+      }
+    }
   }
 
   /** Calls `listener` on every ring until the returned function is called. */
@@ -87,7 +141,10 @@ export class Doorbell {
 
   /** Stops listening and closes the connection. Idempotent. */
   async close(): Promise<void> {
+    // the last appends' notice goes out before the connection closes
+    await this.#announcing;
     this.#stop.abort();
+    clearInterval(this.#poll);
     this.#listeners.clear();
     const client = this.#client;
     this.#client = undefined;

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { SharedTeamLog, TeamLog, TeamLogAppendOptions, TeamRecord } from '@teamwire/core';
 import { parseTeamRecord, TeamError } from '@teamwire/core';
 import type pg from 'pg';
@@ -12,7 +12,6 @@ import {
   sleep,
 } from './connection.js';
 import type { Doorbell, Ring } from './doorbell.js';
-import { noticePayload } from './doorbell.js';
 import { closedError, corruptRow, storageError } from './errors.js';
 import { checkAppendSize, checkId, PAGE_SIZE, toJsonText } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
@@ -240,9 +239,7 @@ export class PostgresTeamLog implements TeamLog {
       ), counted AS (
         SELECT count(*)::int AS inserted FROM ins
       )
-      SELECT (SELECT count(*) FROM fence)::int AS fence_rows, inserted,
-             CASE WHEN inserted > 0 THEN pg_notify($9, $10) END IS NULL AS quiet
-        FROM counted`;
+      SELECT (SELECT count(*) FROM fence)::int AS fence_rows, inserted FROM counted`;
     const values = [
       teamId,
       copies.map((copy) => copy.seq),
@@ -252,8 +249,6 @@ export class PostgresTeamLog implements TeamLog {
       token,
       batchId,
       first,
-      t.channel,
-      noticePayload({ teamId, lastSeq: last, processId }),
     ];
 
     const backoff = new Backoff(policy);
@@ -261,7 +256,12 @@ export class PostgresTeamLog implements TeamLog {
     let maybeSent = false;
     for (;;) {
       try {
-        const result = await execute<{ fence_rows: number; inserted: number }>(pool, sql, values);
+        const result = await execute<{ fence_rows: number; inserted: number }>(
+          pool,
+          sql,
+          values,
+          statementName('append', sql),
+        );
         const row = result.rows[0]!;
         if (token !== null && row.fence_rows === 0) {
           this.#ctx.placement.fencedOut();
@@ -279,7 +279,7 @@ export class PostgresTeamLog implements TeamLog {
         if (TeamError.isInstance(error)) throw error;
         if (isUniqueViolation(error)) {
           // Our own earlier attempt may have committed after all; otherwise another process won.
-          if ((await this.#batchAt(first, pending)) === batchId) break;
+          if (maybeSent && (await this.#batchAt(first, pending)) === batchId) break;
           throw new TeamError(
             'SEQ_CONFLICT',
             `seq ${first} was appended by another process first; nothing written. Read the records after seq ${this.#lastSeq}, decide again and retry.`,
@@ -308,6 +308,7 @@ export class PostgresTeamLog implements TeamLog {
 
     if (last > this.#ownedSeq) this.#ownedSeq = last;
     if (last > this.#lastSeq) this.#lastSeq = last;
+    this.#ctx.doorbell.announce(last);
     await this.#publish(copies);
   }
 
@@ -452,4 +453,12 @@ function interrupted(pending: Pending, maybeSent: boolean): TeamError {
         `the team log was closed while PostgreSQL could not be reached; the append of ${seqs} was not written`,
         { details: { seq: pending.first, outcome: 'not-written' } },
       );
+}
+
+/**
+ * The name a hot statement is prepared under: its kind and a hash of its text (the text names
+ * the schema's tables, so each schema's statement has a name of its own on a connection).
+ */
+function statementName(kind: string, sql: string): string {
+  return `teamwire_${kind}_${createHash('sha256').update(sql).digest('hex').slice(0, 16)}`;
 }

@@ -20,9 +20,11 @@ function faultyPool(real: pg.Pool, fault: (sql: string) => Fault): pg.Pool {
     return new Proxy(client, {
       get(target, property) {
         if (property === 'query') {
-          return async (sql: string, values?: unknown[]) => {
-            const result = await target.query(sql, values);
-            if (fault(sql) === 'lose-answer') throw new Error('Connection terminated unexpectedly');
+          return async (sql: string | pg.QueryConfig, values?: unknown[]) => {
+            const text = typeof sql === 'string' ? sql : sql.text;
+            const result = await target.query(sql as string, values);
+            if (fault(text) === 'lose-answer')
+              throw new Error('Connection terminated unexpectedly');
             return result;
           };
         }

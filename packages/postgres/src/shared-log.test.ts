@@ -135,7 +135,7 @@ describePg('a log shared by many processes', () => {
 
     const killed = await scratch.sql<{ killed: boolean }>(
       `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
-        WHERE application_name = $1 AND query ILIKE 'LISTEN%'`,
+        WHERE application_name = $1 AND (query ILIKE 'LISTEN%' OR query ILIKE '%pg_notify%')`,
       [`teamwire:${b.processId}`],
     );
     expect(killed.rows).toEqual([{ killed: true }]);
@@ -143,6 +143,24 @@ describePg('a log shared by many processes', () => {
     // Listening again: the next append of A rings too.
     await a.log.append({ records: [member(3)] });
     await eventually(() => rings >= 3, 'a ring after LISTEN was restored');
+  });
+
+  it('looks at the log every pollMs, so a notification never sent is not waited for', async () => {
+    const b = await scratch.open(TEAM, { pollMs: 50 });
+    let rings = 0;
+    b.log.shared!.onAppended(() => {
+      rings++;
+    });
+    // a row written without a notification, as by a writer killed right after its commit
+    await scratch.sql(
+      `INSERT INTO "${scratch.schema}".team_log (team_id, seq, record, process_id, batch_id)
+       VALUES ($1, 1, $2, 'gone', gen_random_uuid())`,
+      [TEAM, JSON.stringify(member(1))],
+    );
+    await eventually(() => rings >= 1, 'a periodic ring', 5_000);
+    const read: number[] = [];
+    for await (const record of b.log.read()) read.push(record.seq);
+    expect(read).toEqual([1]);
   });
 
   it('settles appends across terminated connections: every one resolves once, no row twice', async () => {

@@ -4,7 +4,7 @@ import { TeamError } from '@teamwire/core';
 import pg from 'pg';
 import type { ReconnectOptions, RetryPolicy } from './connection.js';
 import { ConnectError, describeServer, execute, isTransient, unavailable } from './connection.js';
-import { Doorbell } from './doorbell.js';
+import { DEFAULT_POLL_MS, Doorbell } from './doorbell.js';
 import { storageError } from './errors.js';
 import { checkId } from './limits.js';
 import { PostgresTeamLog } from './log.js';
@@ -45,6 +45,11 @@ export interface OpenPostgresTeamStoreOptions {
   leaseMs?: number | undefined;
   /** This participant's id, stored with its rows and heartbeat. Default: a random UUID. */
   processId?: string | undefined;
+  /**
+   * How often this process looks for records of other processes without being notified, in case
+   * a notification was lost (its writer died right after committing). Default 1000 ms; at least 10.
+   */
+  pollMs?: number | undefined;
   /** Backoff between attempts while the database cannot be reached. Default 50 ms doubling to 2 s. */
   reconnect?: ReconnectOptions | undefined;
 }
@@ -123,6 +128,7 @@ export async function openPostgresTeamStore(
         teamId,
         processId,
         policy: settings.reconnect,
+        pollMs: settings.pollMs,
       });
       await doorbell.open();
     } catch (error) {
@@ -213,6 +219,7 @@ interface Settings {
   schema: string;
   runs: ResolvedRuns;
   leaseMs: number;
+  pollMs: number;
   reconnect: RetryPolicy;
 }
 
@@ -245,6 +252,11 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   if (!Number.isSafeInteger(leaseMs) || leaseMs < 30) {
     throw invalid(`leaseMs must be an integer >= 30, got ${String(leaseMs)}`, { leaseMs });
+  }
+
+  const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+  if (!Number.isSafeInteger(pollMs) || pollMs < 10) {
+    throw invalid(`pollMs must be an integer >= 10, got ${String(pollMs)}`, { pollMs });
   }
 
   const runs = options.runs ?? {};
@@ -281,6 +293,7 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
     schema,
     runs: { lead, agentTypes: agentTypes === 'all' ? 'all' : [...agentTypes] },
     leaseMs,
+    pollMs,
     reconnect: { initialDelayMs, maxDelayMs },
   };
 }

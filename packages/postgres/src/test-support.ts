@@ -74,6 +74,8 @@ export class Scratch {
       schema: this.schema,
       ...(options.pool ? {} : { connectionString: PG_URL }),
       reconnect: { initialDelayMs: 10, maxDelayMs: 200 },
+      // rings come from notifications (and reconnects) only, so tests can count them
+      pollMs: 600_000,
       ...options,
     });
     this.stores.push(store);

@@ -274,6 +274,9 @@ export class CommitPipeline {
       for (const commit of done) this.publish(commit.actorName, commit.records);
       this.options.onCommitted(records);
       for (const commit of done) commit.resolve(commit.records);
+      // Let the callers just answered decide their next commands first: they then share the next
+      // append instead of trickling in behind a batch of one (group commit).
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
