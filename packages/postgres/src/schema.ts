@@ -152,6 +152,27 @@ export async function migrate(pool: pg.Pool, tables: Tables): Promise<MigrationO
   if (current === SCHEMA_VERSION) return { from: current, to: current };
   if (current > SCHEMA_VERSION) throw newerSchema(tables.schema, current);
 
+  // Two processes creating the same new schema serialize on an advisory lock, but the one that
+  // waited may still collide in the catalog (its catalog snapshot can predate the other's commit):
+  // that attempt rolls back and the next sees the schema. Three attempts are plenty.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(pool, tables);
+    } catch (error) {
+      if (attempt >= 3 || !isCatalogRace(error)) throw error;
+    }
+  }
+}
+
+/** A concurrent CREATE of the same schema, table or type (unique_violation, duplicate_*). */
+function isCatalogRace(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === '23505' || code === '42P06' || code === '42P07' || code === '42710') return true;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== error && isCatalogRace(cause);
+}
+
+async function migrateOnce(pool: pg.Pool, tables: Tables): Promise<MigrationOutcome> {
   return transaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [
       migrationLockKey(tables.schema),

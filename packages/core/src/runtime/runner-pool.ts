@@ -338,12 +338,16 @@ export class RunnerPool implements RunnerHost {
     );
   }
 
-  /** Members that must run somewhere: the lead and every active teammate. */
+  /**
+   * Members that must run somewhere: the lead and every teammate active in the durable records. A
+   * retirement still being appended leaves its member a candidate, so its process keeps the
+   * member (and may write the retirement) until the retirement is durable.
+   */
   private candidates(): PlacementCandidate[] {
     const leadId = this.state.leadId;
     const out: PlacementCandidate[] = [];
     for (const member of this.state.members()) {
-      if (member.phase !== 'active') continue;
+      if (this.state.settledMember(member.id)?.phase !== 'active') continue;
       out.push({ memberId: member.id, agentType: member.agentType, isLead: member.id === leadId });
     }
     return out;

@@ -78,6 +78,17 @@ export class TeamModel {
     }
   }
 
+  /**
+   * The member as the settled (durable) records have it: its value before the first of its
+   * records that can still be reverted. O(records not yet settled).
+   */
+  settledMember(id: string): Member | undefined {
+    for (const entry of this.undo) {
+      if (entry.record.type === 'member' && entry.record.member.id === id) return entry.member;
+    }
+    return this.roster.get(id);
+  }
+
   apply(record: TeamRecord): void {
     const seq = (record as { seq?: unknown } | null)?.seq;
     const expected = this.seq + 1;

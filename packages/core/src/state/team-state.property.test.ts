@@ -755,6 +755,28 @@ describe('TeamState.revertTo', () => {
     );
   });
 
+  it('settledMember shows a member as the durable records have it, not a change still pending', () => {
+    const { state } = setup();
+    state.startJournal();
+    const retired = state.setMemberPhase('alice', 'retired');
+    expect(state.member('alice')?.phase).toBe('retired');
+    expect(state.settledMember('alice')?.phase).toBe('active');
+    const spawned = state.spawnMember(LEAD, {
+      id: 'dave',
+      name: 'dave',
+      description: 'dave',
+      agentType: 'worker',
+      provider: 'scripted',
+      context: 'fresh',
+    });
+    expect(state.settledMember('dave')).toBeUndefined();
+    state.settle(retired.seq);
+    expect(state.settledMember('alice')?.phase).toBe('retired');
+    expect(state.settledMember('dave')).toBeUndefined();
+    state.settle(spawned.seq);
+    expect(state.settledMember('dave')?.phase).toBe('provisioning');
+  });
+
   it('refuses to revert settled records', () => {
     const { state } = setup();
     state.startJournal();

@@ -145,6 +145,15 @@ export class TeamState {
     this.model.revertTo(seq);
   }
 
+  /**
+   * The member (a copy) as the durable records have it, leaving out changes not yet settled: a
+   * process tells others what it runs from this, never from a decision that may be reverted.
+   */
+  settledMember(id: string): Member | undefined {
+    const found = this.model.settledMember(id);
+    return found === undefined ? undefined : { ...found };
+  }
+
   // ---------------------------------------------------------------- roster
 
   /** The member with that id (a copy), in any phase. */
