@@ -1,19 +1,27 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { type AgentTool, createAgentRegistry } from '@teamwire/core';
 import { z } from 'zod';
-import type { Command } from './args.js';
+import { type Command, redactUrl } from './args.js';
 import { readTools } from './file-tools.js';
+import { PgTeamDatabase } from './pg-team.js';
 import { createPolicyModel } from './policy-model.js';
 import {
   type AppIo,
   FORMATS,
+  type OpenedStore,
+  type RunHooks,
   type RunSummary,
   runTeam,
   summaryCounts,
+  type TeamLocation,
+  type TeamSetup,
   teamLocation,
   teamModels,
   teamSettings,
 } from './team-run.js';
+import { multiProcessHooks } from './workers.js';
 import { openReviewRoot, type ReviewRoot } from './workspace-files.js';
 
 export type { AppIo, RunSummary } from './team-run.js';
@@ -22,7 +30,7 @@ export { FORMATS, reportTool } from './team-run.js';
 export type ReviewCommand = Extract<Command, { command: 'review' }>;
 
 /** The settings a team was started with, kept in its folder so `--resume` continues the same review. */
-const TeamSettings = z.object({
+export const TeamSettings = z.object({
   version: z.literal(1),
   dir: z.string(),
   teammates: z.number().int().min(1).max(8),
@@ -30,7 +38,7 @@ const TeamSettings = z.object({
   model: z.string().optional(),
   report: z.string(),
 });
-type TeamSettings = z.infer<typeof TeamSettings>;
+export type TeamSettings = z.infer<typeof TeamSettings>;
 const SETTINGS_FILE = 'example-app.json';
 
 export const LEAD_SYSTEM_PROMPT = `You lead a code-review team. Split the directory under review into one review task per
@@ -47,8 +55,69 @@ function fileTools(root: ReviewRoot): AgentTool[] {
   return readTools(() => root, 'the directory under review');
 }
 
+/** The agent type of the reviewers: what a worker process offers to run. */
+export const REVIEWER_AGENT_TYPE = 'reviewer';
+
+/** The settings of a new team, from the command line. */
+function newSettings(command: ReviewCommand, io: AppIo): TeamSettings {
+  return {
+    version: 1,
+    dir: path.resolve(io.cwd, command.dir),
+    teammates: command.teammates,
+    protocol: command.protocol,
+    ...(command.model ? { model: command.model } : {}),
+    report: path.resolve(io.cwd, command.report),
+  };
+}
+
+/**
+ * The agents of a review team, the same in every process that runs a part of it: the lead (with
+ * the report tool) and the reviewers, on the `--model` LLM or the offline policy.
+ */
+export function reviewTeamSetup(
+  settings: TeamSettings,
+  options: { cwd: string; paceMs: number; report: AgentTool; root?: ReviewRoot },
+): TeamSetup {
+  const root = options.root ?? openReviewRoot(settings.dir);
+  const format = FORMATS[settings.protocol];
+  const models = teamModels(settings.model, () => ({
+    lead: createPolicyModel({
+      role: 'lead',
+      format,
+      teammates: settings.teammates,
+      displayDir: path.relative(options.cwd, root.dir) || '.',
+      paceMs: options.paceMs,
+    }),
+    reviewer: createPolicyModel({ role: 'reviewer', format, paceMs: options.paceMs }),
+  }));
+  return {
+    format,
+    agents: createAgentRegistry([
+      {
+        type: 'lead',
+        description: 'Plans the review, collects findings, writes the report.',
+        systemPrompt: LEAD_SYSTEM_PROMPT,
+        model: models.lead,
+        tools: [...fileTools(root), options.report],
+        maxSteps: 1000,
+      },
+      {
+        type: REVIEWER_AGENT_TYPE,
+        description: 'Reviews one folder at a time.',
+        systemPrompt: REVIEWER_SYSTEM_PROMPT,
+        model: models.reviewer,
+        tools: fileTools(root),
+        maxSteps: 40,
+      },
+    ]),
+    lead: { agentType: 'lead', description: 'Leads the review.' },
+    idleClaim: { intervalMs: 1000 },
+  };
+}
+
 /** Reviews a directory with a team, showing the board while it runs. */
 export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunSummary> {
+  if (command.store !== undefined) return runReviewInPostgres(command, command.store, io);
   const location = teamLocation(command, io);
   const settings = await teamSettings({
     command,
@@ -57,27 +126,68 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
     schema: TeamSettings,
     what: 'team',
     explain: true,
-    create: (): TeamSettings => ({
-      version: 1,
-      dir: path.resolve(io.cwd, command.dir),
-      teammates: command.teammates,
-      protocol: command.protocol,
-      ...(command.model ? { model: command.model } : {}),
-      report: path.resolve(io.cwd, command.report),
-    }),
+    create: () => newSettings(command, io),
   });
+  return runReviewTeam(command, io, location, settings, {});
+}
+
+/**
+ * A review kept in PostgreSQL: its settings in the app's table, the team in the store. With
+ * `--workers` this process runs only the lead and starts worker processes for the reviewers.
+ */
+async function runReviewInPostgres(
+  command: ReviewCommand,
+  url: string,
+  io: AppIo,
+): Promise<RunSummary> {
+  const location = teamLocation(command, io);
+  const { teamId } = location;
+  const db = await PgTeamDatabase.open({
+    url,
+    env: io.env,
+    processId: `main-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+  });
+  try {
+    let settings: TeamSettings;
+    if (command.resume) {
+      settings = await db.loadSettings(teamId, TeamSettings);
+      openReviewRoot(settings.dir); // refused before the store is opened
+    } else {
+      settings = newSettings(command, io);
+      openReviewRoot(settings.dir); // refused before anything is kept
+      await db.saveSettings(teamId, settings);
+    }
+    const workers = command.workers;
+    const store = await db.openStore(teamId, {
+      lead: true,
+      agentTypes: workers === undefined ? 'all' : [],
+    });
+    const hooks = multiProcessHooks({ command, io, db, log: store.log, teamId, url });
+    return await runReviewTeam(command, io, location, settings, {
+      store: {
+        log: store.log,
+        transcripts: store.transcripts,
+        where: db.where,
+        url: redactUrl(url),
+        // a killed process holds the lead until its lease runs out
+        leadWaitMs: 3 * db.settings.leaseMs + 1000,
+        close: () => store.close(),
+      },
+      hooks,
+    });
+  } finally {
+    await db.end();
+  }
+}
+
+function runReviewTeam(
+  command: ReviewCommand,
+  io: AppIo,
+  location: TeamLocation,
+  settings: TeamSettings,
+  extra: { store?: OpenedStore; hooks?: RunHooks },
+): Promise<RunSummary> {
   const root = openReviewRoot(settings.dir);
-  const format = FORMATS[settings.protocol];
-  const models = teamModels(settings.model, () => ({
-    lead: createPolicyModel({
-      role: 'lead',
-      format,
-      teammates: settings.teammates,
-      displayDir: path.relative(io.cwd, root.dir) || '.',
-      paceMs: command.paceMs,
-    }),
-    reviewer: createPolicyModel({ role: 'reviewer', format, paceMs: command.paceMs }),
-  }));
   return runTeam({
     command,
     io,
@@ -88,40 +198,23 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
     prompt: command.resume
       ? 'The team was restarted. Check the board and the team, and finish what is left of the review.'
       : `Review the codebase in ${root.dir} with ${settings.teammates} reviewer(s), and write the report.`,
-    setup: async (report) => ({
-      format,
-      agents: createAgentRegistry([
-        {
-          type: 'lead',
-          description: 'Plans the review, collects findings, writes the report.',
-          systemPrompt: LEAD_SYSTEM_PROMPT,
-          model: models.lead,
-          tools: [...fileTools(root), report],
-          maxSteps: 1000,
-        },
-        {
-          type: 'reviewer',
-          description: 'Reviews one folder at a time.',
-          systemPrompt: REVIEWER_SYSTEM_PROMPT,
-          model: models.reviewer,
-          tools: fileTools(root),
-          maxSteps: 40,
-        },
-      ]),
-      lead: { agentType: 'lead', description: 'Leads the review.' },
-      idleClaim: { intervalMs: 1000 },
-    }),
+    setup: async (report) =>
+      reviewTeamSetup(settings, { cwd: io.cwd, paceMs: command.paceMs, report, root }),
+    store: extra.store,
+    hooks: extra.hooks,
   });
 }
 
 export function formatSummary(summary: RunSummary): string {
   const lines = [
     summary.interrupted ? 'Stopped before the review finished.' : 'Review finished.',
+    ...(summary.problem ? [`  why: ${summary.problem}`] : []),
     ...summaryCounts(summary),
-    `  team folder: ${summary.teamDir}`,
+    summary.store ? `  team: ${summary.teamDir}` : `  team folder: ${summary.teamDir}`,
   ];
   if (summary.interrupted || !summary.reportWritten) {
-    lines.push(`  resume with: teamwire-example --resume ${summary.teamId}`);
+    const store = summary.store ? ` --store ${summary.store}` : '';
+    lines.push(`  resume with: teamwire-example --resume ${summary.teamId}${store}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -16,6 +16,7 @@ describe('parseArgs', () => {
       durability: 'fsync',
       plain: false,
       paceMs: 0,
+      chaos: false,
     });
   });
 
@@ -56,7 +57,38 @@ describe('parseArgs', () => {
       durability: 'buffered',
       plain: true,
       paceMs: 25,
+      chaos: false,
     });
+  });
+
+  it('reads --store, --workers and --chaos', () => {
+    const url = 'postgres://postgres@127.0.0.1:5432/test';
+    expect(parseArgs(['--store', url], { cwd })).toMatchObject({
+      command: 'review',
+      store: url,
+      workers: undefined,
+      chaos: false,
+    });
+    expect(
+      parseArgs(['--store', url, '--workers', '3', '--chaos', '--resume', 'T1'], { cwd }),
+    ).toMatchObject({ command: 'review', store: url, workers: 3, chaos: true, resume: 'T1' });
+    expect(
+      parseArgs([`--store=postgresql://u:p@db-host/teamwire`, '--workers=1'], { cwd }),
+    ).toMatchObject({ store: 'postgresql://u:p@db-host/teamwire', workers: 1, chaos: false });
+  });
+
+  it('parses the worker command', () => {
+    const url = 'postgres://user@db-host/teamwire';
+    expect(parseArgs(['worker', '--store', url, '--team', 'T1'], { cwd })).toEqual({
+      command: 'worker',
+      store: url,
+      teamId: 'T1',
+      paceMs: 0,
+    });
+    expect(
+      parseArgs(['--', 'worker', '--team=T2', '--store', url, '--pace', '5'], { cwd }),
+    ).toEqual({ command: 'worker', store: url, teamId: 'T2', paceMs: 5 });
+    expect(parseArgs(['worker', '--help'], { cwd })).toEqual({ command: 'help' });
   });
 
   it('parses inspect and help', () => {
@@ -125,6 +157,72 @@ describe('parseArgs', () => {
     [['inspect', 'a', 'b'], 'unexpected argument b'],
     [['inspect', 'T1', '--dir', 'x'], 'unknown option --dir for inspect'],
     [['inspect', 'T1', '--state-dir'], '--state-dir needs a value'],
+    [
+      ['--store', 'mysql://db/x'],
+      '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got mysql://db/x)',
+    ],
+    [
+      ['--store', 'teamwire.db'],
+      '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got teamwire.db)',
+    ],
+    [
+      ['--store', 'postgres://u:secret@/db'],
+      '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got postgres://u:***@/db)',
+    ],
+    [['--store'], '--store needs a value'],
+    [
+      ['--workers', '2'],
+      '--workers needs --store postgres://[user[:password]@]host[:port]/database: the workers share the team through PostgreSQL',
+    ],
+    [
+      ['--store', 'postgres://h/d', '--workers', '0'],
+      '--workers must be a whole number from 1 to 8 (got 0)',
+    ],
+    [
+      ['--store', 'postgres://h/d', '--workers', '9'],
+      '--workers must be a whole number from 1 to 8 (got 9)',
+    ],
+    [
+      ['--chaos'],
+      "--chaos needs --workers 2 or more, so that a worker survives to take the killed one's reviewers over (got no --workers)",
+    ],
+    [
+      ['--store', 'postgres://h/d', '--workers', '1', '--chaos'],
+      "--chaos needs --workers 2 or more, so that a worker survives to take the killed one's reviewers over (got --workers 1)",
+    ],
+    [
+      ['--store', 'postgres://h/d', '--state-dir', 's'],
+      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
+    ],
+    [
+      ['--store', 'postgres://h/d', '--durability', 'fsync'],
+      '--durability is for the JSONL store; PostgreSQL makes every write durable when it commits',
+    ],
+    [
+      ['fix', '--store', 'postgres://h/d'],
+      "--store is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
+    ],
+    [
+      ['fix', '--chaos'],
+      "--chaos is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
+    ],
+    [
+      ['worker', '--team', 'T1'],
+      'worker needs --store postgres://[user[:password]@]host[:port]/database: the database the team lives in',
+    ],
+    [
+      ['worker', '--store', 'postgres://h/d'],
+      'worker needs --team <teamId>: the id of the team the review started',
+    ],
+    [
+      ['worker', '--store', 'http://h/d', '--team', 'T1'],
+      '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got http://h/d)',
+    ],
+    [
+      ['worker', '--store', 'postgres://h/d', '--team', 'T1', '--dir', 'x'],
+      'unknown option --dir for worker',
+    ],
+    [['worker', '--store', 'postgres://h/d', '--team', 'T1', 'extra'], 'unexpected argument extra'],
   ])('refuses %j with one line', (argv, message) => {
     expect(() => parseArgs(argv, { cwd })).toThrow(new UsageError(message));
   });

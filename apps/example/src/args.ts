@@ -13,10 +13,20 @@ interface TeamOptions {
   paceMs: number;
 }
 
+/** Where and how a review keeps its team when it is not a JSONL folder. */
+interface ProcessOptions {
+  /** `--store`: a PostgreSQL URL; the team, its transcripts and settings live there. */
+  store?: string | undefined;
+  /** `--workers`: worker processes that run the reviewers (needs `store`); the main one runs the lead. */
+  workers?: number | undefined;
+  /** `--chaos`: SIGKILL one worker mid-run (needs `workers` >= 2). */
+  chaos: boolean;
+}
+
 /** Command-line arguments of `teamwire-example`. */
 export type Command =
   | { command: 'help' }
-  | ({ command: 'review'; teammates: number } & TeamOptions)
+  | ({ command: 'review'; teammates: number } & TeamOptions & ProcessOptions)
   | ({
       command: 'fix';
       /**
@@ -25,7 +35,14 @@ export type Command =
        */
       conflictFile?: string | undefined;
     } & TeamOptions)
-  | { command: 'inspect'; teamId: string; stateDir: string };
+  | { command: 'inspect'; teamId: string; stateDir: string }
+  | {
+      command: 'worker';
+      /** The PostgreSQL URL the team lives in. */
+      store: string;
+      teamId: string;
+      paceMs: number;
+    };
 
 /** A bad command line; the CLI prints `message` on one line and exits 2. */
 export class UsageError extends Error {
@@ -40,6 +57,10 @@ Usage:
                                         in its own git worktree of a scratch clone of --dir,
                                         and merge them into the branch teamwire-fix/<teamId>
   teamwire-example inspect <teamId>     print a team's roster, board and transcripts
+  teamwire-example worker --store <url> --team <teamId>
+                                        run reviewers of a team kept in PostgreSQL (on this or
+                                        another machine: it needs the reviewed directory at the
+                                        same path); exits when the review is done
 
 Options:
   --dir <path>              directory to review (default: the current directory)
@@ -56,7 +77,18 @@ Options:
   --plain                   plain timestamped lines even on a terminal
   --pace <ms>               pause the offline model before each step, to watch the board
                             (default: 0)
+  --store <url>             keep the team in PostgreSQL instead of <state-dir>:
+                            postgres://[user[:password]@]host[:port]/database
+  --workers <n>             run the reviewers in n worker processes, 1-8 (needs --store);
+                            this process runs the lead
+  --chaos                   SIGKILL one worker mid-run; the others take its reviewers over
+                            (needs --workers 2 or more)
   -h, --help                this text
+
+Worker options:
+  --store <url>             the PostgreSQL URL the team was started with
+  --team <teamId>           the team to work for
+  --pace <ms>               as above
 
 The default model is an offline, deterministic policy — not an LLM — that drives the real
 runtime (mailboxes, task board, transcripts, event hub) with no network and no API key.
@@ -79,10 +111,37 @@ const REVIEW_OPTIONS = {
   durability: { type: 'string' },
   plain: { type: 'boolean' },
   pace: { type: 'string' },
+  store: { type: 'string' },
+  workers: { type: 'string' },
+  chaos: { type: 'boolean' },
   ...HELP_OPTION,
 } as const satisfies OptionsConfig;
 
-const { teammates: _teammates, ...FIX_OPTIONS } = REVIEW_OPTIONS;
+const {
+  teammates: _teammates,
+  store: _store,
+  workers: _workers,
+  chaos: _chaos,
+  ...FIX_OPTIONS
+} = REVIEW_OPTIONS;
+
+/** Why `fix` has no `--store`, `--workers` or `--chaos`. */
+const FIX_HINTS: Record<string, string> = Object.fromEntries(
+  ['store', 'workers', 'chaos'].map((name) => [
+    name,
+    `--${name} is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them`,
+  ]),
+);
+
+const WORKER_OPTIONS = {
+  store: { type: 'string' },
+  team: { type: 'string' },
+  pace: { type: 'string' },
+  ...HELP_OPTION,
+} as const satisfies OptionsConfig;
+
+/** The form `--store` takes, for messages. */
+export const STORE_URL_FORM = 'postgres://[user[:password]@]host[:port]/database';
 
 const INSPECT_OPTIONS = {
   'state-dir': { type: 'string' },
@@ -94,11 +153,70 @@ export function parseArgs(argv: readonly string[], options: { cwd: string }): Co
   const args = argv[0] === '--' ? argv.slice(1) : [...argv];
   if (args[0] === 'inspect') return inspectCommand(args.slice(1));
   if (args[0] === 'fix') return fixCommand(args.slice(1), options.cwd);
+  if (args[0] === 'worker') return workerCommand(args.slice(1));
   return reviewCommand(args, options.cwd);
 }
 
+function workerCommand(args: string[]): Command {
+  const read = readStrict(args, WORKER_OPTIONS, { positionals: false, context: ' for worker' });
+  if (!read.parsed) return read.explained;
+  const { values } = read.parsed;
+  if (values.help) return { command: 'help' };
+  if (values.store === undefined) {
+    throw new UsageError(`worker needs --store ${STORE_URL_FORM}: the database the team lives in`);
+  }
+  if (values.team === undefined) {
+    throw new UsageError('worker needs --team <teamId>: the id of the team the review started');
+  }
+  return {
+    command: 'worker',
+    store: storeUrl(values.store),
+    teamId: values.team,
+    paceMs: pace(values.pace),
+  };
+}
+
+/** Checks a `--store` value: a PostgreSQL URL with a host. */
+function storeUrl(raw: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') || !url.hostname) {
+    throw new UsageError(
+      `--store must be a PostgreSQL URL, ${STORE_URL_FORM} (got ${redactUrl(raw)})`,
+    );
+  }
+  return raw;
+}
+
+/** `url` with its password, if any, replaced by `***` (for messages and summaries). */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (!url.password) return raw;
+    url.password = '***';
+    return url.toString();
+  } catch {
+    // not a URL node can read; mask what looks like `scheme://user:password@` all the same
+    return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
+  }
+}
+
+function pace(raw: string | undefined): number {
+  return wholeNumber(raw, 0, { min: 0, max: 60_000 }, (value) => {
+    return `--pace must be a whole number of milliseconds from 0 to 60000 (got ${value})`;
+  });
+}
+
 function fixCommand(args: string[], cwd: string): Command {
-  const read = readStrict(args, FIX_OPTIONS, { positionals: false, context: ' for fix' });
+  const read = readStrict(args, FIX_OPTIONS, {
+    positionals: false,
+    context: ' for fix',
+    hints: FIX_HINTS,
+  });
   if (!read.parsed) return read.explained;
   const { values } = read.parsed;
   if (values.help) return { command: 'help' };
@@ -109,7 +227,14 @@ function fixCommand(args: string[], cwd: string): Command {
     cwd,
   );
   if (review.command !== 'review') return review;
-  const { teammates: _unused, command: _review, ...rest } = review;
+  const {
+    teammates: _unused,
+    command: _review,
+    store: _noStore,
+    workers: _noWorkers,
+    chaos: _noChaos,
+    ...rest
+  } = review;
   return { ...rest, command: 'fix' };
 }
 
@@ -126,6 +251,34 @@ function reviewCommand(args: string[], cwd: string): Command {
   if (durability !== 'fsync' && durability !== 'buffered') {
     throw new UsageError(`--durability must be fsync or buffered (got ${durability})`);
   }
+  const store = values.store === undefined ? undefined : storeUrl(values.store);
+  if (store !== undefined && values['state-dir'] !== undefined) {
+    throw new UsageError(
+      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
+    );
+  }
+  if (store !== undefined && values.durability !== undefined) {
+    throw new UsageError(
+      '--durability is for the JSONL store; PostgreSQL makes every write durable when it commits',
+    );
+  }
+  const workers =
+    values.workers === undefined
+      ? undefined
+      : wholeNumber(values.workers, 1, { min: 1, max: 8 }, (raw) => {
+          return `--workers must be a whole number from 1 to 8 (got ${raw})`;
+        });
+  if (workers !== undefined && store === undefined) {
+    throw new UsageError(
+      `--workers needs --store ${STORE_URL_FORM}: the workers share the team through PostgreSQL`,
+    );
+  }
+  const chaos = values.chaos ?? false;
+  if (chaos && (workers ?? 0) < 2) {
+    throw new UsageError(
+      `--chaos needs --workers 2 or more, so that a worker survives to take the killed one's reviewers over (got ${workers === undefined ? 'no --workers' : `--workers ${workers}`})`,
+    );
+  }
   return {
     command: 'review',
     dir: values.dir ?? cwd,
@@ -139,9 +292,10 @@ function reviewCommand(args: string[], cwd: string): Command {
     report: values.report ?? 'team-report.md',
     durability,
     plain: values.plain ?? false,
-    paceMs: wholeNumber(values.pace, 0, { min: 0, max: 60_000 }, (raw) => {
-      return `--pace must be a whole number of milliseconds from 0 to 60000 (got ${raw})`;
-    }),
+    paceMs: pace(values.pace),
+    store,
+    workers,
+    chaos,
   };
 }
 
@@ -152,7 +306,7 @@ function reviewCommand(args: string[], cwd: string): Command {
 function readStrict<const O extends OptionsConfig, const P extends boolean>(
   args: string[],
   options: O,
-  where: { positionals: P; context: string },
+  where: { positionals: P; context: string; hints?: Record<string, string> },
 ) {
   try {
     return {
@@ -195,7 +349,7 @@ function explain(
   error: unknown,
   args: string[],
   options: OptionsConfig,
-  where: { positionals: boolean; context: string },
+  where: { positionals: boolean; context: string; hints?: Record<string, string> },
 ): Command {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw error;
@@ -214,6 +368,8 @@ function explain(
     if (token.kind !== 'option') continue;
     const type = options[token.name]?.type;
     if (type === undefined) {
+      const hints = where.hints ?? {};
+      if (Object.hasOwn(hints, token.name)) throw new UsageError(hints[token.name] as string);
       throw new UsageError(`unknown option ${args[token.index]}${where.context}`);
     }
     if (type === 'boolean' && token.value !== undefined) {

@@ -13,6 +13,12 @@ export class BoardModel {
   toolCalls = 0;
   inputTokens = 0;
   outputTokens = 0;
+  /**
+   * The status shown for an active member this process has no status of: `inactive` when every
+   * member runs here; the main process of `--workers` sets `in a worker` (status events stay in
+   * the process that runs a member).
+   */
+  unknownStatus = 'inactive';
   private readonly feedSize: number;
 
   constructor(options: { feedSize?: number } = {}) {
@@ -87,6 +93,11 @@ export class BoardModel {
     }
   }
 
+  /** Adds a line from elsewhere (a worker process) to the feed. */
+  note(line: string): void {
+    this.push(line);
+  }
+
   nameOf(memberId: string): string {
     return this.members.get(memberId)?.name ?? memberId;
   }
@@ -95,7 +106,7 @@ export class BoardModel {
     if (member.phase === 'failed' || member.phase === 'retired') return member.phase;
     return (
       this.status.get(member.name) ??
-      (member.phase === 'provisioning' ? 'provisioning' : 'inactive')
+      (member.phase === 'provisioning' ? 'provisioning' : this.unknownStatus)
     );
   }
 

@@ -4,6 +4,8 @@ import { formatSummary, runReview } from './app.js';
 import { HELP, parseArgs, UsageError } from './args.js';
 import { formatFixSummary, runFix } from './fix-app.js';
 import { inspectTeam } from './inspect.js';
+import { runWorker } from './worker.js';
+import { WORKER_OF_ENV } from './workers.js';
 
 async function main(): Promise<number> {
   const cwd = process.env.INIT_CWD ?? process.cwd();
@@ -25,6 +27,7 @@ async function main(): Promise<number> {
     process.stdout.write(await inspectTeam(command, { cwd }));
     return 0;
   }
+  if (command.command === 'worker') return worker(command, cwd);
   const controller = new AbortController();
   let signals = 0;
   const onSignal = () => {
@@ -51,8 +54,47 @@ async function main(): Promise<number> {
     summary = await runReview(command, io);
     process.stdout.write(formatSummary(summary));
   }
+  if (summary.problem) return 1;
   if (summary.interrupted) return 130;
   return summary.reportWritten ? 0 : 1;
+}
+
+/**
+ * A worker stops quietly on SIGTERM or Ctrl-C (its reviewers go back to the other processes at
+ * once), and when the process that started it dies (its stdin closes); a second signal ends it at
+ * once.
+ */
+async function worker(
+  command: Extract<ReturnType<typeof parseArgs>, { command: 'worker' }>,
+  cwd: string,
+): Promise<number> {
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = () => {
+    signals++;
+    if (signals > 1) process.exit(130);
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const parent = process.env[WORKER_OF_ENV] !== undefined;
+  if (parent) {
+    process.stdin.on('end', () => controller.abort());
+    process.stdin.on('error', () => controller.abort());
+    process.stdin.resume();
+  }
+  try {
+    await runWorker(command, {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      cwd,
+      env: process.env,
+      signal: controller.signal,
+    });
+  } finally {
+    if (parent) process.stdin.destroy();
+  }
+  return 0;
 }
 
 main().then(

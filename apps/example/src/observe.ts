@@ -1,10 +1,15 @@
-import type { EventHub } from '@teamwire/core';
+import type { AgentEvent, EventHub } from '@teamwire/core';
 import { BoardModel, createBoardScreen, plainLine, renderBoard } from './board.js';
 import type { AppIo } from './team-run.js';
 
 /** The board of a running team: drawn in place on a terminal, timestamped lines elsewhere. */
 export interface TeamObserver {
   readonly board: BoardModel;
+  /**
+   * Shows a line from elsewhere (a worker process, `--chaos`): printed as it is in plain output
+   * (`stderr` there for a worker's stderr), a line of the board's feed on a terminal.
+   */
+  print(line: string, options?: { stderr?: boolean }): void;
   /** Stops watching (after the hub is closed) and draws the board one last time. */
   close(): Promise<void>;
 }
@@ -17,7 +22,7 @@ export function observeTeam(options: {
   title: string;
   started: number;
   /** Called with every hub event, e.g. to collect workspace events. */
-  onEvent?: (agent: string, event: unknown) => void;
+  onEvent?: ((agent: string, event: AgentEvent) => void) | undefined;
 }): TeamObserver {
   const { hub, io, title, started } = options;
   const board = new BoardModel();
@@ -55,6 +60,14 @@ export function observeTeam(options: {
   const ticker = tty ? setInterval(draw, 100) : undefined;
   return {
     board,
+    print(line, printOptions) {
+      if (tty) {
+        board.note(line);
+        dirty = true;
+      } else {
+        (printOptions?.stderr ? io.stderr : io.stdout).write(`${line}\n`);
+      }
+    },
     async close() {
       subscription.close();
       await consumer;

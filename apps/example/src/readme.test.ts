@@ -20,3 +20,20 @@ describe('the root README', () => {
     }
   });
 });
+
+describe('the example README', () => {
+  it('documents every option of the help text, and the worker command', () => {
+    const readme = read('../README.md');
+    const options = [...HELP.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1] as string);
+    expect(options).toEqual(expect.arrayContaining(['--store', '--workers', '--chaos', '--team']));
+    for (const option of new Set(options)) {
+      // --team is the worker's, shown in its command line
+      expect(readme, option).toContain(option === '--team' ? '--team <teamId>' : `\`${option}`);
+    }
+    expect(HELP).toContain('teamwire-example worker --store <url> --team <teamId>');
+    expect(readme).toContain('teamwire-example worker --store <url> --team <teamId>');
+    expect(readme).toContain(
+      'teamwire-example worker --store postgres://user@db-host/teamwire --team <teamId>',
+    );
+  });
+});

@@ -1,13 +1,17 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  type AgentEvent,
   type AgentTool,
   createEventHub,
   defineTool,
   type ModelAdapter,
   openTeam,
   TeamError,
+  type TeamLog,
   type TeamService,
+  type TranscriptStore,
+  type TurnOutcome,
   ulidIdSource,
   type WireFormat,
 } from '@teamwire/core';
@@ -17,7 +21,7 @@ import { openJsonlTeamStore } from '@teamwire/storage';
 import { z } from 'zod';
 import type { Command } from './args.js';
 import { plainLine } from './board.js';
-import { observeTeam } from './observe.js';
+import { observeTeam, type TeamObserver } from './observe.js';
 
 /*
  * How the review and the fix job set up and run a team: where it lives, the settings it was
@@ -37,7 +41,12 @@ export interface AppIo {
 
 export interface RunSummary {
   teamId: string;
+  /** Where the team is kept: its folder, or `PostgreSQL host:port/db (schema s)`. */
   teamDir: string;
+  /** The `--store` URL of a team kept in PostgreSQL (password masked), for the resume hint. */
+  store?: string | undefined;
+  /** Why the run stopped short, when it was not Ctrl-C (e.g. every worker exited). */
+  problem?: string | undefined;
   reportPath: string;
   reportWritten: boolean;
   turns: number;
@@ -138,7 +147,45 @@ export function teamModels(
 }
 
 /** What a job gives `openTeam` besides the team's id, store and hub. */
-type TeamSetup = Omit<Parameters<typeof openTeam>[0], 'teamId' | 'log' | 'transcripts' | 'events'>;
+export type TeamSetup = Omit<
+  Parameters<typeof openTeam>[0],
+  'teamId' | 'log' | 'transcripts' | 'events'
+>;
+
+/** A team's log and transcripts opened by the job itself (PostgreSQL), not the JSONL folder. */
+export interface OpenedStore {
+  log: TeamLog;
+  transcripts: TranscriptStore;
+  /** Where the team is kept, for the summary. */
+  where: string;
+  /** The `--store` URL, password masked, for the resume hint. */
+  url?: string | undefined;
+  /**
+   * How long to wait for the lead when another process still holds it: one that was killed holds
+   * it until its lease runs out. 0: never wait.
+   */
+  leadWaitMs: number;
+  close(): Promise<void>;
+}
+
+/** What a job adds to a run of its team: worker processes, `--chaos`. */
+export interface RunHooks {
+  /** Every event the hub delivers (also the ones the board shows). */
+  onEvent?(agent: string, event: AgentEvent): void;
+  /**
+   * After the team opened, before the lead is prompted. `stop(problem)` ends the run early as
+   * Ctrl-C does (the team can be resumed), with `problem` in the summary.
+   */
+  started?(run: {
+    team: TeamService;
+    observer: TeamObserver;
+    stop(problem: string): void;
+  }): Promise<void> | void;
+  /** Once the lead is idle (not after Ctrl-C): e.g. wait for members in other processes. */
+  settle?(team: TeamService): Promise<void>;
+  /** Always, after the team is disposed, before the board closes: e.g. stop worker processes. */
+  stopped?(): Promise<void>;
+}
 
 /**
  * Runs a team until it is idle or Ctrl-C stops it, showing the board: opens its store (writing
@@ -155,28 +202,50 @@ export async function runTeam<S extends BaseSettings>(options: {
   title: string;
   prompt: string;
   setup: (reportTool: AgentTool) => Promise<TeamSetup>;
+  /** The team's store when the job opened it (PostgreSQL); default the JSONL folder. */
+  store?: OpenedStore | undefined;
+  hooks?: RunHooks | undefined;
 }): Promise<RunSummary> {
-  const { command, io, location, settings } = options;
-  const { started, teamId, teamDir } = location;
-  const store = await openJsonlTeamStore({
-    teamId,
-    dir: teamDir,
-    durability: command.durability,
-    create: !command.resume,
-  });
-  if (!command.resume) {
-    await writeFile(
-      path.join(teamDir, options.settingsFile),
-      `${JSON.stringify(settings, null, 2)}\n`,
-    );
+  const { command, io, location, settings, hooks } = options;
+  const { started, teamId } = location;
+  let store: Omit<OpenedStore, 'leadWaitMs'> & { leadWaitMs?: number };
+  if (options.store) {
+    store = options.store;
+  } else {
+    const jsonl = await openJsonlTeamStore({
+      teamId,
+      dir: location.teamDir,
+      durability: command.durability,
+      create: !command.resume,
+    });
+    store = {
+      log: jsonl.log,
+      transcripts: jsonl.transcripts,
+      where: location.teamDir,
+      close: () => jsonl.close(),
+    };
+    if (!command.resume) {
+      await writeFile(
+        path.join(location.teamDir, options.settingsFile),
+        `${JSON.stringify(settings, null, 2)}\n`,
+      );
+    }
   }
 
   let reportWritten = false;
   let team: TeamService | undefined;
   let interrupted = false;
+  let problem: string | undefined;
   const hub = createEventHub({ teamId, log: store.log });
   const title = `${options.title} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
-  const observer = observeTeam({ hub, io, plain: command.plain, title, started });
+  const observer = observeTeam({
+    hub,
+    io,
+    plain: command.plain,
+    title,
+    started,
+    onEvent: hooks?.onEvent,
+  });
   if (io.stdout.isTTY !== true || command.plain) {
     io.stdout.write(
       `${plainLine(Date.now(), `${command.resume ? 'resuming' : 'starting'} ${title}`)}\n`,
@@ -196,18 +265,39 @@ export async function runTeam<S extends BaseSettings>(options: {
       void team?.dispose();
     };
     io.signal?.addEventListener('abort', onAbort, { once: true });
+    const opened = team;
     if (!interrupted) {
-      await team.promptLead(options.prompt).catch((error: unknown) => {
+      await hooks?.started?.({
+        team: opened,
+        observer,
+        stop: (why) => {
+          problem ??= why;
+          onAbort();
+        },
+      });
+    }
+    if (!interrupted) {
+      await promptWhenPlaced(
+        opened,
+        options.prompt,
+        store.leadWaitMs ?? 0,
+        () => interrupted,
+      ).catch((error: unknown) => {
         if (!interrupted) throw error;
       });
     }
     if (!interrupted) await team.idle();
+    if (!interrupted) await hooks?.settle?.(team);
     io.signal?.removeEventListener('abort', onAbort);
   } finally {
-    await team?.dispose();
-    hub.close();
-    await observer.close();
-    await store.close();
+    try {
+      await team?.dispose();
+      await hooks?.stopped?.();
+    } finally {
+      hub.close();
+      await observer.close();
+      await store.close();
+    }
   }
   try {
     await readFile(settings.report);
@@ -218,7 +308,9 @@ export async function runTeam<S extends BaseSettings>(options: {
   const { board } = observer;
   return {
     teamId,
-    teamDir,
+    teamDir: store.where,
+    store: store.url,
+    problem,
     reportPath: settings.report,
     reportWritten,
     turns: board.turns,
@@ -229,6 +321,35 @@ export async function runTeam<S extends BaseSettings>(options: {
     wallMs: Date.now() - started,
     interrupted,
   };
+}
+
+/**
+ * Prompts the lead. In a team spread over processes the lead may still be held by a process that
+ * was killed (until its lease runs out): the prompt is tried again until `waitMs` have passed.
+ */
+async function promptWhenPlaced(
+  team: TeamService,
+  prompt: string,
+  waitMs: number,
+  stopped: () => boolean,
+): Promise<TurnOutcome> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await team.promptLead(prompt);
+    } catch (error) {
+      const notHere = TeamError.isInstance(error) && error.code === 'NOT_PLACED_HERE';
+      if (!notHere || stopped()) throw error;
+      if (Date.now() >= deadline) {
+        throw new TeamError(
+          'NOT_PLACED_HERE',
+          `the lead of team ${team.teamId} runs in another process that is still alive (another run of this team?); stop it, or resume once it has ended`,
+          { cause: error },
+        );
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** The lines every job's summary starts with: what the team did and what it cost. */

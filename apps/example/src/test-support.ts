@@ -102,12 +102,15 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the built CLI to completion. */
-export function runCli(args: readonly string[], options: { cwd: string }): Promise<CliRun> {
+/** Runs the built CLI to completion (`env`: added to this process's environment). */
+export function runCli(
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: options.cwd,
-      env: { ...process.env, INIT_CWD: options.cwd },
+      env: { ...process.env, ...options.env, INIT_CWD: options.cwd },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,0 +1,60 @@
+import type { Member, Task, TeamLog, TeamRecord } from '@teamwire/core';
+import { SUMMARY_SUBJECT } from './policy-lead.js';
+
+/**
+ * How far a review team is, from durable records only: the team log as read when the view starts,
+ * then the `record` events of the hub (published once durable, whichever process wrote them).
+ *
+ * The team service's own reads (`listMembers`, `listTasks`) are no good for this in a team spread
+ * over processes: a command is applied to the state before its append is durable, and it may
+ * still be refused (another process took the seq, or the store fenced the member) and be
+ * reverted. A worker that took a retirement still in flight for done would leave too early.
+ */
+export class ReviewProgress {
+  private readonly members = new Map<string, Member & { seq: number }>();
+  private readonly tasks = new Map<string, Task & { seq: number }>();
+
+  constructor(private readonly leadId: string) {}
+
+  /** Applies a durable record (again is harmless: an older record never replaces a newer one). */
+  apply(record: TeamRecord): void {
+    if (record.type === 'member') {
+      const known = this.members.get(record.member.id);
+      if (!known || known.seq < record.seq)
+        this.members.set(record.member.id, { ...record.member, seq: record.seq });
+    } else if (record.type === 'task') {
+      const known = this.tasks.get(record.task.id);
+      if (!known || known.seq < record.seq)
+        this.tasks.set(record.task.id, { ...record.task, seq: record.seq });
+    }
+  }
+
+  /** Applies every record of the log up to now. */
+  async read(log: TeamLog): Promise<void> {
+    for await (const record of log.read()) this.apply(record);
+  }
+
+  /** Every member but the lead. */
+  reviewers(): Member[] {
+    return [...this.members.values()].filter((m) => m.id !== this.leadId);
+  }
+
+  /** The lead completed its summary task: the report is written. */
+  get reportDone(): boolean {
+    return [...this.tasks.values()].some(
+      (t) => t.subject === SUMMARY_SUBJECT && t.status === 'completed',
+    );
+  }
+
+  /** The report is written and every reviewer has retired (or failed): nothing is left to run. */
+  get finished(): boolean {
+    const reviewers = this.reviewers();
+    return (
+      this.reportDone &&
+      reviewers.length > 0 &&
+      reviewers.every((m) => m.phase === 'retired' || m.phase === 'failed')
+    );
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,121 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { createEventHub, openTeam, TeamError, type TeamService } from '@teamwire/core';
+import { REVIEWER_AGENT_TYPE, reviewTeamSetup, TeamSettings } from './app.js';
+import type { Command } from './args.js';
+import { PgTeamDatabase } from './pg-team.js';
+import { ReviewProgress } from './review-progress.js';
+import { reportTool } from './team-run.js';
+import { printTurns } from './turn-lines.js';
+import { WORKER_PROCESS_ID_ENV } from './workers.js';
+
+/*
+ * `teamwire-example worker --store <url> --team <teamId>`: a process that runs reviewers of a
+ * team kept in PostgreSQL, never its lead. The store's placement gives it the reviewers it runs
+ * (and moves them to other workers if it dies); it prints a line per turn (errors on stderr) and
+ * exits once the review is done (the report written, every reviewer retired, as the log says) or
+ * on SIGTERM / Ctrl-C.
+ */
+
+export type WorkerCommand = Extract<Command, { command: 'worker' }>;
+
+export interface WorkerIo {
+  /** A line per turn of the reviewers this process runs. */
+  stdout: { write(text: string): unknown };
+  /** A line per runtime error (a failed turn, a reviewer that could not be revived). */
+  stderr: { write(text: string): unknown };
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Aborted on SIGTERM or Ctrl-C: the worker hands its reviewers back and exits. */
+  signal?: AbortSignal;
+}
+
+/** How often the worker looks whether the review is done, besides after every record. */
+const LOOK_EVERY_MS = 500;
+
+export async function runWorker(command: WorkerCommand, io: WorkerIo): Promise<void> {
+  const processId =
+    io.env[WORKER_PROCESS_ID_ENV] ||
+    `worker-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const db = await PgTeamDatabase.open({ url: command.store, env: io.env, processId });
+  try {
+    const settings = await db.loadSettings(command.teamId, TeamSettings);
+    if (!existsSync(settings.dir)) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `the directory under review, ${settings.dir}, is not on this machine: a worker needs it at the same path`,
+      );
+    }
+    if (io.signal?.aborted) return;
+    const store = await db.openStore(command.teamId, {
+      lead: false,
+      agentTypes: [REVIEWER_AGENT_TYPE],
+    });
+    const hub = createEventHub({ teamId: command.teamId, log: store.log });
+    let team: TeamService | undefined;
+    let look = () => {};
+    // the lead's member id is the team id
+    const progress = new ReviewProgress(command.teamId);
+    const stopPrinting = printTurns(hub, {
+      write: (line) => io.stdout.write(`${line}\n`),
+      writeError: (line) => io.stderr.write(`${line}\n`),
+      onRecord: (record) => {
+        progress.apply(record);
+        look();
+      },
+    });
+    try {
+      team = await openTeam({
+        ...reviewTeamSetup(settings, {
+          cwd: io.cwd,
+          paceMs: command.paceMs,
+          // the lead never runs here: its report tool is never called in a worker
+          report: reportTool(settings.report, () => {}),
+        }),
+        teamId: command.teamId,
+        log: store.log,
+        transcripts: store.transcripts,
+        events: hub,
+      });
+      // what was durable before the hub saw anything (the records it publishes come after)
+      await progress.read(store.log);
+      const opened = team;
+      let failure: unknown;
+      await new Promise<void>((resolve) => {
+        const timer = setInterval(() => {
+          try {
+            opened.membership(opened.lead); // throws once the service broke (its store failed)
+          } catch (error) {
+            failure = error;
+            done();
+          }
+          look();
+        }, LOOK_EVERY_MS);
+        const done = () => {
+          clearInterval(timer);
+          io.signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        look = () => {
+          if (progress.finished) done();
+        };
+        io.signal?.addEventListener('abort', done, { once: true });
+        if (io.signal?.aborted) done();
+        look();
+      });
+      look = () => {};
+      if (failure !== undefined && !io.signal?.aborted) throw failure;
+    } finally {
+      try {
+        await team?.dispose();
+      } finally {
+        hub.close();
+        await stopPrinting();
+        await store.close();
+      }
+    }
+  } finally {
+    await db.end();
+  }
+}
