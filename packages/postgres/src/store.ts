@@ -78,6 +78,16 @@ export interface PostgresTeamStore {
 }
 
 const DEFAULT_LEASE_MS = 5000;
+/** Attempts at opening when connections are lost on the way (not refused). */
+const OPEN_ATTEMPTS = 4;
+
+/** A refused or unresolvable connection: the server is not there, as opposed to a lost one. */
+function isRefused(error: unknown): boolean {
+  if (error instanceof ConnectError) return isRefused(error.cause);
+  if (error instanceof AggregateError) return error.errors.some(isRefused);
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN';
+}
 const DEFAULT_RECONNECT: RetryPolicy = { initialDelayMs: 50, maxDelayMs: 2000 };
 
 /**
@@ -112,29 +122,42 @@ export async function openPostgresTeamStore(
 
   let doorbell: Doorbell | undefined;
   try {
-    let migrated: MigrationOutcome;
-    let lastSeq: number;
-    try {
-      migrated = await migrate(pool, tables);
-      const found = await execute<{ last: string | null }>(
-        pool,
-        `SELECT max(seq)::text AS last FROM ${tables.log} WHERE team_id = $1`,
-        [teamId],
-      );
-      lastSeq = Number(found.rows[0]?.last ?? 0);
-      doorbell = new Doorbell({
-        config: { ...pool.options, application_name: applicationName },
-        channel: tables.channel,
-        teamId,
-        processId,
-        policy: settings.reconnect,
-        pollMs: settings.pollMs,
-      });
-      await doorbell.open();
-    } catch (error) {
-      if (TeamError.isInstance(error)) throw error;
-      if (error instanceof ConnectError || isTransient(error)) throw unavailable(server, error);
-      throw storageError(`opening team ${teamId} in schema ${schema}`, error);
+    let migrated: MigrationOutcome | undefined;
+    let lastSeq = 0;
+    // A server that refuses connections is down: say so at once. A connection lost on the way (a
+    // terminated backend, a reset) is not: try again, a few times, before calling it unavailable.
+    for (let attempt = 1; migrated === undefined; attempt++) {
+      try {
+        const outcome = await migrate(pool, tables);
+        const found = await execute<{ last: string | null }>(
+          pool,
+          `SELECT max(seq)::text AS last FROM ${tables.log} WHERE team_id = $1`,
+          [teamId],
+        );
+        lastSeq = Number(found.rows[0]?.last ?? 0);
+        doorbell = new Doorbell({
+          config: { ...pool.options, application_name: applicationName },
+          channel: tables.channel,
+          teamId,
+          processId,
+          policy: settings.reconnect,
+          pollMs: settings.pollMs,
+        });
+        await doorbell.open();
+        migrated = outcome;
+      } catch (error) {
+        await doorbell?.close().catch(() => undefined);
+        doorbell = undefined;
+        if (TeamError.isInstance(error)) throw error;
+        if (isTransient(error) && !isRefused(error) && attempt < OPEN_ATTEMPTS) {
+          await new Promise((resolve) =>
+            setTimeout(resolve, settings.reconnect.initialDelayMs * 2 ** attempt),
+          );
+          continue;
+        }
+        if (error instanceof ConnectError || isTransient(error)) throw unavailable(server, error);
+        throw storageError(`opening team ${teamId} in schema ${schema}`, error);
+      }
     }
 
     const placement = new PostgresPlacement({
@@ -147,9 +170,9 @@ export async function openPostgresTeamStore(
       policy: settings.reconnect,
     });
     const context = { pool, tables, teamId, processId, policy: settings.reconnect, placement };
-    const log = new PostgresTeamLog({ ...context, doorbell }, lastSeq);
+    const bell = doorbell as Doorbell;
+    const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq);
     const transcripts = new PostgresTranscriptStore(context);
-    const bell = doorbell;
     let closing: Promise<void> | undefined;
     return {
       teamId,

@@ -39,8 +39,8 @@ export interface TeamLog {
   /**
    * Present when other processes append to the same log (e.g. `@teamwire/postgres`). The team
    * service then treats a `SEQ_CONFLICT` rejection as a lost race (it reads the records it missed,
-   * applies them, decides the command again and retries), follows {@link SharedTeamLog.onAppended}
-   * for records written elsewhere, and places members with {@link SharedTeamLog.placement}.
+   * applies them, decides the command again and retries), follows `shared.onAppended`
+   * for records written elsewhere, and places members with `shared.placement`.
    */
   readonly shared?: SharedTeamLog | undefined;
 }

@@ -380,7 +380,11 @@ export class RunnerPool implements RunnerHost {
     if (runner === undefined) return;
     this.runners.delete(memberId);
     if (runner === this.leadRunner) this.leadRunner = undefined;
-    void runner.stop();
+    void runner.stop(
+      new TeamError('NOT_PLACED_HERE', `${runner.name} now runs in another process of this team`, {
+        details: { memberId },
+      }),
+    );
     this.runnerChanged();
   }
 

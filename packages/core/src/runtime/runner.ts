@@ -22,6 +22,9 @@ import { retireMember } from './retirement.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, TurnOutcome } from './service-types.js';
 
+/** Why a runner stops without reporting a failure (see `fail`). */
+const QUIET_STOPS: ReadonlySet<string> = new Set(['DISPOSED', 'FENCED', 'NOT_PLACED_HERE']);
+
 /** What a runner is doing. `stopped`: its loop ended (disposed, retired or failed). */
 export type RunnerActivity = 'starting' | 'running' | 'idle' | 'stopped';
 
@@ -62,6 +65,8 @@ export class AgentRunner {
   private woken = false;
   private claimFailed = false;
   private stopping = false;
+  /** Why host prompts still waiting are refused once the loop ends (default `DISPOSED`). */
+  private stopReason: TeamError | undefined;
   private turnAbort: AbortController | undefined;
   private readonly hostPrompts: HostPrompt[] = [];
   private readonly resumeTasks: string[];
@@ -159,7 +164,11 @@ export class AgentRunner {
         this.stopping = true;
         this.turnAbort = undefined;
         for (const prompt of this.hostPrompts.splice(0)) {
-          prompt.reject(this.failure ?? new TeamError('DISPOSED', 'the team service was disposed'));
+          prompt.reject(
+            this.failure ??
+              this.stopReason ??
+              new TeamError('DISPOSED', 'the team service was disposed'),
+          );
         }
         this.setActivity('stopped');
       }
@@ -183,10 +192,17 @@ export class AgentRunner {
     return true;
   }
 
-  /** Stops the loop: the running turn is aborted and nothing more is written. */
-  stop(): Promise<void> {
+  /**
+   * Stops the loop: the running turn is aborted and nothing more is written. `reason` is what
+   * waiting host prompts are refused with (default `DISPOSED`), e.g. `NOT_PLACED_HERE` when the
+   * member moved to another process.
+   */
+  stop(reason?: TeamError): Promise<void> {
+    this.stopReason ??= reason;
     this.stopping = true;
-    this.turnAbort?.abort(new TeamError('DISPOSED', 'the team service was disposed'));
+    this.turnAbort?.abort(
+      this.stopReason ?? new TeamError('DISPOSED', 'the team service was disposed'),
+    );
     this.notify();
     return this.loopDone ?? Promise.resolve();
   }
@@ -195,7 +211,9 @@ export class AgentRunner {
   prompt(content: ContentBlock[]): Promise<TurnOutcome> {
     if (!this.live || this.stopping) {
       return Promise.reject(
-        this.failure ?? new TeamError('DISPOSED', 'the team service was disposed'),
+        this.failure ??
+          this.stopReason ??
+          new TeamError('DISPOSED', 'the team service was disposed'),
       );
     }
     return new Promise<TurnOutcome>((resolve, reject) => {
@@ -401,9 +419,10 @@ export class AgentRunner {
    */
   private async fail(error: unknown): Promise<void> {
     const failure = toTeamError(error);
-    // DISPOSED: stopped on purpose. FENCED: another process runs this member now (the store
-    // refused a write for it); it goes on there, from its transcript, and this runner just stops.
-    if (this.host.closed || failure.code === 'DISPOSED' || failure.code === 'FENCED') return;
+    // DISPOSED: stopped on purpose. FENCED, NOT_PLACED_HERE: another process runs this member
+    // now (the store refused a write for it, or the placement moved it); it goes on there, from
+    // its transcript, and this runner just stops.
+    if (this.host.closed || QUIET_STOPS.has(failure.code)) return;
     this.failure = failure;
     this.host.events.publish(this.name, {
       type: 'error',

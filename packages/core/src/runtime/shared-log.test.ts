@@ -301,6 +301,28 @@ describe('a team spread over processes (shared log)', () => {
     for (const service of [observer, a.service, b.service]) await service.dispose();
   });
 
+  it('a prompt waiting for a lead that moves to another process is refused with NOT_PLACED_HERE', async () => {
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const w = world({ lead: ({ call }) => (call === 1 ? { text: 'slow', gate } : { text: 'ok' }) });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: true, agentTypes: [] }, 'b');
+    const running = a.service.promptLead('first');
+    const waiting = a.service.promptLead('second');
+    await a.sink.waitFor((agent, e) => agent === 'lead' && e.type === 'turn.start');
+    w.team.move(TEAM_ID, b.index);
+    await expect(waiting).rejects.toMatchObject({ code: 'NOT_PLACED_HERE' });
+    // the turn that was running ends as an interrupted one, like a turn cut by dispose
+    await expect(running).resolves.toMatchObject({ stopReason: 'interrupted' });
+    open();
+    // the lead answers in its new process, and the old one reported no failure
+    await expect(b.service.promptLead('third')).resolves.toMatchObject({ stopReason: 'end_turn' });
+    expect(a.sink.errors()).toEqual([]);
+    for (const p of [a, b]) await p.service.dispose();
+  });
+
   it('a process that does not run the lead refuses to prompt it', async () => {
     const w = world({ lead: notedLead });
     await w.open({ lead: true, agentTypes: [] }, 'a');

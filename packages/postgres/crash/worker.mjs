@@ -1,0 +1,477 @@
+// A worker of the PostgreSQL crash test: one process of a team spread over several. It opens the
+// store with its own processId (`crash-<slot>-<pid>`), opens the team with openTeam over it and
+// runs whatever the placement gives it (lead and teammates, every agent type) until the driver
+// kills it, cuts its connections, or tells it to drain and stop.
+//
+//   node crash/worker.mjs --url <postgres url> --schema <s> --team-id <id> --slot <n>
+//                         --acks <file> --seed <n> --lease-ms <ms> --teammates <n>
+//
+// Scripted teammates message each other and the lead and create, claim, complete and release
+// tasks; while this process runs the lead, its host code keeps `--teammates` teammates spawned
+// and mails them. Every send that was answered is appended to the acks file, and synced, after the
+// answer: the driver then knows exactly which sends the team promised to keep.
+//
+// IPC to the driver: {type: 'ready', processId} once openTeam returned; {type: 'error', agent,
+// code, message} for every runtime `error` event; {type: 'refused', code} for every host call
+// refused as expected (FENCED, NOT_PLACED_HERE, ...); {type: 'broke', message} before exiting with
+// code 3 when the team service broke (STORE_CLOSED). IPC from the driver: {type: 'drain'} (no new
+// work: host sends stop, teammates only finish tasks they were given), {type: 'nudge', targets}
+// (the lead's process wakes members whose mail waits). SIGTERM disposes the team, closes the store
+// and exits 0. Anything unexplained (an uncaught error, a refusal the team should never give)
+// exits 2.
+
+import { fdatasyncSync, openSync, writeSync } from 'node:fs';
+import { createAgentRegistry, INTERRUPTED_TOOL_RESULT, openTeam, TeamError } from '@teamwire/core';
+import {
+  createScriptedModel,
+  createSimpleFormat,
+  createSimplePolicy,
+} from '@teamwire/core/testing';
+import { openPostgresTeamStore } from '../dist/index.js';
+import {
+  createRng,
+  EXIT_FATAL,
+  EXIT_SERVICE_BROKE,
+  LEAD_TYPE,
+  PROCESS_PREFIX,
+  parseArgs,
+  UsageError,
+  WORKER_TYPE,
+} from './shared.mjs';
+
+const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan'];
+/** Spawns stop once the roster holds this many teammates (a kill can cut a spawn each time). */
+const MAX_TEAMMATES_EVER = 24;
+/** How long closing may take when the service broke or on SIGTERM, before exiting anyway. */
+const CLOSE_TIMEOUT_MS = 15_000;
+
+let args;
+try {
+  args = parseArgs(process.argv.slice(2), {
+    url: { type: 'string' },
+    schema: { type: 'string' },
+    'team-id': { type: 'string' },
+    slot: { type: 'string' },
+    acks: { type: 'string' },
+    seed: { type: 'string' },
+    'lease-ms': { type: 'string' },
+    teammates: { type: 'string' },
+  });
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`crash worker: ${error.message}\n`);
+  process.exit(EXIT_FATAL);
+}
+const teamId = String(args['team-id']);
+const processId = `${PROCESS_PREFIX}${args.slot}-${process.pid}`;
+const teammates = Number(args.teammates ?? 4);
+const rng = createRng(Number(args.seed ?? 1));
+// The scripted model numbers tool calls from 1 in every process; a transcript that lives through
+// many processes gets ids unique across them, as a real provider's would be.
+const callTag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+let callCount = 0;
+
+function log(line) {
+  process.stderr.write(`[${processId}] ${line}\n`);
+}
+
+function fatal(why, detail) {
+  const text = detail instanceof Error ? (detail.stack ?? detail.message) : String(detail);
+  log(`FATAL ${why}: ${text}`);
+  process.exit(EXIT_FATAL);
+}
+process.on('unhandledRejection', (error) => fatal('unhandled rejection', error));
+process.on('uncaughtException', (error) => fatal('uncaught exception', error));
+
+/** Sends to the driver; a driver that is gone is not this process's problem. */
+function report(message) {
+  try {
+    process.send?.(message);
+  } catch {
+    // the IPC channel closed: the driver is shutting down or killed us already
+  }
+}
+
+// The acknowledgement file of this process: one message id per line, written (and synced) only
+// after the send was answered. A kill between the answer and this write merely loses the ack.
+const ackFd = openSync(String(args.acks), 'a');
+function acknowledge(messageId) {
+  writeSync(ackFd, `${messageId}\n`);
+  fdatasyncSync(ackFd);
+}
+
+/** Set once the driver asked for the drain: nobody starts new work. */
+let draining = false;
+/** Set once this process is going away (SIGTERM or a broken service). */
+let leaving = false;
+
+/** The turn each agent is in: why it started and how many model calls it made. */
+const turns = new Map();
+
+const events = {
+  publish(agentName, event) {
+    switch (event.type) {
+      case 'turn.start':
+        turns.set(agentName, { step: 0, reason: event.reason, taskId: event.taskId });
+        break;
+      case 'tool.result':
+        // Published right after the tool answered, before the result is even recorded.
+        if (event.toolName === 'send_message' && !event.isError) {
+          acknowledge(JSON.parse(event.text).messageId);
+        } else if (event.isError) {
+          report({ type: 'refused', code: `${event.toolName}:${toolErrorCode(event.text)}` });
+        }
+        break;
+      case 'error':
+        log(`${agentName} reported error ${event.code}: ${event.message}`);
+        report({ type: 'error', agent: agentName, code: event.code, message: event.message });
+        if (event.code === 'STORE_CLOSED') void broke(`${agentName}: ${event.message}`);
+        break;
+      default:
+        break;
+    }
+  },
+};
+
+/**
+ * Set once openTeam returned. Runners start inside openTeam (members placed here are revived
+ * during it), so a script waits for `opened` before it looks at the team.
+ */
+let team;
+let markOpened;
+const opened = new Promise((resolve) => {
+  markOpened = resolve;
+});
+let store;
+let counter = 0;
+
+function members() {
+  return team.listMembers(team.lead);
+}
+
+function activeNames(except) {
+  return members()
+    .filter((m) => m.phase === 'active' && m.name !== except)
+    .map((m) => m.name);
+}
+
+function memberId(name) {
+  return members().find((m) => m.name === name)?.memberId;
+}
+
+/** One agent's model: two calls per turn, the first one does the work. */
+function script(agentName) {
+  const isLead = agentName === 'lead';
+  return async () => {
+    await opened;
+    const turn = turns.get(agentName) ?? { step: 0 };
+    turn.step++;
+    // The second call ends the turn. Its step boundary delivered all mail pending meanwhile,
+    // quiet mail included.
+    if (turn.step > 1) return { text: `${agentName} is done for now.` };
+    const calls = [];
+    if (turn.reason === 'task-claim' && turn.taskId !== undefined) {
+      calls.push({ name: 'task_update', input: { taskId: turn.taskId, action: 'complete' } });
+    }
+    if (!draining) calls.push(...work(agentName, isLead));
+    if (calls.length === 0) calls.push({ name: 'task_list', input: { limit: 1 } });
+    return { toolCalls: calls.map((call) => ({ ...call, id: `call-${callTag}-${++callCount}` })) };
+  };
+}
+
+/** The random (seeded) work of one turn: a message, and maybe a change on the board. */
+function work(agentName, isLead) {
+  const calls = [];
+  const targets = activeNames(agentName);
+  if (targets.length > 0 && rng.chance(isLead ? 0.5 : 0.9)) {
+    const to = rng.pick(targets);
+    calls.push({
+      name: 'send_message',
+      input: {
+        to,
+        message: `${agentName} to ${to}, note ${++counter}`,
+        ...(rng.chance(0.2) ? { delivery: 'quiet' } : {}),
+      },
+    });
+  }
+  const roll = rng.next();
+  if (roll < (isLead ? 0.1 : 0.15)) {
+    const open = team.listTasks(team.lead, { status: ['pending', 'in_progress'], limit: 20 }).tasks;
+    const blocker = open.length > 0 && rng.chance(0.3) ? [rng.pick(open).id] : [];
+    calls.push({
+      name: 'task_create',
+      input: {
+        subject: `job ${++counter} by ${agentName}`,
+        description: 'Scripted work for the PostgreSQL crash test.',
+        ...(blocker.length > 0 ? { blockedBy: blocker } : {}),
+      },
+    });
+  } else if (isLead) {
+    // The lead only creates tasks.
+  } else if (roll < 0.35) {
+    const ready = team.listTasks(team.lead, { ready: true, limit: 10 }).tasks;
+    if (ready.length > 0) {
+      const task = rng.pick(ready);
+      // Sometimes a stale expected revision, so compare-and-set refusals happen too.
+      const expectedRevision = rng.chance(0.2) ? Math.max(1, task.revision - 1) : task.revision;
+      calls.push({
+        name: 'task_update',
+        input: { taskId: task.id, action: 'claim', expectedRevision },
+      });
+    }
+  } else if (roll < 0.6) {
+    const id = memberId(agentName);
+    const mine = team.listTasks(team.lead, { ownerId: id, status: 'in_progress', limit: 5 }).tasks;
+    if (mine.length > 0) {
+      const action = roll < 0.55 ? 'complete' : 'release';
+      calls.push({ name: 'task_update', input: { taskId: rng.pick(mine).id, action } });
+    }
+  }
+  return calls;
+}
+
+const scripted = createScriptedModel();
+const scriptedAgents = new Set();
+/** The scripted model, giving each agent its script the first time it calls. */
+const model = {
+  specificationVersion: 'v1',
+  provider: scripted.provider,
+  modelId: scripted.modelId,
+  stream(request) {
+    const name = request.agentName;
+    if (name !== undefined && !scriptedAgents.has(name)) {
+      scriptedAgents.add(name);
+      scripted.setScript(name, script(name));
+    }
+    return scripted.stream(request);
+  },
+};
+
+/** Refusals the host code expects when another process runs the lead, or the team is busy. */
+const HOST_REFUSALS = new Set([
+  'FENCED', // another process took the lead over while this call was in flight
+  'NOT_PLACED_HERE',
+  'NOT_A_MEMBER',
+  'MAILBOX_FULL',
+  'NAME_TAKEN', // another process running the lead spawned the same name first
+  'MEMBER_LIMIT',
+  'UNKNOWN_TARGET',
+]);
+
+/** Refusals opening the team may meet under chaos. */
+const OPEN_REFUSALS = new Set(['STORE_UNAVAILABLE', 'FENCED', 'STORE_CLOSED']);
+
+/** A host call failed: expected refusals are skipped, a broken service ends the process. */
+function hostFailed(error, what) {
+  if (TeamError.hasCode(error, 'STORE_CLOSED')) return broke(`${what}: ${describe(error)}`);
+  if (TeamError.hasCode(error, 'DISPOSED') && leaving) return;
+  if (TeamError.isInstance(error) && HOST_REFUSALS.has(error.code)) {
+    report({ type: 'refused', code: error.code });
+    return;
+  }
+  fatal(`${what} failed`, error);
+}
+
+/**
+ * The team service broke (an append it could not make): it must be reopened from the log. This
+ * process gives its members back, tells the driver and exits 3; the driver starts a new one.
+ */
+async function broke(why) {
+  if (leaving) return;
+  leaving = true;
+  log(`the team service broke, exiting ${EXIT_SERVICE_BROKE}: ${why}`);
+  report({ type: 'broke', message: why });
+  setTimeout(() => process.exit(EXIT_SERVICE_BROKE), CLOSE_TIMEOUT_MS).unref();
+  await team?.dispose().catch(() => undefined);
+  await store?.close().catch(() => undefined);
+  process.exit(EXIT_SERVICE_BROKE);
+}
+
+/** The TeamError code of a failed tool's result text (`{"error": {"code": ...}}`). */
+function toolErrorCode(text) {
+  if (text === INTERRUPTED_TOOL_RESULT) return 'interrupted';
+  try {
+    return JSON.parse(text).error?.code ?? 'unknown';
+  } catch {
+    return 'unparsed';
+  }
+}
+
+function describe(error) {
+  const cause = error?.cause === undefined ? '' : ` (cause: ${describe(error.cause)})`;
+  return `${error?.code === undefined ? '' : `${error.code}: `}${error?.message ?? error}${cause}`;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** While this process runs the lead: spawns teammates missing from the roster. One at a time. */
+let spawning = false;
+async function ensureTeammates() {
+  if (spawning) return;
+  spawning = true;
+  try {
+    while (!draining && !leaving && store.placement.runsHere(team.teamId)) {
+      const roster = members();
+      const mates = roster.filter((m) => !m.isLead);
+      const live = mates.filter((m) => m.phase === 'active' || m.phase === 'provisioning');
+      if (live.length >= teammates || mates.length >= MAX_TEAMMATES_EVER) return;
+      const used = new Set(roster.map((m) => m.name));
+      let name;
+      for (let i = 0; name === undefined || used.has(name); i++) name = NAMES[i] ?? `mate-${i}`;
+      const spawned = await team.spawnTeammate(team.lead, {
+        name,
+        description: 'A crash-test worker.',
+        prompt: `Hi ${name}, keep busy.`,
+        agentType: WORKER_TYPE,
+      });
+      acknowledge(spawned.messageId);
+    }
+  } finally {
+    spawning = false;
+  }
+}
+
+/** The host code of the lead's process: keeps the team spawned and mails teammates. */
+async function pump() {
+  while (!draining && !leaving) {
+    await sleep(rng.int(5, 30));
+    if (draining || leaving) return;
+    if (!store.placement.runsHere(team.teamId)) {
+      await sleep(50);
+      continue;
+    }
+    try {
+      await ensureTeammates();
+    } catch (error) {
+      hostFailed(error, 'spawning a teammate');
+      continue;
+    }
+    const targets = activeNames('lead');
+    if (targets.length === 0 || draining || leaving) continue;
+    const to = rng.pick(targets);
+    try {
+      const sent = await team.sendMessage(team.lead, {
+        to,
+        text: `lead to ${to}, note ${++counter}`,
+        delivery: rng.chance(0.2) ? 'quiet' : 'wakeup',
+      });
+      acknowledge(sent.messageId);
+    } catch (error) {
+      hostFailed(error, `sending ${to} mail`);
+    }
+  }
+}
+
+/**
+ * Wakes members whose mail waits (the drain): the lead by a host prompt, a teammate by wakeup
+ * mail from the lead. Only the process running the lead can do either; the others ignore it.
+ */
+async function nudge(targets) {
+  if (leaving || !store.placement.runsHere(team.teamId)) return;
+  for (const targetId of targets) {
+    if (targetId === team.teamId) {
+      team.promptLead('Deliver your pending mail.').catch((error) => {
+        // A lead lost to another process meanwhile stops its runner, which rejects the prompts it
+        // holds with DISPOSED (core words it "the team service was disposed"): expected here.
+        if (
+          TeamError.hasCode(error, 'DISPOSED') &&
+          !leaving &&
+          !store.placement.runsHere(team.teamId)
+        ) {
+          report({ type: 'refused', code: 'promptLead:DISPOSED' });
+          return;
+        }
+        hostFailed(error, 'prompting the lead');
+      });
+      continue;
+    }
+    const to = members().find((m) => m.memberId === targetId)?.name;
+    if (to === undefined) continue;
+    try {
+      const sent = await team.sendMessage(team.lead, { to, text: `drain ${to}` });
+      acknowledge(sent.messageId);
+    } catch (error) {
+      hostFailed(error, `nudging ${to}`);
+    }
+  }
+}
+
+/**
+ * A service that broke while nobody called it (a catch-up that failed) would leave its process
+ * heart-beating and claiming members it can no longer run: look every 200 ms.
+ */
+function watch() {
+  const timer = setInterval(() => {
+    if (leaving) return clearInterval(timer);
+    try {
+      team.listMembers(team.lead);
+    } catch (error) {
+      clearInterval(timer);
+      hostFailed(error, 'the service check');
+    }
+  }, 200);
+  timer.unref();
+}
+
+process.on('SIGTERM', () => {
+  if (leaving) return;
+  leaving = true;
+  draining = true;
+  setTimeout(
+    () => fatal('stopping', `dispose and close took over ${CLOSE_TIMEOUT_MS} ms`),
+    CLOSE_TIMEOUT_MS,
+  ).unref();
+  (async () => {
+    await team?.dispose();
+    await store?.close();
+    process.exit(0);
+  })().catch((error) => fatal('stopping', error));
+});
+
+process.on('message', (message) => {
+  if (message?.type === 'drain') draining = true;
+  else if (message?.type === 'nudge' && team !== undefined && !leaving) {
+    nudge(message.targets).catch((error) => fatal('nudge', error));
+  }
+});
+
+try {
+  store = await openPostgresTeamStore({
+    teamId,
+    connectionString: String(args.url),
+    schema: String(args.schema),
+    runs: { lead: true, agentTypes: 'all' },
+    leaseMs: Number(args['lease-ms'] ?? 600),
+    processId,
+    reconnect: { initialDelayMs: 10, maxDelayMs: 250 },
+  });
+  team = await openTeam({
+    teamId,
+    log: store.log,
+    transcripts: store.transcripts,
+    format: createSimpleFormat(),
+    policy: createSimplePolicy(),
+    agents: createAgentRegistry([
+      { type: LEAD_TYPE, systemPrompt: 'You lead the crash-test team.', model },
+      { type: WORKER_TYPE, systemPrompt: 'You are a crash-test worker.', model },
+    ]),
+    lead: { agentType: LEAD_TYPE },
+    events,
+    idleClaim: { intervalMs: 100 },
+  });
+} catch (error) {
+  // A cut while opening: the store does not retry its first connection (STORE_UNAVAILABLE), and
+  // a member lost while openTeam revived it fails the open (FENCED). Both leave the log foldable;
+  // the driver lists the exit and starts a new worker. Anything else is a bug.
+  if (TeamError.isInstance(error) && OPEN_REFUSALS.has(error.code)) {
+    await broke(`opening the team: ${describe(error)}`);
+  }
+  fatal('opening the team', error);
+}
+markOpened();
+report({ type: 'ready', processId });
+watch();
+void pump();
+void pump();
