@@ -172,6 +172,24 @@ describePg('placement and fencing', () => {
     );
   });
 
+  it('forgets processes dead for ten leases (at least a minute) when a process starts', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: 300 });
+    const insert = (id: string, agoMs: number) =>
+      scratch.sql(
+        `INSERT INTO "${scratch.schema}".processes (team_id, process_id, runs_lead, heartbeat_at)
+         VALUES ($1, $2, true, now() - $3 * interval '1 millisecond')`,
+        [TEAM, id, agoMs],
+      );
+    await insert('gone-long-ago', 120_000);
+    await insert('gone-recently', 20_000);
+    await startPlacement(a, [lead]);
+    const rows = await scratch.sql<{ process_id: string }>(
+      `SELECT process_id FROM "${scratch.schema}".processes WHERE team_id = $1 ORDER BY process_id`,
+      [TEAM],
+    );
+    expect(rows.rows.map((r) => r.process_id)).toEqual([a.processId, 'gone-recently'].sort());
+  });
+
   it('releases members that are no longer candidates', async () => {
     const a = await scratch.open(TEAM, { leaseMs: LEASE_MS });
     const pa = await startPlacement(a, [teammate('m1'), teammate('m2')]);

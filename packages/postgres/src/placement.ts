@@ -257,13 +257,16 @@ export class PostgresPlacement implements MemberPlacement {
     await this.#place();
   }
 
-  /** Removes rows of processes of this team that have been dead for a day (housekeeping). */
+  /**
+   * Removes rows of processes of this team that have been dead for ten leases, and at least a
+   * minute (housekeeping: a team whose workers are often restarted keeps its table small).
+   */
   async #forgetLongDead(): Promise<void> {
     await execute(
       this.#pool,
       `DELETE FROM ${this.#tables.processes}
-        WHERE team_id = $1 AND heartbeat_at < now() - interval '1 day'`,
-      [this.#teamId],
+        WHERE team_id = $1 AND heartbeat_at < now() - $2 * interval '1 millisecond'`,
+      [this.#teamId, Math.max(10 * this.#leaseMs, 60_000)],
     );
   }
 
