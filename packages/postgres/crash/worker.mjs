@@ -27,6 +27,7 @@ import {
   createSimpleFormat,
   createSimplePolicy,
 } from '@teamwire/core/testing';
+import { createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
 import { openPostgresTeamStore } from '../dist/index.js';
 import {
   createRng,
@@ -66,10 +67,6 @@ const teamId = String(args['team-id']);
 const processId = `${PROCESS_PREFIX}${args.slot}-${process.pid}`;
 const teammates = Number(args.teammates ?? 4);
 const rng = createRng(Number(args.seed ?? 1));
-// The scripted model numbers tool calls from 1 in every process; a transcript that lives through
-// many processes gets ids unique across them, as a real provider's would be.
-const callTag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-let callCount = 0;
 
 function log(line) {
   process.stderr.write(`[${processId}] ${line}\n`);
@@ -143,109 +140,16 @@ const opened = new Promise((resolve) => {
   markOpened = resolve;
 });
 let store;
-let counter = 0;
-
-function members() {
-  return team.listMembers(team.lead);
-}
-
-function activeNames(except) {
-  return members()
-    .filter((m) => m.phase === 'active' && m.name !== except)
-    .map((m) => m.name);
-}
-
-function memberId(name) {
-  return members().find((m) => m.name === name)?.memberId;
-}
-
-/** One agent's model: two calls per turn, the first one does the work. */
-function script(agentName) {
-  const isLead = agentName === 'lead';
-  return async () => {
-    await opened;
-    const turn = turns.get(agentName) ?? { step: 0 };
-    turn.step++;
-    // The second call ends the turn. Its step boundary delivered all mail pending meanwhile,
-    // quiet mail included.
-    if (turn.step > 1) return { text: `${agentName} is done for now.` };
-    const calls = [];
-    if (turn.reason === 'task-claim' && turn.taskId !== undefined) {
-      calls.push({ name: 'task_update', input: { taskId: turn.taskId, action: 'complete' } });
-    }
-    if (!draining) calls.push(...work(agentName, isLead));
-    if (calls.length === 0) calls.push({ name: 'task_list', input: { limit: 1 } });
-    return { toolCalls: calls.map((call) => ({ ...call, id: `call-${callTag}-${++callCount}` })) };
-  };
-}
-
-/** The random (seeded) work of one turn: a message, and maybe a change on the board. */
-function work(agentName, isLead) {
-  const calls = [];
-  const targets = activeNames(agentName);
-  if (targets.length > 0 && rng.chance(isLead ? 0.5 : 0.9)) {
-    const to = rng.pick(targets);
-    calls.push({
-      name: 'send_message',
-      input: {
-        to,
-        message: `${agentName} to ${to}, note ${++counter}`,
-        ...(rng.chance(0.2) ? { delivery: 'quiet' } : {}),
-      },
-    });
-  }
-  const roll = rng.next();
-  if (roll < (isLead ? 0.1 : 0.15)) {
-    const open = team.listTasks(team.lead, { status: ['pending', 'in_progress'], limit: 20 }).tasks;
-    const blocker = open.length > 0 && rng.chance(0.3) ? [rng.pick(open).id] : [];
-    calls.push({
-      name: 'task_create',
-      input: {
-        subject: `job ${++counter} by ${agentName}`,
-        description: 'Scripted work for the PostgreSQL crash test.',
-        ...(blocker.length > 0 ? { blockedBy: blocker } : {}),
-      },
-    });
-  } else if (isLead) {
-    // The lead only creates tasks.
-  } else if (roll < 0.35) {
-    const ready = team.listTasks(team.lead, { ready: true, limit: 10 }).tasks;
-    if (ready.length > 0) {
-      const task = rng.pick(ready);
-      // Sometimes a stale expected revision, so compare-and-set refusals happen too.
-      const expectedRevision = rng.chance(0.2) ? Math.max(1, task.revision - 1) : task.revision;
-      calls.push({
-        name: 'task_update',
-        input: { taskId: task.id, action: 'claim', expectedRevision },
-      });
-    }
-  } else if (roll < 0.6) {
-    const id = memberId(agentName);
-    const mine = team.listTasks(team.lead, { ownerId: id, status: 'in_progress', limit: 5 }).tasks;
-    if (mine.length > 0) {
-      const action = roll < 0.55 ? 'complete' : 'release';
-      calls.push({ name: 'task_update', input: { taskId: rng.pick(mine).id, action } });
-    }
-  }
-  return calls;
-}
-
-const scripted = createScriptedModel();
-const scriptedAgents = new Set();
-/** The scripted model, giving each agent its script the first time it calls. */
-const model = {
-  specificationVersion: 'v1',
-  provider: scripted.provider,
-  modelId: scripted.modelId,
-  stream(request) {
-    const name = request.agentName;
-    if (name !== undefined && !scriptedAgents.has(name)) {
-      scriptedAgents.add(name);
-      scripted.setScript(name, script(name));
-    }
-    return scripted.stream(request);
-  },
-};
+const scripts = createCrashTeamScripts({
+  createScriptedModel,
+  rng,
+  team: () => team,
+  turns,
+  draining: () => draining,
+  ready: opened,
+  description: 'Scripted work for the PostgreSQL crash test.',
+});
+const { model, members, activeNames } = scripts;
 
 /** Refusals the host code expects when another process runs the lead, or the team is busy. */
 const HOST_REFUSALS = new Set([
@@ -354,7 +258,7 @@ async function pump() {
     try {
       const sent = await team.sendMessage(team.lead, {
         to,
-        text: `lead to ${to}, note ${++counter}`,
+        text: `lead to ${to}, note ${scripts.nextNote()}`,
         delivery: rng.chance(0.2) ? 'quiet' : 'wakeup',
       });
       acknowledge(sent.messageId);

@@ -16,6 +16,7 @@
 import { fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { createAgentRegistry, foldTeam, openTeam, TeamError } from '@teamwire/core';
 import { createScriptedModel, createSimpleFormat } from '@teamwire/core/testing';
+import { createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
 import { openJsonlTeamStore } from '../dist/index.js';
 import { createRng, LEAD_TYPE, parseArgs, TEAMMATES, UsageError, WORKER_TYPE } from './shared.mjs';
 
@@ -39,10 +40,6 @@ const dir = String(args.dir);
 const teamId = String(args['team-id']);
 const drain = args.drain === true;
 const rng = createRng(Number(args.seed ?? 1));
-// The scripted model numbers tool calls from 1 in every process; a transcript that lives through
-// many processes gets ids unique across them, as a real provider's would be.
-const callTag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-let callCount = 0;
 
 function fatal(why, detail) {
   const text = detail instanceof Error ? (detail.stack ?? detail.message) : String(detail);
@@ -86,108 +83,14 @@ const events = {
 
 /** Set once openTeam returned; scripts run only after that (runners start inside openTeam). */
 let team;
-let counter = 0;
-
-function members() {
-  return team.listMembers(team.lead);
-}
-
-function activeNames(except) {
-  return members()
-    .filter((m) => m.phase === 'active' && m.name !== except)
-    .map((m) => m.name);
-}
-
-function memberId(name) {
-  return members().find((m) => m.name === name)?.memberId;
-}
-
-/** One teammate's (or the lead's) model: two calls per turn, the first one does the work. */
-function script(agentName) {
-  const isLead = agentName === 'lead';
-  return () => {
-    const turn = turns.get(agentName) ?? { step: 0 };
-    turn.step++;
-    // The second call ends the turn. Its step boundary delivered all mail pending meanwhile,
-    // quiet mail included.
-    if (turn.step > 1) return { text: `${agentName} is done for now.` };
-    const calls = [];
-    if (turn.reason === 'task-claim' && turn.taskId !== undefined) {
-      calls.push({ name: 'task_update', input: { taskId: turn.taskId, action: 'complete' } });
-    }
-    if (!drain) calls.push(...work(agentName, isLead));
-    if (calls.length === 0) calls.push({ name: 'task_list', input: { limit: 1 } });
-    return { toolCalls: calls.map((call) => ({ ...call, id: `call-${callTag}-${++callCount}` })) };
-  };
-}
-
-/** The random (seeded) work of one turn: a message, and maybe a change on the board. */
-function work(agentName, isLead) {
-  const calls = [];
-  const targets = activeNames(agentName);
-  if (targets.length > 0 && rng.chance(isLead ? 0.5 : 0.9)) {
-    const to = rng.pick(targets);
-    calls.push({
-      name: 'send_message',
-      input: {
-        to,
-        message: `${agentName} to ${to}, note ${++counter}`,
-        ...(rng.chance(0.2) ? { delivery: 'quiet' } : {}),
-      },
-    });
-  }
-  const roll = rng.next();
-  if (roll < (isLead ? 0.1 : 0.15)) {
-    const open = team.listTasks(team.lead, { status: ['pending', 'in_progress'], limit: 20 }).tasks;
-    const blocker = open.length > 0 && rng.chance(0.3) ? [rng.pick(open).id] : [];
-    calls.push({
-      name: 'task_create',
-      input: {
-        subject: `job ${++counter} by ${agentName}`,
-        description: 'Scripted work for the crash test.',
-        ...(blocker.length > 0 ? { blockedBy: blocker } : {}),
-      },
-    });
-  } else if (isLead) {
-    // The lead only creates tasks.
-  } else if (roll < 0.35) {
-    const ready = team.listTasks(team.lead, { ready: true, limit: 10 }).tasks;
-    if (ready.length > 0) {
-      const task = rng.pick(ready);
-      // Sometimes a stale expected revision, so compare-and-set refusals happen too.
-      const expectedRevision = rng.chance(0.2) ? Math.max(1, task.revision - 1) : task.revision;
-      calls.push({
-        name: 'task_update',
-        input: { taskId: task.id, action: 'claim', expectedRevision },
-      });
-    }
-  } else if (roll < 0.6) {
-    const id = memberId(agentName);
-    const mine = team.listTasks(team.lead, { ownerId: id, status: 'in_progress', limit: 5 }).tasks;
-    if (mine.length > 0) {
-      const action = roll < 0.55 ? 'complete' : 'release';
-      calls.push({ name: 'task_update', input: { taskId: rng.pick(mine).id, action } });
-    }
-  }
-  return calls;
-}
-
-const scripted = createScriptedModel();
-const scriptedAgents = new Set();
-/** The scripted model, giving each agent its script the first time it calls. */
-const model = {
-  specificationVersion: 'v1',
-  provider: scripted.provider,
-  modelId: scripted.modelId,
-  stream(request) {
-    const name = request.agentName;
-    if (name !== undefined && !scriptedAgents.has(name)) {
-      scriptedAgents.add(name);
-      scripted.setScript(name, script(name));
-    }
-    return scripted.stream(request);
-  },
-};
+const scripts = createCrashTeamScripts({
+  createScriptedModel,
+  rng,
+  team: () => team,
+  turns,
+  draining: () => drain,
+});
+const { model, members, activeNames } = scripts;
 
 // Fewer open transcript files than members, so the kills also land while files are being closed
 // to make room and reopened.
@@ -243,7 +146,7 @@ async function pump() {
     try {
       const sent = await team.sendMessage(team.lead, {
         to,
-        text: `lead to ${to}, note ${++counter}`,
+        text: `lead to ${to}, note ${scripts.nextNote()}`,
         delivery: rng.chance(0.2) ? 'quiet' : 'wakeup',
       });
       acknowledge(sent.messageId);
