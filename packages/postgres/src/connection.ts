@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { TeamError } from '@teamwire/core';
 import pg from 'pg';
 
@@ -220,4 +221,12 @@ export function unavailable(server: string, error: unknown): TeamError {
 /** A double-quoted SQL identifier. Names are validated before they get here; this is a second guard. */
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * The name a hot statement is prepared under: its kind and a hash of its text (the text names
+ * the schema's tables, so each schema's statement has a name of its own on a connection).
+ */
+export function statementName(kind: string, sql: string): string {
+  return `teamwire_${kind}_${createHash('sha256').update(sql).digest('hex').slice(0, 16)}`;
 }

@@ -34,3 +34,12 @@ export function storageError(action: string, error: unknown): TeamError {
 export function closedError(what: string): TeamError {
   return new TeamError('STORE_CLOSED', `${what} is closed`);
 }
+
+/** A write for a member this process no longer runs: `FENCED`, naming what was not written. */
+export function fencedError(memberId: string, what: string): TeamError {
+  return new TeamError(
+    'FENCED',
+    `this process no longer runs member ${memberId} (another process took it over); nothing written to ${what}`,
+    { details: { memberId } },
+  );
+}

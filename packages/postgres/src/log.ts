@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { SharedTeamLog, TeamLog, TeamLogAppendOptions, TeamRecord } from '@teamwire/core';
 import { parseTeamRecord, TeamError } from '@teamwire/core';
 import type pg from 'pg';
@@ -10,9 +10,10 @@ import {
   isTransient,
   isUniqueViolation,
   sleep,
+  statementName,
 } from './connection.js';
 import type { Doorbell, Ring } from './doorbell.js';
-import { closedError, corruptRow, storageError } from './errors.js';
+import { closedError, corruptRow, fencedError, storageError } from './errors.js';
 import { checkAppendSize, checkId, PAGE_SIZE, toJsonText } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 import { query } from './retry.js';
@@ -217,7 +218,7 @@ export class PostgresTeamLog implements TeamLog {
       );
     }
     const fence = actorId === undefined ? undefined : this.#ctx.placement.fence(actorId);
-    if (fence?.kind === 'lost') throw fenced(actorId!);
+    if (fence?.kind === 'lost') throw fencedError(actorId!, 'the team log');
     const token = fence?.kind === 'held' ? fence.token : null;
 
     const { pool, tables: t, teamId, processId, policy } = this.#ctx;
@@ -265,7 +266,7 @@ export class PostgresTeamLog implements TeamLog {
         const row = result.rows[0]!;
         if (token !== null && row.fence_rows === 0) {
           this.#ctx.placement.fencedOut();
-          throw fenced(actorId!);
+          throw fencedError(actorId!, 'the team log');
         }
         if (row.inserted === 0) {
           throw new TeamError(
@@ -428,14 +429,6 @@ export class PostgresTeamLog implements TeamLog {
   }
 }
 
-function fenced(memberId: string): TeamError {
-  return new TeamError(
-    'FENCED',
-    `this process no longer runs member ${memberId} (another process took it over); nothing written`,
-    { details: { memberId } },
-  );
-}
-
 function seqRange(first: number, last: number): string {
   return first === last ? `seq ${first}` : `seq ${first}–${last}`;
 }
@@ -453,12 +446,4 @@ function interrupted(pending: Pending, maybeSent: boolean): TeamError {
         `the team log was closed while PostgreSQL could not be reached; the append of ${seqs} was not written`,
         { details: { seq: pending.first, outcome: 'not-written' } },
       );
-}
-
-/**
- * The name a hot statement is prepared under: its kind and a hash of its text (the text names
- * the schema's tables, so each schema's statement has a name of its own on a connection).
- */
-function statementName(kind: string, sql: string): string {
-  return `teamwire_${kind}_${createHash('sha256').update(sql).digest('hex').slice(0, 16)}`;
 }

@@ -10,9 +10,10 @@ import {
   isTransient,
   isUniqueViolation,
   sleep,
+  statementName,
   violatedConstraint,
 } from './connection.js';
-import { closedError, corruptRow, storageError } from './errors.js';
+import { closedError, corruptRow, fencedError, storageError } from './errors.js';
 import { checkAppendSize, checkId, PAGE_SIZE, toJsonText } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 import { query } from './retry.js';
@@ -132,7 +133,7 @@ export class PostgresTranscriptStore implements TranscriptStore {
   /** Writes one append: fence check, next idx and rows in one statement. */
   async #write(memberId: string, rows: readonly EntryRow[]): Promise<void> {
     const fence = this.#ctx.placement.fence(memberId);
-    if (fence.kind === 'lost') throw fenced(memberId);
+    if (fence.kind === 'lost') throw fencedError(memberId, 'its transcript');
     const token = fence.kind === 'held' ? fence.token : null;
     const { pool, tables: t, teamId, processId, policy } = this.#ctx;
     const batchId = randomUUID();
@@ -173,10 +174,15 @@ export class PostgresTranscriptStore implements TranscriptStore {
     let maybeSent = false;
     for (;;) {
       try {
-        const result = await execute<{ fence_rows: number; inserted: number }>(pool, sql, values);
+        const result = await execute<{ fence_rows: number; inserted: number }>(
+          pool,
+          sql,
+          values,
+          statementName('transcript', sql),
+        );
         if (token !== null && result.rows[0]!.fence_rows === 0) {
           this.#ctx.placement.fencedOut();
-          throw fenced(memberId);
+          throw fencedError(memberId, 'its transcript');
         }
         return;
       } catch (error) {
@@ -254,14 +260,6 @@ function toRows(entries: readonly TranscriptEntry[]): EntryRow[] {
     }
     return { entry: toJsonText(copy, `transcript entry ${i}`), messageId, messagePart };
   });
-}
-
-function fenced(memberId: string): TeamError {
-  return new TeamError(
-    'FENCED',
-    `this process no longer runs member ${memberId} (another process took it over); nothing written to its transcript`,
-    { details: { memberId } },
-  );
 }
 
 function interrupted(memberId: string, maybeSent: boolean): TeamError {
