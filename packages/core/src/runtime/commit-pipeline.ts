@@ -143,7 +143,7 @@ export class CommitPipeline {
         resolve: resolve as (records: readonly TeamRecord[]) => void,
         reject,
       });
-      this.trackUnconfirmed();
+      this.hide(records);
       this.kick();
     });
   }
@@ -176,13 +176,7 @@ export class CommitPipeline {
     records: R,
     actorId: string | undefined,
   ): Promise<R> {
-    const queued: string[] = [];
-    for (const record of records) {
-      if (record.type === 'message.queued') {
-        queued.push(record.message.id);
-        this.unconfirmed.add(record.message.id);
-      }
-    }
+    this.hide(records);
     const appending = this.options.log.append({ records, actorId });
     const tracked = appending.then(
       () => undefined,
@@ -195,7 +189,7 @@ export class CommitPipeline {
       throw this.breakDown(error);
     } finally {
       this.inflight.delete(tracked);
-      for (const id of queued) this.unconfirmed.delete(id);
+      this.reveal(records);
     }
     this.options.state.settle((records.at(-1) as TeamRecord).seq);
     this.publish(actorName, records);
@@ -270,7 +264,7 @@ export class CommitPipeline {
       }
       const done = this.pending.splice(0, count);
       this.options.state.settle((records.at(-1) as TeamRecord).seq);
-      this.trackUnconfirmed();
+      this.reveal(records);
       for (const commit of done) this.publish(commit.actorName, commit.records);
       this.options.onCommitted(records);
       for (const commit of done) commit.resolve(commit.records);
@@ -347,12 +341,23 @@ export class CommitPipeline {
     this.unconfirmed.clear();
   }
 
+  /** Rebuilds the set of mail not yet durable from the waiting commands (after a redecision). */
   private trackUnconfirmed(): void {
     this.unconfirmed.clear();
-    for (const commit of this.pending) {
-      for (const record of commit.records) {
-        if (record.type === 'message.queued') this.unconfirmed.add(record.message.id);
-      }
+    for (const commit of this.pending) this.hide(commit.records);
+  }
+
+  /** Keeps the mail `records` queue out of `deliverable` until they are durable. */
+  private hide(records: readonly TeamRecord[]): void {
+    for (const record of records) {
+      if (record.type === 'message.queued') this.unconfirmed.add(record.message.id);
+    }
+  }
+
+  /** The mail `records` queued is durable now. */
+  private reveal(records: readonly TeamRecord[]): void {
+    for (const record of records) {
+      if (record.type === 'message.queued') this.unconfirmed.delete(record.message.id);
     }
   }
 
