@@ -89,6 +89,14 @@ export const TeamErrorCode = {
   /** A turn ran into its step limit. */
   STEP_LIMIT: 'STEP_LIMIT',
 
+  // External members
+  /** The member or agent type is external (run by a client): teamwire runs no model for it. */
+  EXTERNAL_MEMBER: 'EXTERNAL_MEMBER',
+  /** The operation is only for an external member (e.g. reading an inbox with a cursor). */
+  NOT_EXTERNAL: 'NOT_EXTERNAL',
+  /** An inbox cursor is malformed, from another member, or names mail of another member. */
+  INVALID_CURSOR: 'INVALID_CURSOR',
+
   // Workspaces
   /** The member's agent type asks for isolation and the team has no workspace provider. */
   WORKSPACE_UNAVAILABLE: 'WORKSPACE_UNAVAILABLE',

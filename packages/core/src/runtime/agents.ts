@@ -78,12 +78,41 @@ export interface AgentDefinition {
   isolation?: 'shared' | 'worktree';
   /** Steps per turn; overrides the team's `maxSteps`. */
   maxSteps?: number;
+  /** Never set on a model-run type; see {@link ExternalAgentDefinition}. */
+  external?: undefined;
 }
+
+/**
+ * An agent type whose members run outside teamwire: an MCP client such as a coding agent joins
+ * the team as such a member (see `@teamwire/mcp`). teamwire runs no model and no runner for it;
+ * its turns happen in the client, which reads its inbox with a cursor and acknowledges what it
+ * handled (`TeamService.readInbox` / `ackInbox`), so its mail keeps the same exactly-once
+ * contract as a model-run teammate's. The lead spawns one like any teammate: its prompt is the
+ * first message of its inbox.
+ */
+export interface ExternalAgentDefinition {
+  /** The type name members store; unique in a registry. */
+  type: string;
+  /** What members of this type are for, shown to the lead when it picks a type. */
+  description?: string;
+  /** Marks the type as external. */
+  external: true;
+}
+
+/** A registered agent type: run by teamwire on a model, or external (run by a client). */
+export type AnyAgentDefinition = AgentDefinition | ExternalAgentDefinition;
 
 /** Agent definitions by type. */
 export interface AgentRegistry {
   /** The definition of `type`; `UNKNOWN_AGENT_TYPE` when none is registered. */
-  get(type: string): AgentDefinition;
+  get(type: string): AnyAgentDefinition;
+  /**
+   * The definition of a model-run `type`: `UNKNOWN_AGENT_TYPE` when none is registered,
+   * `EXTERNAL_MEMBER` when the type is external.
+   */
+  model(type: string): AgentDefinition;
+  /** Whether `type` is registered as external (false when unknown). */
+  isExternal(type: string): boolean;
   /** Whether `type` is registered. */
   has(type: string): boolean;
   /** The registered type names, in registration order. */
@@ -94,8 +123,8 @@ export interface AgentRegistry {
  * Builds a registry from definitions. Types must be unique and tool names unique within a
  * definition (`INVALID_ARGUMENT`), so a misconfiguration fails at start-up, not mid-turn.
  */
-export function createAgentRegistry(definitions: readonly AgentDefinition[]): AgentRegistry {
-  const byType = new Map<string, AgentDefinition>();
+export function createAgentRegistry(definitions: readonly AnyAgentDefinition[]): AgentRegistry {
+  const byType = new Map<string, AnyAgentDefinition>();
   for (const definition of definitions) {
     if (
       typeof definition.type !== 'string' ||
@@ -114,7 +143,7 @@ export function createAgentRegistry(definitions: readonly AgentDefinition[]): Ag
       });
     }
     const names = new Set<string>();
-    for (const tool of definition.tools ?? []) {
+    for (const tool of definition.external === true ? [] : (definition.tools ?? [])) {
       if (names.has(tool.name)) {
         throw new TeamError(
           'INVALID_ARGUMENT',
@@ -126,24 +155,41 @@ export function createAgentRegistry(definitions: readonly AgentDefinition[]): Ag
     }
     byType.set(definition.type, definition);
   }
+  const get = (type: string): AnyAgentDefinition => {
+    const definition = byType.get(type);
+    if (definition === undefined) {
+      throw new TeamError(
+        'UNKNOWN_AGENT_TYPE',
+        `no agent type "${type}" is registered (known: ${[...byType.keys()].join(', ') || 'none'})`,
+        { details: { type } },
+      );
+    }
+    return definition;
+  };
   return {
-    get(type) {
-      const definition = byType.get(type);
-      if (definition === undefined) {
+    get,
+    model(type) {
+      const definition = get(type);
+      if (definition.external === true) {
         throw new TeamError(
-          'UNKNOWN_AGENT_TYPE',
-          `no agent type "${type}" is registered (known: ${[...byType.keys()].join(', ') || 'none'})`,
+          'EXTERNAL_MEMBER',
+          `agent type "${type}" is external: its members run in a client, not on a model`,
           { details: { type } },
         );
       }
       return definition;
     },
+    isExternal: (type) => byType.get(type)?.external === true,
     has: (type) => byType.has(type),
     types: () => [...byType.keys()],
   };
 }
 
-/** The `provider` a member record stores for a definition: `<provider>:<modelId>` of its model. */
-export function providerOf(definition: AgentDefinition): string {
+/**
+ * The `provider` a member record stores for a definition: `<provider>:<modelId>` of its model, or
+ * `external` for an external type.
+ */
+export function providerOf(definition: AnyAgentDefinition): string {
+  if (definition.external === true) return 'external';
   return `${definition.model.provider}:${definition.model.modelId}`;
 }

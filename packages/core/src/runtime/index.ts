@@ -1,14 +1,27 @@
-export type { AgentDefinition, AgentRegistry, AgentTool, ToolContext } from './agents.js';
+export type {
+  AgentDefinition,
+  AgentRegistry,
+  AgentTool,
+  AnyAgentDefinition,
+  ExternalAgentDefinition,
+  ToolContext,
+} from './agents.js';
 export { createAgentRegistry, defineTool } from './agents.js';
+export type { ExternalPresenceOptions } from './external-members.js';
+export { entriesText, INBOX_PAGE_MAX } from './external-members.js';
 export type { OpenTeamOptions } from './open-team.js';
 export { openTeam } from './open-team.js';
 export type {
+  AckInboxResult,
   AgentRef,
+  InboxMessage,
+  InboxPage,
   ListTasksInput,
   ListTasksResult,
   MemberInfo,
   Membership,
   MemberTeamService,
+  ReadInboxInput,
   SendMessageInput,
   SendMessageResult,
   SpawnTeammateInput,
@@ -20,6 +33,8 @@ export type {
   WaitForChangeResult,
 } from './service-types.js';
 export {
+  createLeadTools,
+  createTeamTools,
   InterruptTeammateToolInput,
   LEAD_TOOL_NAMES,
   ListMembersToolInput,

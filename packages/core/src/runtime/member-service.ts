@@ -3,6 +3,7 @@ import type {
   AgentRef,
   ListTasksInput,
   MemberTeamService,
+  ReadInboxInput,
   SendMessageInput,
   SpawnTeammateInput,
   TeamService,
@@ -30,5 +31,8 @@ export function bindMemberService(service: TeamService, agent: AgentRef): Member
     interrupt: (input: { target: string }) => service.interrupt(agent, input),
     shutdown: (input: { target: string; reason?: string | undefined }) =>
       service.shutdown(agent, input),
+    readInbox: (input?: ReadInboxInput) => service.readInbox(agent, input),
+    ackInbox: (input: { cursor: string }) => service.ackInbox(agent, input),
+    watchInbox: (listener: () => void) => service.watchInbox(agent, listener),
   });
 }

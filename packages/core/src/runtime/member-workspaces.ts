@@ -54,7 +54,11 @@ export class MemberWorkspaces {
     if (member.id === this.options.leadId()) return false;
     if (member.workspace !== undefined) return true;
     const { agents } = this.options;
-    return agents.has(member.agentType) && agents.get(member.agentType).isolation === 'worktree';
+    return (
+      agents.has(member.agentType) &&
+      agents.get(member.agentType).external !== true &&
+      agents.model(member.agentType).isolation === 'worktree'
+    );
   }
 
   /**

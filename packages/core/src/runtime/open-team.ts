@@ -18,6 +18,7 @@ import { type AgentRegistry, providerOf } from './agents.js';
 import { ChangeWaiters } from './change-waiters.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import { Credentials } from './credentials.js';
+import type { ExternalPresenceOptions } from './external-members.js';
 import { MemberWorkspaces } from './member-workspaces.js';
 import { RunnerPool } from './runner-pool.js';
 import type { TeamService } from './service-types.js';
@@ -87,6 +88,25 @@ export interface OpenTeamOptions {
   maxSteps?: number;
   /** How long `dispose` waits for in-flight work before it returns (default 10000 ms). */
   disposeTimeoutMs?: number;
+  /**
+   * Members of external agent types (run by a client, e.g. over MCP): their presence timeouts,
+   * and whether this process serves them. Without a placement every member is served here; with
+   * one (a shared log), only a process opened with `serve: true` claims them, so the process
+   * their clients connect to is the one that writes for them.
+   */
+  externalMembers?:
+    | {
+        /** Silence after which a member shows as `idle` (default 60000 ms). */
+        idleAfterMs?: number;
+        /**
+         * Silence after which it shows as gone (`inactive`) and its `in_progress` tasks go back
+         * to the board, as a failed member's do (default 600000 ms). A wait is not silence.
+         */
+        goneAfterMs?: number;
+        /** Claim external members in a team spread over processes (default false). */
+        serve?: boolean;
+      }
+    | undefined;
 }
 
 /**
@@ -246,6 +266,8 @@ function assemble(
     workspaces,
     memberService: (agent) => (service as TeamServiceFacade).forMember(agent),
     placement,
+    externalPresence: externalPresence(options),
+    serveExternal: options.externalMembers?.serve ?? false,
   });
   service = new TeamServiceFacade({
     teamId: options.teamId,
@@ -260,6 +282,33 @@ function assemble(
     placement,
   });
   return { service: service as TeamService, pipeline, pool };
+}
+
+/** The presence timeouts of `options.externalMembers`, checked. */
+function externalPresence(options: OpenTeamOptions): ExternalPresenceOptions {
+  const given = options.externalMembers ?? {};
+  const idleAfterMs = given.idleAfterMs ?? 60_000;
+  const goneAfterMs = given.goneAfterMs ?? 600_000;
+  for (const [name, value] of [
+    ['idleAfterMs', idleAfterMs],
+    ['goneAfterMs', goneAfterMs],
+  ] as const) {
+    if (!Number.isInteger(value) || value < 1 || value > 86_400_000) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `externalMembers.${name} must be an integer from 1 to 86400000 ms`,
+        { details: { option: `externalMembers.${name}`, value } },
+      );
+    }
+  }
+  if (goneAfterMs < idleAfterMs) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      'externalMembers.goneAfterMs must not be shorter than idleAfterMs',
+      { details: { option: 'externalMembers.goneAfterMs' } },
+    );
+  }
+  return { idleAfterMs, goneAfterMs };
 }
 
 /**

@@ -20,6 +20,7 @@ import type { AgentDefinition, AgentRegistry } from './agents.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import { conversationMessages, forkSeed } from './conversation.js';
 import type { Credentials } from './credentials.js';
+import { ExternalMembers, type ExternalPresenceOptions } from './external-members.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
 import { AgentRunner } from './runner.js';
 import type { RunnerHost } from './runner-host.js';
@@ -51,6 +52,13 @@ export interface RunnerPoolOptions {
    * Which members run in this process (a shared log); undefined: every member runs here.
    */
   placement: MemberPlacement | undefined;
+  /** Presence timeouts of external members. */
+  externalPresence: ExternalPresenceOptions;
+  /**
+   * Whether this process serves external members (with a placement: claims them). Without a
+   * placement every member is served here anyway.
+   */
+  serveExternal: boolean;
 }
 
 /**
@@ -70,6 +78,8 @@ export class RunnerPool implements RunnerHost {
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
   readonly workspaces: MemberWorkspaces;
+  /** The members run by clients: their inboxes, presence and watchers. */
+  readonly external: ExternalMembers;
   private readonly pipeline: CommitPipeline;
   private readonly runners = new Map<string, AgentRunner>();
   private readonly waker: Waker;
@@ -96,10 +106,15 @@ export class RunnerPool implements RunnerHost {
     this.pipeline = options.pipeline;
     this.workspaces = options.workspaces;
     this.placement = options.placement;
+    this.external = new ExternalMembers(this, options.agents, options.externalPresence);
     this.waker = new Waker({
       runners: this.runners,
-      isRevivable: (memberId) =>
-        this.state.member(memberId)?.phase === 'active' && this.runsHere(memberId),
+      isRevivable: (memberId) => {
+        const member = this.state.member(memberId);
+        return (
+          member?.phase === 'active' && !this.external.isExternal(member) && this.runsHere(memberId)
+        );
+      },
       createRunner: (memberId, resumeTasks) => this.createRunner(memberId, resumeTasks),
       reviveFailed: (memberId, error) => {
         const failure = TeamError.isInstance(error)
@@ -121,11 +136,9 @@ export class RunnerPool implements RunnerHost {
     this.leadTools = createLeadTools({ agentTypes: teammateTypes });
     // Fail at open, not mid-turn, when an agent type's own tools clash with the team tools.
     for (const type of types) {
-      createToolSet([
-        ...this.teamTools,
-        ...this.leadTools,
-        ...(options.agents.get(type).tools ?? []),
-      ]);
+      const definition = options.agents.get(type);
+      if (definition.external === true) continue;
+      createToolSet([...this.teamTools, ...this.leadTools, ...(definition.tools ?? [])]);
     }
   }
 
@@ -157,6 +170,11 @@ export class RunnerPool implements RunnerHost {
 
   dispatch(message: QueuedMessage): 'accepted' | 'queued' {
     if (!this.runsHere(message.targetId)) return 'queued';
+    const target = this.state.member(message.targetId);
+    if (target !== undefined && this.external.isExternal(target)) {
+      this.external.notify(target.id);
+      return this.external.isPresent(target.id) ? 'accepted' : 'queued';
+    }
     const runner = this.runners.get(message.targetId);
     if (runner?.live) {
       if (message.delivery === 'wakeup') runner.notify();
@@ -192,6 +210,7 @@ export class RunnerPool implements RunnerHost {
       case 'retired':
         return 'retired';
       default:
+        if (this.external.isExternal(member)) return this.external.statusOf(member.id);
         return this.runners.get(member.id)?.status ?? 'inactive';
     }
   }
@@ -208,6 +227,14 @@ export class RunnerPool implements RunnerHost {
 
   /** Queues a host prompt for the lead; resolves with the outcome of its turn. */
   promptLead(content: ContentBlock[]): Promise<TurnOutcome> {
+    const leadMember = this.state.member(this.state.leadId as string);
+    if (leadMember !== undefined && this.external.isExternal(leadMember)) {
+      return Promise.reject(
+        new TeamError('EXTERNAL_MEMBER', 'the lead is external: its client takes its turns', {
+          details: { memberId: leadMember.id },
+        }),
+      );
+    }
     const lead = this.leadRunner;
     if (lead === undefined || !this.runsHere(lead.member.id)) {
       return Promise.reject(
@@ -235,6 +262,17 @@ export class RunnerPool implements RunnerHost {
     context: MemberContext,
   ): Promise<{ start(): void; workspace: MemberWorkspace | undefined }> {
     const member = this.state.member(memberId) as Member;
+    if (this.external.isExternal(member)) {
+      // nothing runs here: its client calls in (in whichever process serves it)
+      this.guard();
+      return {
+        start: () => {
+          if (this.placement === undefined) this.external.serve(member);
+          else this.placement.candidatesChanged();
+        },
+        workspace: undefined,
+      };
+    }
     if (this.placement !== undefined) return this.placeTeammate(member);
     try {
       this.guard();
@@ -348,6 +386,7 @@ export class RunnerPool implements RunnerHost {
     const out: PlacementCandidate[] = [];
     for (const member of this.state.members()) {
       if (this.state.settledMember(member.id)?.phase !== 'active') continue;
+      if (!this.options.serveExternal && this.external.isExternal(member)) continue;
       out.push({ memberId: member.id, agentType: member.agentType, isLead: member.id === leadId });
     }
     return out;
@@ -356,6 +395,11 @@ export class RunnerPool implements RunnerHost {
   /** This process now runs `memberId`: the lead starts; a teammate is revived if it has work. */
   private async acquire(memberId: string): Promise<void> {
     if (this.closed || !this.runsHere(memberId)) return;
+    const external = this.state.member(memberId);
+    if (external !== undefined && this.external.isExternal(external)) {
+      if (external.phase === 'active') this.external.serve(external);
+      return;
+    }
     if (memberId === this.state.leadId) {
       if (this.leadRunner === undefined) await this.startLead();
       return;
@@ -376,6 +420,7 @@ export class RunnerPool implements RunnerHost {
 
   /** This process no longer runs `memberId`: its runner stops, writing nothing more. */
   private lose(memberId: string): void {
+    this.external.lost(memberId);
     const runner = this.runners.get(memberId);
     if (runner === undefined) return;
     this.runners.delete(memberId);
@@ -420,6 +465,7 @@ export class RunnerPool implements RunnerHost {
    * at most `disposeTimeoutMs`.
    */
   async stopAll(): Promise<void> {
+    this.external.close();
     const stopping = [...this.runners.values()].map((runner) => runner.stop());
     const settled = Promise.allSettled([...stopping, this.pipeline.settled()]);
     let cancel = () => {};
@@ -448,6 +494,10 @@ export class RunnerPool implements RunnerHost {
     }
     const { state } = this;
     await this.startLead();
+    for (const member of state.members()) {
+      if (member.phase === 'active' && this.external.isExternal(member))
+        this.external.serve(member);
+    }
 
     for (const message of state.pendingMail()) {
       if (message.targetId === state.leadId || message.delivery !== 'wakeup') continue;
@@ -483,14 +533,17 @@ export class RunnerPool implements RunnerHost {
     const leadId = state.leadId as string;
     for (const member of state.members()) {
       if (member.phase !== 'provisioning') continue;
-      const isolated = this.workspaces.isIsolated(member);
-      const entries = isolated ? [] : await this.transcripts.load({ memberId: member.id });
+      // An external member needs nothing prepared: its spawn had only its activation left.
+      const external = this.external.isExternal(member);
+      const isolated = !external && this.workspaces.isIsolated(member);
+      const entries =
+        isolated || external ? [] : await this.transcripts.load({ memberId: member.id });
       await this.pipeline.commit(
         member.name,
         () => {
           if (state.member(member.id)?.phase !== 'provisioning') return [];
           return [
-            entries.length > 0
+            external || entries.length > 0
               ? state.setMemberPhase(member.id, 'active')
               : state.setMemberPhase(member.id, 'failed', 'interrupted while provisioning'),
           ];
@@ -498,6 +551,12 @@ export class RunnerPool implements RunnerHost {
         { actorId: leadId },
       );
       if (isolated) await this.workspaces.cleanUp(member);
+    }
+    const leadMember = state.member(leadId) as Member;
+    if (this.external.isExternal(leadMember)) {
+      // an external lead takes its turns in its client; teammates' notices wait in its inbox
+      this.external.serve(leadMember);
+      return;
     }
     const lead = this.createRunner(leadId);
     this.leadRunner = lead;
@@ -526,7 +585,7 @@ export class RunnerPool implements RunnerHost {
 
   private createRunner(memberId: string, resumeTasks: readonly string[] = []): AgentRunner {
     const member = this.state.member(memberId) as Member;
-    const definition = this.options.agents.get(member.agentType);
+    const definition = this.options.agents.model(member.agentType);
     const isLead = memberId === this.state.leadId;
     const teammates = this.state
       .members()

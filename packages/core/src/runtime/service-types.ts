@@ -1,6 +1,14 @@
+import type { ChatMessage } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import type { MemberStatus } from '../ports/events.js';
-import type { Member, MemberContext, MessageDelivery, TaskStatus, TeamRecord } from '../records.js';
+import type {
+  Member,
+  MemberContext,
+  MessageDelivery,
+  MessageKind,
+  TaskStatus,
+  TeamRecord,
+} from '../records.js';
 import type { CreateTaskInput, TaskView, TeamLimits, UpdateTaskInput } from '../state/index.js';
 
 /*
@@ -152,6 +160,58 @@ export interface WaitForChangeResult {
   records: TeamRecord[];
 }
 
+/** Input of {@link TeamService.readInbox}. */
+export interface ReadInboxInput {
+  /**
+   * The cursor of the page read before: its messages are acknowledged (durably) before this page
+   * is read, as {@link TeamService.ackInbox} would.
+   */
+  after?: string | undefined;
+  /** Messages to return, 1-50 (default 10). A page also stops at 1 MiB of text. */
+  limit?: number | undefined;
+}
+
+/** One message of an external member's inbox, as its client reads it. */
+export interface InboxMessage {
+  /** The message id (a ulid); stable across reads and restarts, so a client can de-duplicate. */
+  id: string;
+  /** The sender's name. */
+  from: string;
+  /** What the message is, as the runtime set it (never read from the body). */
+  kind: MessageKind;
+  /** The sender's one-line preview. */
+  summary?: string;
+  /** For a `task_assignment`: the task concerned. */
+  taskId?: string;
+  /** The team's wire format rendering: exactly what a model-run teammate would read. */
+  entries: ChatMessage[];
+  /** {@link entries} as plain text (bodies escaped by the wire format). */
+  text: string;
+}
+
+/** Result of {@link TeamService.readInbox}. */
+export interface InboxPage {
+  /** Pending messages in the order a teammate handles them (shutdown requests first). */
+  messages: InboxMessage[];
+  /**
+   * Names exactly these messages: pass it to `ackInbox`, or as `after` of the next read, once they
+   * are handled. Absent when the page is empty.
+   */
+  cursor?: string;
+  /** Pending messages not on this page. */
+  remaining: number;
+  /** True when the acknowledged page held a shutdown request: the member has retired. */
+  retired: boolean;
+}
+
+/** Result of {@link TeamService.ackInbox}. */
+export interface AckInboxResult {
+  /** Messages newly marked delivered (0 when the cursor was acknowledged before). */
+  acknowledged: number;
+  /** True when the page held a shutdown request: the member has retired. */
+  retired: boolean;
+}
+
 /**
  * The API host code calls. Every method takes the calling agent's {@link AgentRef} as its
  * credential; the service checks it was issued here and that the member is live. Tools never get
@@ -213,6 +273,28 @@ export interface TeamService {
     agent: AgentRef,
     input: { target: string; reason?: string | undefined },
   ): Promise<SendMessageResult>;
+  /**
+   * Host only: the credential of the live external member named `name` (see
+   * `ExternalAgentDefinition`), for a host that serves its client, e.g. an MCP server once the
+   * client's token checked out. `UNKNOWN_MEMBER` when there is none, `NOT_A_MEMBER` when it is not
+   * live, `NOT_EXTERNAL` when teamwire runs it, `NOT_PLACED_HERE` when another process serves it.
+   */
+  externalMember(name: string): AgentRef;
+  /**
+   * External members only: acknowledges the page `input.after` names, then returns pending mail
+   * with a cursor. A message counts as delivered only once acknowledged: until then it comes
+   * again on every read, across restarts; after, never. `NOT_EXTERNAL` for a member teamwire
+   * runs, `INVALID_CURSOR` (nothing written) for a cursor this member was not given.
+   */
+  readInbox(agent: AgentRef, input?: ReadInboxInput): Promise<InboxPage>;
+  /** External members only: marks the page `cursor` names delivered; durable when it answers. */
+  ackInbox(agent: AgentRef, input: { cursor: string }): Promise<AckInboxResult>;
+  /**
+   * Calls `listener` whenever mail for the external member `agent` becomes durable (sent here or
+   * by another process of the team), until the returned function is called. For push: a client
+   * then reads its inbox instead of polling.
+   */
+  watchInbox(agent: AgentRef, listener: () => void): () => void;
   /** Starts a lead turn with a host message (after the current one); resolves when it ends. */
   promptLead(input: string | ContentBlock[]): Promise<TurnOutcome>;
   /** Resolves once no runner is working and no wakeup mail waits for a live runner. */
@@ -267,4 +349,10 @@ export interface MemberTeamService {
   }>;
   /** Lead only: queues a shutdown request, handled at the target's next boundary. */
   shutdown(input: { target: string; reason?: string | undefined }): Promise<SendMessageResult>;
+  /** See `TeamService.readInbox` (external members only). */
+  readInbox(input?: ReadInboxInput): Promise<InboxPage>;
+  /** See `TeamService.ackInbox` (external members only). */
+  ackInbox(input: { cursor: string }): Promise<AckInboxResult>;
+  /** See `TeamService.watchInbox` (external members only). */
+  watchInbox(listener: () => void): () => void;
 }

@@ -28,12 +28,15 @@ import type { Credentials } from './credentials.js';
 import { bindMemberService } from './member-service.js';
 import type { RunnerPool } from './runner-pool.js';
 import type {
+  AckInboxResult,
   AgentRef,
+  InboxPage,
   ListTasksInput,
   ListTasksResult,
   MemberInfo,
   Membership,
   MemberTeamService,
+  ReadInboxInput,
   SendMessageInput,
   SendMessageResult,
   SpawnTeammateInput,
@@ -358,8 +361,60 @@ export class TeamServiceFacade implements TeamService {
   }
 
   waitForChange(agent: AgentRef, input: WaitForChangeInput): Promise<WaitForChangeResult> {
-    this.resolve(agent);
-    return this.waiters.wait(input);
+    const caller = this.resolve(agent);
+    const { external } = this.pool;
+    if (!external.isExternal(caller)) return this.waiters.wait(input);
+    // an external member waiting shows as idle, and is not silent while it waits
+    return external.waiting(caller, () => this.waiters.wait(input));
+  }
+
+  // ------------------------------------------------------------ external members
+
+  externalMember(name: string): AgentRef {
+    this.pipeline.guard();
+    const member = this.memberNamed(name, 'UNKNOWN_MEMBER');
+    const ref = this.credentials.refFor(member.id);
+    this.credentials.resolve(ref);
+    if (!this.pool.external.isExternal(member)) {
+      throw new TeamError('NOT_EXTERNAL', `${member.name} is run by teamwire, not by a client`, {
+        details: { memberId: member.id },
+      });
+    }
+    if (!this.pool.runsHere(member.id)) {
+      throw new TeamError('NOT_PLACED_HERE', `${member.name} is served by another process`, {
+        details: { memberId: member.id },
+      });
+    }
+    return ref;
+  }
+
+  readInbox(agent: AgentRef, input?: ReadInboxInput): Promise<InboxPage> {
+    try {
+      return this.pool.external.read(this.resolve(agent), input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  ackInbox(agent: AgentRef, input: { cursor: string }): Promise<AckInboxResult> {
+    try {
+      return this.pool.external.ack(this.resolve(agent), input?.cursor);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  watchInbox(agent: AgentRef, listener: () => void): () => void {
+    const member = this.resolve(agent);
+    if (!this.pool.external.isExternal(member)) {
+      throw new TeamError('NOT_EXTERNAL', `${member.name} is run by teamwire, not by a client`, {
+        details: { memberId: member.id },
+      });
+    }
+    if (typeof listener !== 'function') {
+      throw new TeamError('INVALID_ARGUMENT', 'watchInbox needs a listener function');
+    }
+    return this.pool.external.watch(member.id, listener);
   }
 
   async interrupt(agent: AgentRef, input: { target: string }): Promise<{ interrupted: boolean }> {

@@ -17,7 +17,7 @@ import { createScriptedModel } from '../testing/scripted-model.js';
 import { createSimpleFormat, createSimplePolicy } from '../testing/simple-format.js';
 import type { AgentDefinition, AgentRef } from './agents.js';
 import { createAgentRegistry, defineTool } from './agents.js';
-import { openTeam } from './open-team.js';
+import { type OpenTeamOptions, openTeam } from './open-team.js';
 import type { TeamService } from './service-types.js';
 
 export const TEAM_ID = 'team-1';
@@ -113,6 +113,10 @@ export interface HarnessOptions {
    * Off by default, so the lead's `spawn_teammate` schema lists only `worker` and `lead`.
    */
   coderTools?: AgentDefinition['tools'];
+  /** Adds the external agent type `outside` (members run by a client), off by default. */
+  external?: boolean;
+  /** `openTeam`'s `externalMembers`. */
+  externalMembers?: OpenTeamOptions['externalMembers'];
 }
 
 export interface Harness {
@@ -170,6 +174,9 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
             tools: [whoamiTool(refs), ...options.coderTools],
           },
         ]),
+    ...(options.external === true
+      ? [{ type: 'outside', description: 'A coding agent outside', external: true as const }]
+      : []),
   ]);
   const service = await openTeam({
     teamId: TEAM_ID,
@@ -184,6 +191,7 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     ids: createSequentialIds(options.ids ?? 'id'),
     limits: options.limits,
     idleClaim: options.idleClaim,
+    externalMembers: options.externalMembers,
     ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });

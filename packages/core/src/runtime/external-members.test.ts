@@ -1,0 +1,311 @@
+import { describe, expect, it } from 'vitest';
+import { TeamError } from '../errors.js';
+import type { TeamRecord } from '../records.js';
+import { createManualClock } from '../testing/manual-clock.js';
+import type { MemoryTeamLog, MemoryTranscriptStore } from '../testing/memory-stores.js';
+import { createMemoryTeamLog, createMemoryTranscriptStore } from '../testing/memory-stores.js';
+import { createScriptedModel } from '../testing/scripted-model.js';
+import { createSimpleFormat } from '../testing/simple-format.js';
+import { createAgentRegistry } from './agents.js';
+import { openTeam } from './open-team.js';
+import { type Harness, notedLead, openHarness, spawnIdle } from './test-harness.js';
+
+async function spawnOutside(h: Harness, name: string, prompt = `Hi ${name}.`) {
+  await h.service.spawnTeammate(h.service.lead, {
+    name,
+    description: `${name} works outside`,
+    prompt,
+    agentType: 'outside',
+  });
+  return h.service.externalMember(name);
+}
+
+async function codeOf(promise: Promise<unknown> | (() => unknown)): Promise<string> {
+  try {
+    await (typeof promise === 'function' ? promise() : promise);
+  } catch (error) {
+    if (TeamError.isInstance(error)) return error.code;
+    throw error;
+  }
+  throw new Error('expected a TeamError');
+}
+
+function records(log: MemoryTeamLog): readonly TeamRecord[] {
+  return log.records();
+}
+
+function delivered(log: MemoryTeamLog, messageId: string): number {
+  return records(log).filter((r) => r.type === 'message.delivered' && r.messageId === messageId)
+    .length;
+}
+
+describe('external members', () => {
+  it('run no model: their mail waits in the inbox until the client acknowledges it', async () => {
+    const h = await openHarness({ scripts: { lead: notedLead }, external: true });
+    const ext = await spawnOutside(h, 'ext', 'review the parser');
+    await h.service.idle();
+    expect(h.model.requests('ext')).toEqual([]);
+    const info = h.service.listMembers(h.service.lead).find((m) => m.name === 'ext');
+    expect(info).toMatchObject({ phase: 'active', provider: 'external', status: 'inactive' });
+
+    const first = await h.service.readInbox(ext);
+    expect(first.messages).toHaveLength(1);
+    const [message] = first.messages;
+    expect(message).toMatchObject({ from: 'lead', kind: 'message' });
+    expect(message?.text).toContain('review the parser');
+    // read again without an acknowledgement: the same message, the same rendering
+    const again = await h.service.readInbox(ext);
+    expect(again.messages.map((m) => [m.id, m.text])).toEqual([[message?.id, message?.text]]);
+    expect(delivered(h.log, message?.id as string)).toBe(0);
+
+    expect(await h.service.ackInbox(ext, { cursor: first.cursor as string })).toEqual({
+      acknowledged: 1,
+      retired: false,
+    });
+    expect(delivered(h.log, message?.id as string)).toBe(1);
+    // a repeated acknowledgement writes nothing
+    expect(await h.service.ackInbox(ext, { cursor: again.cursor as string })).toEqual({
+      acknowledged: 0,
+      retired: false,
+    });
+    expect(delivered(h.log, message?.id as string)).toBe(1);
+    expect(await h.service.readInbox(ext)).toEqual({ messages: [], remaining: 0, retired: false });
+    await h.service.dispose();
+  });
+
+  it('acknowledges the previous page on the next read after its cursor, page by page', async () => {
+    const h = await openHarness({ scripts: { lead: notedLead }, external: true });
+    const ext = await spawnOutside(h, 'ext');
+    for (let i = 1; i <= 4; i++) {
+      await h.service.sendMessage(h.service.lead, { to: 'ext', text: `note ${i}` });
+    }
+    const seen: string[] = [];
+    let page = await h.service.readInbox(ext, { limit: 2 });
+    expect(page.remaining).toBe(3);
+    while (page.messages.length > 0) {
+      for (const m of page.messages) seen.push(m.text);
+      page = await h.service.readInbox(ext, { after: page.cursor, limit: 2 });
+    }
+    expect(seen).toHaveLength(5);
+    expect(seen.slice(1).map((t) => t.match(/note \d/)?.[0])).toEqual([
+      'note 1',
+      'note 2',
+      'note 3',
+      'note 4',
+    ]);
+    const deliveredIds = records(h.log).filter((r) => r.type === 'message.delivered');
+    expect(deliveredIds).toHaveLength(5);
+    await h.service.dispose();
+  });
+
+  it('gives unacknowledged mail again after a restart, and acknowledged mail never', async () => {
+    const h = await openHarness({ scripts: { lead: notedLead }, external: true });
+    const ext = await spawnOutside(h, 'ext', 'first');
+    await h.service.sendMessage(h.service.lead, { to: 'ext', text: 'second' });
+    const page = await h.service.readInbox(ext, { limit: 1 });
+    await h.service.ackInbox(ext, { cursor: page.cursor as string });
+    const unacked = await h.service.readInbox(ext);
+    expect(unacked.messages.map((m) => m.text)).toEqual([expect.stringContaining('second')]);
+    await h.service.dispose(); // the client "crashed" before acknowledging `second`
+
+    const memory = { log: h.log, transcripts: h.transcripts as MemoryTranscriptStore };
+    const h2 = await openHarness({ scripts: { lead: notedLead }, external: true, memory });
+    const ext2 = h2.service.externalMember('ext');
+    const after = await h2.service.readInbox(ext2);
+    expect(after.messages.map((m) => m.id)).toEqual(unacked.messages.map((m) => m.id));
+    // a cursor issued before the restart still acknowledges
+    expect(await h2.service.ackInbox(ext2, { cursor: unacked.cursor as string })).toEqual({
+      acknowledged: 1,
+      retired: false,
+    });
+    await h2.service.dispose();
+    const h3 = await openHarness({ scripts: { lead: notedLead }, external: true, memory });
+    expect((await h3.service.readInbox(h3.service.externalMember('ext'))).messages).toEqual([]);
+    await h3.service.dispose();
+  });
+
+  it('refuses bad input with typed errors and writes nothing', async () => {
+    const h = await openHarness({ scripts: { lead: notedLead, bob: notedLead }, external: true });
+    await spawnIdle(h, 'bob');
+    const ext = await spawnOutside(h, 'ext');
+    const other = await spawnOutside(h, 'other');
+    const page = await h.service.readInbox(other);
+    const before = h.log.records().length;
+    expect(await codeOf(h.service.ackInbox(ext, { cursor: page.cursor as string }))).toBe(
+      'INVALID_CURSOR',
+    );
+    expect(await codeOf(h.service.readInbox(ext, { after: 'not a cursor!' }))).toBe(
+      'INVALID_CURSOR',
+    );
+    expect(await codeOf(h.service.readInbox(ext, { after: 'x'.repeat(9000) }))).toBe(
+      'INVALID_CURSOR',
+    );
+    const forged = Buffer.from(
+      JSON.stringify({ v: 1, m: ext.memberId, ids: page.messages.map((m) => m.id) }),
+    ).toString('base64url');
+    expect(await codeOf(h.service.ackInbox(ext, { cursor: forged }))).toBe('INVALID_CURSOR');
+    expect(await codeOf(h.service.readInbox(ext, { limit: 0 }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(h.service.readInbox(ext, { limit: 51 }))).toBe('INVALID_ARGUMENT');
+    expect(h.log.records().length).toBe(before);
+    // the mail of `other` is still pending after every refusal
+    expect((await h.service.readInbox(other)).messages).toHaveLength(1);
+
+    expect(await codeOf(() => h.service.externalMember('bob'))).toBe('NOT_EXTERNAL');
+    expect(await codeOf(() => h.service.externalMember('nobody'))).toBe('UNKNOWN_MEMBER');
+    expect(await codeOf(h.service.readInbox(h.service.lead))).toBe('NOT_EXTERNAL');
+    expect(await codeOf(() => h.service.watchInbox(h.service.lead, () => {}))).toBe('NOT_EXTERNAL');
+    await h.service.dispose();
+  });
+
+  it('shows a shutdown request first, and retires the member when it is acknowledged', async () => {
+    const h = await openHarness({ scripts: { lead: notedLead }, external: true });
+    const ext = await spawnOutside(h, 'ext');
+    const task = await h.service.createTask(h.service.lead, {
+      subject: 'Parse',
+      description: 'Write the parser',
+    });
+    await h.service.updateTask(ext, { taskId: task.id, action: { type: 'claim' } });
+    await h.service.shutdown(h.service.lead, { target: 'ext', reason: 'done for today' });
+    const page = await h.service.readInbox(ext);
+    expect(page.messages.map((m) => m.kind)).toEqual(['shutdown_request', 'message']);
+    const result = await h.service.ackInbox(ext, { cursor: page.cursor as string });
+    expect(result).toEqual({ acknowledged: 2, retired: true });
+    const member = h.service.listMembers(h.service.lead).find((m) => m.name === 'ext');
+    expect(member?.phase).toBe('retired');
+    expect(h.service.getTask(h.service.lead, { taskId: task.id })).toMatchObject({
+      status: 'pending',
+    });
+    expect(await codeOf(h.service.readInbox(ext))).toBe('NOT_A_MEMBER');
+    await h.service.dispose();
+  });
+
+  it('tells watchers when mail arrives, and shows presence from the calls', async () => {
+    const clock = createManualClock();
+    const h = await openHarness({
+      scripts: { lead: notedLead },
+      external: true,
+      clock,
+      externalMembers: { idleAfterMs: 1_000, goneAfterMs: 5_000 },
+    });
+    const ext = await spawnOutside(h, 'ext');
+    const status = () =>
+      h.service.listMembers(h.service.lead).find((m) => m.name === 'ext')?.status;
+    let rang = 0;
+    const stop = h.service.watchInbox(ext, () => rang++);
+    const sent = await h.service.sendMessage(h.service.lead, { to: 'ext', text: 'ping' });
+    expect(rang).toBe(1);
+    expect(sent.status).toBe('queued'); // the client has not called in yet
+    stop();
+    await h.service.sendMessage(h.service.lead, { to: 'ext', text: 'pong' });
+    expect(rang).toBe(1);
+
+    await h.service.readInbox(ext);
+    expect(status()).toBe('running');
+    expect((await h.service.sendMessage(h.service.lead, { to: 'ext', text: 'x' })).status).toBe(
+      'accepted',
+    );
+    clock.advance(1_000);
+    expect(status()).toBe('idle');
+    const statuses = h.sink.events
+      .filter((e) => e.agent === 'ext' && e.event.type === 'status')
+      .map((e) => (e.event as { status: string }).status);
+    expect(statuses).toEqual(['running', 'idle']);
+    await h.service.dispose();
+  });
+
+  it('releases the tasks of a member silent past goneAfterMs, and tells the lead', async () => {
+    const clock = createManualClock();
+    const h = await openHarness({
+      scripts: { lead: notedLead },
+      external: true,
+      clock,
+      externalMembers: { idleAfterMs: 1_000, goneAfterMs: 5_000 },
+    });
+    const ext = await spawnOutside(h, 'ext');
+    const task = await h.service.createTask(h.service.lead, {
+      subject: 'Parse',
+      description: 'Write the parser',
+    });
+    await h.service.updateTask(ext, { taskId: task.id, action: { type: 'claim' } });
+    // a wait in progress is not silence
+    const controller = new AbortController();
+    const waiting = h.service
+      .waitForChange(ext, { timeoutMs: 3_600_000, signal: controller.signal })
+      .catch((error: unknown) => error);
+    clock.advance(60_000);
+    const status = () =>
+      h.service.listMembers(h.service.lead).find((m) => m.name === 'ext')?.status;
+    expect(status()).toBe('idle');
+    expect(h.service.getTask(ext, { taskId: task.id }).status).toBe('in_progress');
+    controller.abort();
+    expect(TeamError.hasCode(await waiting, 'ABORTED')).toBe(true);
+    clock.advance(4_999);
+    expect(h.service.getTask(ext, { taskId: task.id }).status).toBe('in_progress');
+    clock.advance(1);
+    await h.service.idle();
+    expect(status()).toBe('inactive');
+    expect(h.service.getTask(h.service.lead, { taskId: task.id })).toMatchObject({
+      status: 'pending',
+    });
+    const notice = h.log
+      .records()
+      .find(
+        (r) =>
+          r.type === 'message.queued' &&
+          r.message.kind === 'idle_notification' &&
+          r.message.senderName === 'ext',
+      );
+    expect(JSON.stringify(notice)).toContain('went silent');
+    await h.service.dispose();
+  });
+
+  it('releases, after a restart, the tasks of a member whose client never comes back', async () => {
+    const clock = createManualClock();
+    const options = {
+      scripts: { lead: notedLead },
+      external: true,
+      clock,
+      externalMembers: { idleAfterMs: 1_000, goneAfterMs: 5_000 },
+    };
+    const h = await openHarness(options);
+    const ext = await spawnOutside(h, 'ext');
+    const task = await h.service.createTask(h.service.lead, { subject: 'A', description: 'a' });
+    await h.service.updateTask(ext, { taskId: task.id, action: { type: 'claim' } });
+    await h.service.dispose();
+    const memory = { log: h.log, transcripts: h.transcripts as MemoryTranscriptStore };
+    const h2 = await openHarness({ ...options, memory });
+    clock.advance(5_000);
+    await h2.service.idle();
+    expect(h2.service.getTask(h2.service.lead, { taskId: task.id }).status).toBe('pending');
+    await h2.service.dispose();
+  });
+
+  it('lets a client lead the team: teammates report to its inbox', async () => {
+    const model = createScriptedModel({ scripts: { bob: () => ({ text: 'bob reporting' }) } });
+    const team = await openTeam({
+      teamId: 't-ext',
+      log: createMemoryTeamLog({ teamId: 't-ext' }),
+      transcripts: createMemoryTranscriptStore(),
+      format: createSimpleFormat(),
+      agents: createAgentRegistry([
+        { type: 'client', external: true },
+        { type: 'worker', systemPrompt: 'You work.', model },
+      ]),
+      lead: { agentType: 'client' },
+    });
+    expect(await codeOf(team.promptLead('hello'))).toBe('EXTERNAL_MEMBER');
+    const lead = team.externalMember('lead');
+    expect(lead).toBe(team.lead);
+    await team.spawnTeammate(lead, {
+      name: 'bob',
+      description: 'helps',
+      prompt: 'Say hi.',
+      agentType: 'worker',
+    });
+    await team.idle();
+    const page = await team.readInbox(lead);
+    expect(page.messages.map((m) => [m.from, m.kind])).toEqual([['bob', 'idle_notification']]);
+    expect(page.messages[0]?.text).toContain('bob reporting');
+    await team.dispose();
+  });
+});
