@@ -361,13 +361,15 @@ export class PostgresPlacement implements MemberPlacement {
     for (const candidate of candidates) {
       const { memberId } = candidate;
       if (this.#stop.signal.aborted || this.#paused) return;
-      if (!willing(this.#runs, candidate) || this.#tokens.has(memberId)) continue;
+      const pinned = candidate.pinned === true;
+      if (!(pinned || willing(this.#runs, candidate)) || this.#tokens.has(memberId)) continue;
       const row = rows.get(memberId);
       if (row && row.process_id !== me && row.owner_live) {
         this.#unplacedSince.delete(memberId);
         continue;
       }
-      let claim = row?.process_id === me || candidate.isLead;
+      // a pinned member (an external member whose client connects here) is claimed at once
+      let claim = row?.process_id === me || candidate.isLead || pinned;
       if (!claim) {
         // Spread teammates: the willing live process running the fewest members claims (ties go
         // to the smallest process id). One left unplaced for three leases (the chosen process

@@ -6,6 +6,12 @@ export interface PlacementCandidate {
   readonly agentType: string;
   /** True for the team's lead. */
   readonly isLead: boolean;
+  /**
+   * True for an external member this process serves (its client connects here): only a process
+   * that lists it may run it, whatever its agent type, and such a process claims it at once
+   * instead of leaving it to the least-loaded one.
+   */
+  readonly pinned?: boolean;
 }
 
 /** What a placement tells the team service about the members of this process. */

@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TeamError } from '../errors.js';
 import type { TeamRecord } from '../records.js';
-import { createManualClock } from '../testing/manual-clock.js';
+import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
+import { createMemorySharedTeam } from '../testing/memory-shared.js';
 import type { MemoryTeamLog, MemoryTranscriptStore } from '../testing/memory-stores.js';
 import { createMemoryTeamLog, createMemoryTranscriptStore } from '../testing/memory-stores.js';
 import { createScriptedModel } from '../testing/scripted-model.js';
@@ -307,5 +308,56 @@ describe('external members', () => {
     expect(page.messages.map((m) => [m.from, m.kind])).toEqual([['bob', 'idle_notification']]);
     expect(page.messages[0]?.text).toContain('bob reporting');
     await team.dispose();
+  });
+
+  it('in a team spread over processes, is served by the process that claims it', async () => {
+    const shared = createMemorySharedTeam({ teamId: 't-shared' });
+    const model = createScriptedModel({ scripts: { lead: notedLead } });
+    const transcripts = createMemoryTranscriptStore();
+    const open = (index: number, serve: boolean | string[]) =>
+      openTeam({
+        teamId: 't-shared',
+        log: shared.join({ runs: { lead: index === 0 } }).log,
+        transcripts,
+        format: createSimpleFormat(),
+        agents: createAgentRegistry([
+          { type: 'lead', systemPrompt: 'You lead.', model },
+          { type: 'outside', external: true },
+        ]),
+        lead: { agentType: 'lead' },
+        ids: createSequentialIds(`p${index}`),
+        externalMembers: { serve },
+      });
+    // joined in this order, `c` would be the least-loaded willing process if it listed `ext`
+    const a = await open(0, false);
+    const c = await open(1, ['someone-else']);
+    const b = await open(2, ['ext']);
+    let rang = 0;
+    await a.spawnTeammate(a.lead, {
+      name: 'ext',
+      description: 'outside',
+      prompt: 'hello from the lead',
+      agentType: 'outside',
+    });
+    const extId = a.listMembers(a.lead).find((m) => m.name === 'ext')?.memberId as string;
+    // the one process that serves `ext` claims it
+    await vi.waitUntil(() => shared.placementOf(extId) !== undefined);
+    expect(shared.placementOf(extId)?.participant).toBe(2);
+    expect(await codeOf(() => a.externalMember('ext'))).toBe('NOT_PLACED_HERE');
+    expect(await codeOf(() => c.externalMember('ext'))).toBe('NOT_PLACED_HERE');
+    const ext = b.externalMember('ext');
+    b.watchInbox(ext, () => rang++);
+    // mail sent in another process rings here and is read here
+    await a.sendMessage(a.lead, { to: 'ext', text: 'second' });
+    await vi.waitUntil(() => rang > 0);
+    const page = await b.readInbox(ext);
+    expect(page.messages.map((m) => m.text)).toEqual([
+      expect.stringContaining('hello from the lead'),
+      expect.stringContaining('second'),
+    ]);
+    await b.ackInbox(ext, { cursor: page.cursor as string });
+    const deliveredRecords = shared.records().filter((r) => r.type === 'message.delivered');
+    expect(deliveredRecords).toHaveLength(2);
+    await Promise.all([a.dispose(), b.dispose(), c.dispose()]);
   });
 });

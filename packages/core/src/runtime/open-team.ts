@@ -103,8 +103,11 @@ export interface OpenTeamOptions {
          * to the board, as a failed member's do (default 600000 ms). A wait is not silence.
          */
         goneAfterMs?: number;
-        /** Claim external members in a team spread over processes (default false). */
-        serve?: boolean;
+        /**
+         * In a team spread over processes: claim every external member (`true`), those named
+         * (e.g. the one member a stdio server serves), or none (default `false`).
+         */
+        serve?: boolean | readonly string[];
       }
     | undefined;
 }
@@ -267,7 +270,7 @@ function assemble(
     memberService: (agent) => (service as TeamServiceFacade).forMember(agent),
     placement,
     externalPresence: externalPresence(options),
-    serveExternal: options.externalMembers?.serve ?? false,
+    serveExternal: externalServed(options),
   });
   service = new TeamServiceFacade({
     teamId: options.teamId,
@@ -282,6 +285,21 @@ function assemble(
     placement,
   });
   return { service: service as TeamService, pipeline, pool };
+}
+
+/** Which external members this process claims, as a predicate over names. */
+function externalServed(options: OpenTeamOptions): (name: string) => boolean {
+  const serve = options.externalMembers?.serve ?? false;
+  if (typeof serve === 'boolean') return () => serve;
+  if (!Array.isArray(serve) || !serve.every((name) => typeof name === 'string')) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      'externalMembers.serve must be a boolean or an array of member names',
+      { details: { option: 'externalMembers.serve' } },
+    );
+  }
+  const names = new Set(serve);
+  return (name) => names.has(name);
 }
 
 /** The presence timeouts of `options.externalMembers`, checked. */

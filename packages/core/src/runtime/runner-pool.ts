@@ -55,10 +55,10 @@ export interface RunnerPoolOptions {
   /** Presence timeouts of external members. */
   externalPresence: ExternalPresenceOptions;
   /**
-   * Whether this process serves external members (with a placement: claims them). Without a
+   * Which external members this process serves (with a placement: claims), by name. Without a
    * placement every member is served here anyway.
    */
-  serveExternal: boolean;
+  serveExternal: (name: string) => boolean;
 }
 
 /**
@@ -386,8 +386,13 @@ export class RunnerPool implements RunnerHost {
     const out: PlacementCandidate[] = [];
     for (const member of this.state.members()) {
       if (this.state.settledMember(member.id)?.phase !== 'active') continue;
-      if (!this.options.serveExternal && this.external.isExternal(member)) continue;
-      out.push({ memberId: member.id, agentType: member.agentType, isLead: member.id === leadId });
+      const candidate = {
+        memberId: member.id,
+        agentType: member.agentType,
+        isLead: member.id === leadId,
+      };
+      if (!this.external.isExternal(member)) out.push(candidate);
+      else if (this.options.serveExternal(member.name)) out.push({ ...candidate, pinned: true });
     }
     return out;
   }

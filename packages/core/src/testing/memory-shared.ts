@@ -117,7 +117,14 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
     for (const candidate of seen.values()) {
       const current = placements.get(candidate.memberId);
       if (current !== undefined && !participants[current.participant]?.closed) continue;
-      const options = participants.filter((p) => willing(p, candidate));
+      // a pinned member runs only where it is listed (an external member's serving process)
+      const options = participants.filter((p) =>
+        candidate.pinned === true
+          ? !p.closed &&
+            p.listener !== undefined &&
+            (p.candidates?.() ?? []).some((c) => c.memberId === candidate.memberId)
+          : willing(p, candidate),
+      );
       if (options.length === 0) continue;
       options.sort((a, b) => load(a.index) - load(b.index) || a.index - b.index);
       place(candidate.memberId, options[0] as Participant);
