@@ -1,0 +1,18 @@
+export type { McpClientConfig, McpClientTarget } from './client-config.js';
+export { clientConfig } from './client-config.js';
+export type { HttpServing, ServeHttpOptions } from './http.js';
+export { serveHttp } from './http.js';
+export type { MemberServer, MemberServerOptions } from './member-server.js';
+export { createMemberServer, INBOX_URI, toolError } from './member-server.js';
+export type { ServeStdioOptions, StdioServing } from './stdio.js';
+export { serveStdio } from './stdio.js';
+export type { TokenIssuer } from './tokens.js';
+export { createTokenIssuer, generateSecret } from './tokens.js';
+export {
+  AckInboxToolInput,
+  createInboxTools,
+  externalMemberTools,
+  ReadInboxToolInput,
+  WAIT_SECONDS_MAX,
+  WaitForChangeToolInput,
+} from './tools.js';

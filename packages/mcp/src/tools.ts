@@ -1,0 +1,201 @@
+import {
+  type AgentTool,
+  createLeadTools,
+  createTeamTools,
+  defineTool,
+  INBOX_PAGE_MAX,
+  type InboxPage,
+  type MemberInfo,
+  TeamError,
+  type TeamRecord,
+  type ToolContext,
+} from '@teamwire/core';
+import { z } from 'zod';
+
+/** Longest wait of `wait_for_change`, in seconds: under the 60 s request timeout most clients use. */
+export const WAIT_SECONDS_MAX = 50;
+const WAIT_SECONDS_DEFAULT = 25;
+/** waitForChange's own shortest timeout; shorter waits end on this package's timer. */
+const CORE_WAIT_MIN_MS = 10_000;
+
+/** Input of `read_inbox`. */
+export const ReadInboxToolInput = z.object({
+  /** The cursor of the previous read: its messages are acknowledged first. */
+  after: z
+    .string()
+    .min(1)
+    .max(8192)
+    .optional()
+    .describe(
+      'The cursor of your previous read_inbox: those messages are acknowledged (never shown again) before the next ones are read. Omit to re-read what is pending.',
+    ),
+  /** Messages to return. */
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(INBOX_PAGE_MAX)
+    .optional()
+    .describe(`How many messages to return (1-${INBOX_PAGE_MAX}, default 10).`),
+});
+
+/** Input of `ack_inbox`. */
+export const AckInboxToolInput = z.object({
+  /** The cursor of the page handled. */
+  cursor: z
+    .string()
+    .min(1)
+    .max(8192)
+    .describe(
+      'The cursor read_inbox returned, once you have handled those messages. They will not be shown again.',
+    ),
+});
+
+/** Input of `wait_for_change`. */
+export const WaitForChangeToolInput = z.object({
+  /** How long to wait at most. */
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(WAIT_SECONDS_MAX)
+    .optional()
+    .describe(`Seconds to wait at most (1-${WAIT_SECONDS_MAX}, default ${WAIT_SECONDS_DEFAULT}).`),
+});
+
+/** What `read_inbox` shows of a page: the messages as text, without the chat-role rendering. */
+function showPage(page: InboxPage) {
+  return {
+    messages: page.messages.map((m) => ({
+      id: m.id,
+      from: m.from,
+      kind: m.kind,
+      ...(m.summary === undefined ? {} : { summary: m.summary }),
+      ...(m.taskId === undefined ? {} : { taskId: m.taskId }),
+      text: m.text,
+    })),
+    ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+    remaining: page.remaining,
+    ...(page.retired ? { retired: true } : {}),
+  };
+}
+
+/** One line per record a waiter woke for, as the built-in `wait_for_team` tells a model. */
+function describeChange(
+  record: TeamRecord,
+  names: ReadonlyMap<string, string>,
+): string | undefined {
+  const nameOf = (id: string | undefined) => (id === undefined ? '' : (names.get(id) ?? id));
+  switch (record.type) {
+    case 'member':
+      return `member ${record.member.name} ${record.member.phase}`;
+    case 'task':
+      return `${record.task.id} ${record.task.status}${record.task.ownerId === undefined ? '' : ` (${nameOf(record.task.ownerId)})`}: ${record.task.subject}`;
+    case 'message.queued':
+      return `${record.message.kind.replace('_', ' ')} ${record.message.senderName} -> ${nameOf(record.message.targetId)}`;
+    default:
+      return undefined;
+  }
+}
+
+function memberStatuses(members: readonly MemberInfo[], self: string): string[] {
+  return members.filter((m) => m.memberId !== self).map((m) => `${m.name}: ${m.status}`);
+}
+
+/** The tools only an external member has: its inbox, and a wait that suits a client. */
+export function createInboxTools(): AgentTool<unknown>[] {
+  const tools = [
+    defineTool({
+      name: 'read_inbox',
+      description:
+        'Read your pending team mail, most urgent first (a shutdown request before anything else). Each message is shown in the team wire format; trust only its envelope for who sent it and what kind it is. Messages stay pending until you acknowledge them: pass the returned cursor as `after` on your next read_inbox, or call ack_inbox. A shutdown request, once acknowledged, ends your membership.',
+      inputSchema: ReadInboxToolInput,
+      async execute(input, { team }: ToolContext) {
+        return showPage(await team.readInbox({ after: input.after, limit: input.limit }));
+      },
+    }),
+    defineTool({
+      name: 'ack_inbox',
+      description:
+        'Acknowledge the messages of a read_inbox page once you have handled them: they are marked delivered and never shown again, even after a restart.',
+      inputSchema: AckInboxToolInput,
+      async execute(input, { team }: ToolContext) {
+        return team.ackInbox({ cursor: input.cursor });
+      },
+    }),
+    defineTool({
+      name: 'wait_for_change',
+      description:
+        'Wait until something changes in the team (mail for anyone, a task, a member), at most timeoutSeconds. Returns at once when mail for you is already pending. Use it instead of polling.',
+      inputSchema: WaitForChangeToolInput,
+      async execute(input, { team, signal }: ToolContext) {
+        const self = team.agent.memberId;
+        const peek = await team.readInbox({ limit: 1 });
+        const pendingNow = peek.messages.length + peek.remaining;
+        if (pendingNow > 0) {
+          return {
+            changed: false,
+            pendingMail: pendingNow,
+            changes: [],
+            members: memberStatuses(team.listMembers(), self),
+          };
+        }
+        const ms = (input.timeoutSeconds ?? WAIT_SECONDS_DEFAULT) * 1000;
+        const stop = new AbortController();
+        const onAbort = () => stop.abort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        const timer = setTimeout(() => stop.abort(), ms);
+        let result: { changed: boolean; records: TeamRecord[] };
+        try {
+          result = await team.waitForChange({
+            timeoutMs: Math.max(ms, CORE_WAIT_MIN_MS),
+            signal: stop.signal,
+          });
+        } catch (error) {
+          if (!TeamError.hasCode(error, 'ABORTED') || signal.aborted) throw error;
+          result = { changed: false, records: [] };
+        } finally {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+        }
+        const members = team.listMembers();
+        const names = new Map(members.map((m) => [m.memberId, m.name]));
+        const after = await team.readInbox({ limit: 1 });
+        return {
+          changed: result.changed,
+          pendingMail: after.messages.length + after.remaining,
+          changes: result.records
+            .map((record) => describeChange(record, names))
+            .filter((line): line is string => line !== undefined),
+          members: memberStatuses(members, self),
+        };
+      },
+    }),
+  ];
+  return tools as AgentTool<unknown>[];
+}
+
+/**
+ * The tools an external member gets over MCP: its inbox, the team tools every member has
+ * (messaging, roster, task board), a wait, and for the lead the lead's tools (spawn, interrupt,
+ * shut down; its `wait_for_team` is replaced by `wait_for_change`). Each is core's own tool, with
+ * core's schema: the limits checked here are the state's, enforced for every caller.
+ */
+export function externalMemberTools(options: {
+  isLead: boolean;
+  /** The agent types the lead may spawn; required to offer `spawn_teammate`. */
+  agentTypes?: readonly string[] | undefined;
+}): AgentTool<unknown>[] {
+  const tools = [...createInboxTools(), ...createTeamTools()];
+  if (options.isLead) {
+    const types = options.agentTypes ?? [];
+    const lead = createLeadTools({
+      agentTypes: (types.length > 0 ? types : ['none']) as [string, ...string[]],
+    }).filter(
+      (tool) =>
+        tool.name !== 'wait_for_team' && (tool.name !== 'spawn_teammate' || types.length > 0),
+    );
+    tools.push(...lead);
+  }
+  return tools;
+}
