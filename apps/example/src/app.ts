@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { type AgentTool, createAgentRegistry } from '@teamwire/core';
+import { type AgentTool, createAgentRegistry, TeamError } from '@teamwire/core';
 import { z } from 'zod';
 import { type Command, redactUrl } from './args.js';
 import { readTools } from './file-tools.js';
+import { bothHooks, CODING_AGENT, MCP_SECRET_ENV, mcpHooks, mcpSecret } from './mcp-serve.js';
 import { PgTeamDatabase } from './pg-team.js';
 import { createPolicyModel } from './policy-model.js';
 import {
@@ -37,6 +38,8 @@ export const TeamSettings = z.object({
   protocol: z.enum(['xml', 'json', 'tool-call']),
   model: z.string().optional(),
   report: z.string(),
+  /** Started with `--mcp`: the team has the external agent type of the `coder` member. */
+  mcp: z.boolean().optional(),
 });
 export type TeamSettings = z.infer<typeof TeamSettings>;
 const SETTINGS_FILE = 'example-app.json';
@@ -67,6 +70,7 @@ function newSettings(command: ReviewCommand, io: AppIo): TeamSettings {
     protocol: command.protocol,
     ...(command.model ? { model: command.model } : {}),
     report: path.resolve(io.cwd, command.report),
+    ...(command.mcp ? { mcp: true } : {}),
   };
 }
 
@@ -109,6 +113,7 @@ export function reviewTeamSetup(
         tools: fileTools(root),
         maxSteps: 40,
       },
+      ...(settings.mcp === true ? [CODING_AGENT] : []),
     ]),
     lead: { agentType: 'lead', description: 'Leads the review.' },
     idleClaim: { intervalMs: 1000 },
@@ -116,7 +121,9 @@ export function reviewTeamSetup(
 }
 
 /** Reviews a directory with a team, showing the board while it runs. */
-export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunSummary> {
+export async function runReview(given: ReviewCommand, io: AppIo): Promise<RunSummary> {
+  // the client configuration --mcp prints must stay on screen: plain lines, no live board
+  const command = given.mcp ? { ...given, plain: true } : given;
   if (command.store !== undefined) return runReviewInPostgres(command, command.store, io);
   const location = teamLocation(command, io);
   const settings = await teamSettings({
@@ -128,7 +135,31 @@ export async function runReview(command: ReviewCommand, io: AppIo): Promise<RunS
     explain: true,
     create: () => newSettings(command, io),
   });
-  return runReviewTeam(command, io, location, settings, {});
+  return runReviewTeam(command, io, location, settings, {
+    hooks: reviewMcpHooks(command, io, settings, location.teamDir),
+  });
+}
+
+/** The `--mcp` hooks of a review (none without `--mcp`, or for a team started without it). */
+function reviewMcpHooks(
+  command: ReviewCommand,
+  io: AppIo,
+  settings: TeamSettings,
+  teamDir: string | undefined,
+) {
+  if (command.mcp === undefined) return undefined;
+  if (settings.mcp !== true) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      'this team was started without --mcp: it has no member for an MCP client',
+    );
+  }
+  return mcpHooks({
+    port: command.mcp.port,
+    secret: () => mcpSecret({ env: io.env, teamDir }),
+    say: (line) => io.stdout.write(`${line}\n`),
+    signal: io.signal,
+  });
 }
 
 /**
@@ -162,7 +193,15 @@ async function runReviewInPostgres(
       lead: true,
       agentTypes: workers === undefined ? 'all' : [],
     });
-    const hooks = multiProcessHooks({ command, io, db, log: store.log, teamId, url });
+    if (command.mcp !== undefined && io.env[MCP_SECRET_ENV] === undefined) {
+      io.stdout.write(
+        `MCP: tokens are signed with a new secret each run; set ${MCP_SECRET_ENV} to keep them across --resume\n`,
+      );
+    }
+    const hooks = bothHooks(
+      multiProcessHooks({ command, io, db, log: store.log, teamId, url }),
+      reviewMcpHooks(command, io, settings, undefined),
+    );
     return await runReviewTeam(command, io, location, settings, {
       store: {
         log: store.log,
@@ -185,7 +224,7 @@ function runReviewTeam(
   io: AppIo,
   location: TeamLocation,
   settings: TeamSettings,
-  extra: { store?: OpenedStore; hooks?: RunHooks },
+  extra: { store?: OpenedStore; hooks?: RunHooks | undefined },
 ): Promise<RunSummary> {
   const root = openReviewRoot(settings.dir);
   return runTeam({
@@ -198,8 +237,11 @@ function runReviewTeam(
     prompt: command.resume
       ? 'The team was restarted. Check the board and the team, and finish what is left of the review.'
       : `Review the codebase in ${root.dir} with ${settings.teammates} reviewer(s), and write the report.`,
-    setup: async (report) =>
-      reviewTeamSetup(settings, { cwd: io.cwd, paceMs: command.paceMs, report, root }),
+    setup: async (report) => ({
+      ...reviewTeamSetup(settings, { cwd: io.cwd, paceMs: command.paceMs, report, root }),
+      // in a team spread over processes, this one serves the MCP member
+      ...(command.mcp === undefined ? {} : { externalMembers: { serve: true } }),
+    }),
     store: extra.store,
     hooks: extra.hooks,
   });

@@ -223,8 +223,47 @@ describe('parseArgs', () => {
       'unknown option --dir for worker',
     ],
     [['worker', '--store', 'postgres://h/d', '--team', 'T1', 'extra'], 'unexpected argument extra'],
+    [['--mcp-port', '4100'], '--mcp-port needs --mcp'],
+    [
+      ['--mcp', '--mcp-port', '70000'],
+      '--mcp-port must be a port number from 0 to 65535 (got 70000)',
+    ],
+    [
+      ['--mcp', '--store', 'postgres://h/d', '--workers', '2'],
+      '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
+    ],
+    [['fix', '--mcp'], '--mcp is for the review only'],
+    [['mcp'], 'mcp needs --team <teamId>: the team whose member the client is'],
+    [
+      ['mcp', '--team', 'T1', '--member', 'Bad Name'],
+      '--member must be a member name like coder (got Bad Name)',
+    ],
+    [
+      ['mcp', '--team', 'T1', '--store', 'postgres://h/d', '--state-dir', 'x'],
+      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
+    ],
   ])('refuses %j with one line', (argv, message) => {
     expect(() => parseArgs(argv, { cwd })).toThrow(new UsageError(message));
+  });
+});
+
+describe('--mcp and the mcp command', () => {
+  it('parse to a port and a member', () => {
+    expect(parseArgs(['--mcp'], { cwd })).toMatchObject({ command: 'review', mcp: { port: 0 } });
+    expect(parseArgs(['--mcp', '--mcp-port', '4100'], { cwd })).toMatchObject({
+      mcp: { port: 4100 },
+    });
+    expect(parseArgs(['--plain'], { cwd })).toMatchObject({ mcp: undefined });
+    expect(parseArgs(['mcp', '--team', 'T1'], { cwd })).toEqual({
+      command: 'mcp',
+      teamId: 'T1',
+      member: 'coder',
+      stateDir: '.teamwire',
+      store: undefined,
+    });
+    expect(
+      parseArgs(['mcp', '--team', 'T1', '--member', 'alice', '--store', 'postgres://h/d'], { cwd }),
+    ).toMatchObject({ member: 'alice', store: 'postgres://h/d' });
   });
 });
 

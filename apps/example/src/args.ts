@@ -21,6 +21,8 @@ interface ProcessOptions {
   workers?: number | undefined;
   /** `--chaos`: SIGKILL one worker mid-run (needs `workers` >= 2). */
   chaos: boolean;
+  /** `--mcp`: a member run by an MCP client joins, served over HTTP on 127.0.0.1 at this port (0: any). */
+  mcp?: { port: number } | undefined;
 }
 
 /** Command-line arguments of `teamwire-example`. */
@@ -36,6 +38,15 @@ export type Command =
       conflictFile?: string | undefined;
     } & TeamOptions)
   | { command: 'inspect'; teamId: string; stateDir: string }
+  | {
+      command: 'mcp';
+      teamId: string;
+      /** The external member the client acts as. */
+      member: string;
+      stateDir: string;
+      /** The PostgreSQL URL the team lives in, when it is not a JSONL folder. */
+      store?: string | undefined;
+    }
   | {
       command: 'worker';
       /** The PostgreSQL URL the team lives in. */
@@ -57,6 +68,9 @@ Usage:
                                         in its own git worktree of a scratch clone of --dir,
                                         and merge them into the branch teamwire-fix/<teamId>
   teamwire-example inspect <teamId>     print a team's roster, board and transcripts
+  teamwire-example mcp --team <teamId> [--member <name>] [--store <url>]
+                                        serve a team's MCP member over stdio, for a client
+                                        that starts the server itself (see --mcp)
   teamwire-example worker --store <url> --team <teamId>
                                         run reviewers of a team kept in PostgreSQL (on this or
                                         another machine: it needs the reviewed directory at the
@@ -83,7 +97,17 @@ Options:
                             this process runs the lead
   --chaos                   SIGKILL one worker mid-run; the others take its reviewers over
                             (needs --workers 2 or more)
+  --mcp                     add a member "coder" run by an MCP client (Claude Code, Cursor,
+                            ...), served over HTTP on 127.0.0.1; prints the configuration to
+                            paste and keeps serving after the review until Ctrl-C
+  --mcp-port <port>         the port of --mcp (default: any free port)
   -h, --help                this text
+
+MCP options (teamwire-example mcp):
+  --team <teamId>           the team to serve (stopped, or kept in PostgreSQL)
+  --member <name>           the member the client acts as (default: coder)
+  --state-dir <path>        as above
+  --store <url>             the PostgreSQL URL the team was started with
 
 Worker options:
   --store <url>             the PostgreSQL URL the team was started with
@@ -114,6 +138,8 @@ const REVIEW_OPTIONS = {
   store: { type: 'string' },
   workers: { type: 'string' },
   chaos: { type: 'boolean' },
+  mcp: { type: 'boolean' },
+  'mcp-port': { type: 'string' },
   ...HELP_OPTION,
 } as const satisfies OptionsConfig;
 
@@ -122,16 +148,19 @@ const {
   store: _store,
   workers: _workers,
   chaos: _chaos,
+  mcp: _mcp,
+  'mcp-port': _mcpPort,
   ...FIX_OPTIONS
 } = REVIEW_OPTIONS;
 
-/** Why `fix` has no `--store`, `--workers` or `--chaos`. */
-const FIX_HINTS: Record<string, string> = Object.fromEntries(
-  ['store', 'workers', 'chaos'].map((name) => [
+/** Why `fix` has no `--store`, `--workers`, `--chaos` or `--mcp`. */
+const FIX_HINTS: Record<string, string> = Object.fromEntries([
+  ...['store', 'workers', 'chaos'].map((name) => [
     name,
     `--${name} is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them`,
   ]),
-);
+  ...['mcp', 'mcp-port'].map((name) => [name, `--${name} is for the review only`]),
+]);
 
 const WORKER_OPTIONS = {
   store: { type: 'string' },
@@ -142,6 +171,14 @@ const WORKER_OPTIONS = {
 
 /** The form `--store` takes, for messages. */
 export const STORE_URL_FORM = 'postgres://[user[:password]@]host[:port]/database';
+
+const MCP_OPTIONS = {
+  team: { type: 'string' },
+  member: { type: 'string' },
+  'state-dir': { type: 'string' },
+  store: { type: 'string' },
+  ...HELP_OPTION,
+} as const satisfies OptionsConfig;
 
 const INSPECT_OPTIONS = {
   'state-dir': { type: 'string' },
@@ -154,6 +191,7 @@ export function parseArgs(argv: readonly string[], options: { cwd: string }): Co
   if (args[0] === 'inspect') return inspectCommand(args.slice(1));
   if (args[0] === 'fix') return fixCommand(args.slice(1), options.cwd);
   if (args[0] === 'worker') return workerCommand(args.slice(1));
+  if (args[0] === 'mcp') return mcpCommand(args.slice(1));
   return reviewCommand(args, options.cwd);
 }
 
@@ -173,6 +211,33 @@ function workerCommand(args: string[]): Command {
     store: storeUrl(values.store),
     teamId: values.team,
     paceMs: pace(values.pace),
+  };
+}
+
+function mcpCommand(args: string[]): Command {
+  const read = readStrict(args, MCP_OPTIONS, { positionals: false, context: ' for mcp' });
+  if (!read.parsed) return read.explained;
+  const { values } = read.parsed;
+  if (values.help) return { command: 'help' };
+  if (values.team === undefined) {
+    throw new UsageError('mcp needs --team <teamId>: the team whose member the client is');
+  }
+  const member = values.member ?? 'coder';
+  if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(member)) {
+    throw new UsageError(`--member must be a member name like coder (got ${member})`);
+  }
+  const store = values.store === undefined ? undefined : storeUrl(values.store);
+  if (store !== undefined && values['state-dir'] !== undefined) {
+    throw new UsageError(
+      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
+    );
+  }
+  return {
+    command: 'mcp',
+    teamId: values.team,
+    member,
+    stateDir: values['state-dir'] ?? '.teamwire',
+    store,
   };
 }
 
@@ -233,6 +298,7 @@ function fixCommand(args: string[], cwd: string): Command {
     store: _noStore,
     workers: _noWorkers,
     chaos: _noChaos,
+    mcp: _noMcp,
     ...rest
   } = review;
   return { ...rest, command: 'fix' };
@@ -273,6 +339,22 @@ function reviewCommand(args: string[], cwd: string): Command {
       `--workers needs --store ${STORE_URL_FORM}: the workers share the team through PostgreSQL`,
     );
   }
+  if (values['mcp-port'] !== undefined && values.mcp !== true) {
+    throw new UsageError('--mcp-port needs --mcp');
+  }
+  const mcp =
+    values.mcp === true
+      ? {
+          port: wholeNumber(values['mcp-port'], 0, { min: 0, max: 65_535 }, (raw) => {
+            return `--mcp-port must be a port number from 0 to 65535 (got ${raw})`;
+          }),
+        }
+      : undefined;
+  if (mcp !== undefined && workers !== undefined) {
+    throw new UsageError(
+      '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
+    );
+  }
   const chaos = values.chaos ?? false;
   if (chaos && (workers ?? 0) < 2) {
     throw new UsageError(
@@ -296,6 +378,7 @@ function reviewCommand(args: string[], cwd: string): Command {
     store,
     workers,
     chaos,
+    mcp,
   };
 }
 

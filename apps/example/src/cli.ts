@@ -4,6 +4,7 @@ import { formatSummary, runReview } from './app.js';
 import { HELP, parseArgs, UsageError } from './args.js';
 import { formatFixSummary, runFix } from './fix-app.js';
 import { inspectTeam } from './inspect.js';
+import { runMcp } from './mcp-command.js';
 import { runWorker } from './worker.js';
 import { WORKER_OF_ENV } from './workers.js';
 
@@ -28,6 +29,10 @@ async function main(): Promise<number> {
     return 0;
   }
   if (command.command === 'worker') return worker(command, cwd);
+  if (command.command === 'mcp') {
+    await runMcp(command, { stderr: process.stderr, cwd, env: process.env });
+    return 0;
+  }
   const controller = new AbortController();
   let signals = 0;
   const onSignal = () => {

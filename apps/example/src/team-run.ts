@@ -183,6 +183,11 @@ export interface RunHooks {
   }): Promise<void> | void;
   /** Once the lead is idle (not after Ctrl-C): e.g. wait for members in other processes. */
   settle?(team: TeamService): Promise<void>;
+  /**
+   * After `settle`: keeps the team open for members served from here (e.g. MCP clients) until
+   * Ctrl-C, which then ends the run as finished, not interrupted.
+   */
+  serveAfter?(team: TeamService): Promise<void>;
   /** Always, after the team is disposed, before the board closes: e.g. stop worker processes. */
   stopped?(): Promise<void>;
 }
@@ -235,6 +240,7 @@ export async function runTeam<S extends BaseSettings>(options: {
   let reportWritten = false;
   let team: TeamService | undefined;
   let interrupted = false;
+  let serving = false;
   let problem: string | undefined;
   const hub = createEventHub({ teamId, log: store.log });
   const title = `${options.title} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
@@ -261,7 +267,7 @@ export async function runTeam<S extends BaseSettings>(options: {
       events: hub,
     });
     const onAbort = () => {
-      interrupted = true;
+      if (!serving) interrupted = true;
       void team?.dispose();
     };
     io.signal?.addEventListener('abort', onAbort, { once: true });
@@ -288,6 +294,10 @@ export async function runTeam<S extends BaseSettings>(options: {
     }
     if (!interrupted) await team.idle();
     if (!interrupted) await hooks?.settle?.(team);
+    if (!interrupted && hooks?.serveAfter !== undefined) {
+      serving = true;
+      await hooks.serveAfter(team);
+    }
     io.signal?.removeEventListener('abort', onAbort);
   } finally {
     try {

@@ -1,0 +1,156 @@
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ExternalAgentDefinition, TeamService } from '@teamwire/core';
+import {
+  clientConfig,
+  createTokenIssuer,
+  generateSecret,
+  type HttpServing,
+  serveHttp,
+} from '@teamwire/mcp';
+import type { RunHooks } from './team-run.js';
+
+/*
+ * `--mcp`: the review team gets a member run by an MCP client (a coding agent such as Claude Code
+ * or Cursor), served over Streamable HTTP on 127.0.0.1 next to the built-in reviewers. The run
+ * prints the client configuration, and keeps serving after the review until Ctrl-C.
+ */
+
+/** The agent type of members run by an MCP client. */
+export const CODING_AGENT_TYPE = 'coding-agent';
+/** The external member the review team gets with `--mcp`. */
+export const CODER_NAME = 'coder';
+/** The file in a team folder that keeps the token secret, so tokens survive `--resume`. */
+const SECRET_FILE = 'mcp-secret';
+/** Environment variable that sets the token secret (e.g. for a team kept in PostgreSQL). */
+export const MCP_SECRET_ENV = 'TEAMWIRE_MCP_SECRET';
+
+export const CODING_AGENT: ExternalAgentDefinition = {
+  type: CODING_AGENT_TYPE,
+  description:
+    'A coding agent that joins over MCP (Claude Code, Cursor, ...): it runs in its client.',
+  external: true,
+};
+
+const CODER_PROMPT =
+  'You joined a code-review team through MCP. Read your inbox (read_inbox), claim a ready review ' +
+  'task (task_update with action claim), review that folder, send your findings to the lead with ' +
+  'send_message, then complete the task. Acknowledge your mail as you handle it.';
+
+/**
+ * The secret that signs the members' tokens: `TEAMWIRE_MCP_SECRET`, else the one kept in the team
+ * folder (created, readable by this user only, on first use), else a new one for this run.
+ */
+export async function mcpSecret(options: {
+  env: NodeJS.ProcessEnv;
+  teamDir?: string | undefined;
+}): Promise<string> {
+  const fromEnv = options.env[MCP_SECRET_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  if (options.teamDir === undefined) return generateSecret();
+  const file = path.join(options.teamDir, SECRET_FILE);
+  try {
+    const kept = (await readFile(file, 'utf8')).trim();
+    if (kept !== '') return kept;
+  } catch {
+    // not kept yet
+  }
+  const secret = generateSecret();
+  await writeFile(file, `${secret}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return secret;
+}
+
+/** The lines that tell a person how to connect Claude Code or Cursor as `member`. */
+export function configLines(options: { url: string; token: string; member: string }): string[] {
+  const config = clientConfig({
+    name: `teamwire-${options.member}`,
+    url: options.url,
+    token: options.token,
+  });
+  return [
+    `MCP: ${options.member} can join the team at ${options.url} (bearer token below; keep it private)`,
+    `  Claude Code:  ${config.claudeCode}`,
+    `  Cursor (.cursor/mcp.json): ${JSON.stringify(config.cursor)}`,
+  ];
+}
+
+/**
+ * Hooks of a run with `--mcp`: once the team is open, the `coder` member is spawned (unless the
+ * team has it already) and served over HTTP, and its client configuration printed; after the
+ * review, the run keeps serving until Ctrl-C.
+ */
+export function mcpHooks(options: {
+  port: number;
+  secret: () => Promise<string>;
+  say: (line: string) => void;
+  signal?: AbortSignal | undefined;
+  /** The endpoint, once it serves (for tests). */
+  onServing?: (serving: { url: string; token: string }) => void;
+}): RunHooks {
+  let http: HttpServing | undefined;
+  return {
+    async started(run) {
+      const { team } = run;
+      await spawnCoder(team);
+      const tokens = createTokenIssuer({ secret: await options.secret(), teamId: team.teamId });
+      http = await serveHttp({ team, tokens, port: options.port });
+      const token = tokens.tokenFor(CODER_NAME);
+      for (const line of configLines({ url: http.url, token, member: CODER_NAME })) {
+        options.say(line);
+      }
+      options.onServing?.({ url: http.url, token });
+    },
+    async serveAfter() {
+      const { signal } = options;
+      if (signal === undefined || signal.aborted) return;
+      options.say(`MCP: the review is done; still serving ${http?.url ?? ''} (Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+    },
+    async stopped() {
+      await http?.close();
+    },
+  };
+}
+
+async function spawnCoder(team: TeamService): Promise<void> {
+  const known = team.listMembers(team.lead).some((m) => m.name === CODER_NAME);
+  if (known) return;
+  await team.spawnTeammate(team.lead, {
+    name: CODER_NAME,
+    description: 'A coding agent joining over MCP',
+    prompt: CODER_PROMPT,
+    agentType: CODING_AGENT_TYPE,
+  });
+}
+
+/** Runs `a`'s hooks, then `b`'s. */
+export function bothHooks(a: RunHooks | undefined, b: RunHooks | undefined): RunHooks | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return {
+    onEvent(agent, event) {
+      a.onEvent?.(agent, event);
+      b.onEvent?.(agent, event);
+    },
+    async started(run) {
+      await a.started?.(run);
+      await b.started?.(run);
+    },
+    async settle(team) {
+      await a.settle?.(team);
+      await b.settle?.(team);
+    },
+    async serveAfter(team) {
+      await a.serveAfter?.(team);
+      await b.serveAfter?.(team);
+    },
+    async stopped() {
+      try {
+        await a.stopped?.();
+      } finally {
+        await b.stopped?.();
+      }
+    },
+  };
+}
