@@ -212,6 +212,38 @@ describe('external members over MCP', () => {
     for (const id of ids) expect(deliveredCount(records, id)).toBe(1);
   });
 
+  it('two sessions of one member acknowledging the same page at once deliver it once, round after round', async () => {
+    const { fixture, http } = await serveTeam();
+    await fixture.team.promptLead('Plan the work.');
+    const one = await connectHttp(http.url, tokens.tokenFor('alice'));
+    const two = await connectHttp(http.url, tokens.tokenFor('alice'));
+    cleanups.push(
+      () => one.close(),
+      () => two.close(),
+    );
+    const ids: string[] = [];
+    for (let round = 0; round < 25; round++) {
+      if (round > 0) {
+        await fixture.team.sendMessage(fixture.team.lead, { to: 'alice', text: `round ${round}` });
+      }
+      const [a, b] = await Promise.all([call(one, 'read_inbox'), call(two, 'read_inbox')]);
+      expect(a.messages.map((m: { id: string }) => m.id)).toEqual(
+        b.messages.map((m: { id: string }) => m.id),
+      );
+      ids.push(...a.messages.map((m: { id: string }) => m.id));
+      // one acknowledges explicitly, the other by reading on after the cursor
+      const [acked, next] = await Promise.all([
+        call(one, 'ack_inbox', { cursor: a.cursor }),
+        call(two, 'read_inbox', { after: b.cursor }),
+      ]);
+      expect(acked.acknowledged === 1 || acked.acknowledged === 0).toBe(true);
+      expect(next.messages).toEqual([]);
+    }
+    const records = await logRecords();
+    expect(ids).toHaveLength(25);
+    for (const id of ids) expect(deliveredCount(records, id)).toBe(1);
+  });
+
   it('offers lead-only tools to a lead client only, and refuses them for a teammate', async () => {
     const { fixture, http } = await serveTeam({ dir, externalLead: true });
     const lead = await connectHttp(http.url, tokens.tokenFor('lead'));

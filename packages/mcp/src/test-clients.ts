@@ -59,15 +59,19 @@ export async function connectHttp(url: string, token: string | undefined): Promi
   return client;
 }
 
-/** A client that starts `serve-team.mjs` for `member` over stdio (plus `extra` arguments). */
+/**
+ * A client that starts `serve-team.mjs` for `member` over stdio, on the team folder `where` (or
+ * with the store arguments `where`), plus `extra` arguments.
+ */
 export async function connectStdio(
-  dir: string,
+  where: string | readonly string[],
   member: string,
   extra: readonly string[] = [],
 ): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
+  const store = typeof where === 'string' ? ['--dir', where] : where;
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [SERVE_TEAM, '--dir', dir, '--stdio', member, ...extra],
+    args: [SERVE_TEAM, ...store, '--stdio', member, ...extra],
     stderr: 'pipe',
   });
   let stderr = '';

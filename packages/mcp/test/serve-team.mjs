@@ -1,4 +1,5 @@
-// A server process for the end-to-end tests: opens the fixture team in a folder and serves one
+// A server process for the end-to-end tests: opens the fixture team in a folder (or, with
+// `--pg-url`, joins it in PostgreSQL as a process serving `--serve <member>`) and serves one
 // member over stdio (`--stdio <member>`) and/or every member over HTTP (`--http`), printing the
 // HTTP endpoint as one JSON line on stderr. `--prompt <text>` prompts the scripted lead first.
 import { createTokenIssuer, serveHttp, serveStdio } from '../dist/index.js';
@@ -10,9 +11,24 @@ const option = (name) => {
   return at === -1 ? undefined : args[at + 1];
 };
 const dir = option('--dir');
-if (dir === undefined) throw new Error('--dir is required');
+const pgUrl = option('--pg-url');
+if (dir === undefined && pgUrl === undefined) throw new Error('--dir or --pg-url is required');
+const serve = option('--serve');
 
-const fixture = await openFixtureTeam({ dir });
+const fixture = await openFixtureTeam({
+  dir,
+  ...(pgUrl === undefined
+    ? {}
+    : {
+        pg: {
+          url: pgUrl,
+          schema: option('--pg-schema'),
+          lead: false,
+          leaseMs: Number(option('--lease-ms') ?? 2000),
+        },
+      }),
+  ...(serve === undefined ? {} : { externalMembers: { serve: [serve] } }),
+});
 const prompt = option('--prompt');
 if (prompt !== undefined) await fixture.team.promptLead(prompt);
 

@@ -1,5 +1,6 @@
 import type { TeamService } from '@teamwire/core';
 import type { ScriptedModel } from '@teamwire/core/testing';
+import type { PostgresTeamStore } from '@teamwire/postgres';
 import type { JsonlTeamStore } from '@teamwire/storage';
 
 export declare const TEAM_ID: string;
@@ -12,13 +13,18 @@ export declare const PLAN: readonly {
 }[];
 export interface FixtureTeam {
   team: TeamService;
-  store: JsonlTeamStore;
+  store: JsonlTeamStore | PostgresTeamStore;
   model: ScriptedModel;
   agentTypes: string[];
   close(): Promise<void>;
 }
 export declare function openFixtureTeam(options: {
-  dir: string;
-  externalMembers?: { idleAfterMs?: number; goneAfterMs?: number };
+  dir?: string;
+  pg?: { url: string; schema: string; lead: boolean; leaseMs: number };
+  externalMembers?: {
+    idleAfterMs?: number;
+    goneAfterMs?: number;
+    serve?: boolean | readonly string[];
+  };
   externalLead?: boolean;
 }): Promise<FixtureTeam>;

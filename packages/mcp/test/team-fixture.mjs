@@ -2,6 +2,7 @@
 // external agent type. Plain JavaScript over the built packages, so a child process can open it.
 import { createAgentRegistry, openTeam } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
+import { openPostgresTeamStore } from '@teamwire/postgres';
 import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 
@@ -46,9 +47,22 @@ export function leadScript({ call }) {
   return { text: 'Noted.' };
 }
 
-/** Opens the fixture team in `dir` (created when missing). */
-export async function openFixtureTeam({ dir, externalMembers, externalLead = false }) {
-  const store = await openJsonlTeamStore({ teamId: TEAM_ID, dir, create: true });
+/**
+ * Opens the fixture team: in the JSONL folder `dir` (created when missing), or with `pg` in
+ * PostgreSQL (`{url, schema, lead, leaseMs}`), as one process of a team spread over several.
+ */
+export async function openFixtureTeam({ dir, pg, externalMembers, externalLead = false }) {
+  const store =
+    pg === undefined
+      ? await openJsonlTeamStore({ teamId: TEAM_ID, dir, create: true })
+      : await openPostgresTeamStore({
+          teamId: TEAM_ID,
+          connectionString: pg.url,
+          schema: pg.schema,
+          runs: { lead: pg.lead, agentTypes: pg.lead ? 'all' : [] },
+          leaseMs: pg.leaseMs,
+          pollMs: 200,
+        });
   const model = createScriptedModel({ scripts: { lead: leadScript } });
   const agents = createAgentRegistry([
     { type: 'lead', systemPrompt: 'You lead the team.', model },
