@@ -1,0 +1,252 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createAgentRegistry,
+  createEventHub,
+  type EventHub,
+  openTeam,
+  type TeamService,
+} from '@teamwire/core';
+import { type AgentScript, createScriptedModel } from '@teamwire/core/testing';
+import { xmlFormat } from '@teamwire/protocol';
+import { openJsonlTeamStore } from '@teamwire/storage';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DashboardServer, OPERATOR_AGENT, serveDashboard } from './index.js';
+
+/*
+ * The page in a real browser (Debian's Chromium, driven by playwright-core) against a scripted
+ * team served by this package's handler. Without Chromium the suite is skipped with a message,
+ * except under CI=true, where it fails.
+ */
+
+const CHROMIUM = process.env.TEAMWIRE_CHROMIUM ?? '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  const message = `no Chromium at ${CHROMIUM} (apt-get install chromium, or set TEAMWIRE_CHROMIUM)`;
+  if (process.env.CI === 'true') throw new Error(`${message}: CI runs the browser tests`);
+  console.warn(`${message}; skipping the dashboard browser tests`);
+}
+const ASSETS = fileURLToPath(new URL('../dist/ui', import.meta.url));
+const SCREENSHOT = fileURLToPath(new URL('../media/dashboard.png', import.meta.url));
+
+function gate(): { promise: Promise<void>; open(): void } {
+  let open = () => {};
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+/** A team on the scripted model whose worker waits for the test between its steps. */
+function scripts(gates: {
+  claim: ReturnType<typeof gate>;
+  finish: ReturnType<typeof gate>;
+}): Record<string, AgentScript> {
+  return {
+    lead: ({ call, request }) => {
+      if (call === 1) {
+        return {
+          toolCalls: [
+            { name: 'task_create', input: { subject: 'Parse the input', description: 'Parse.' } },
+            {
+              name: 'task_create',
+              input: { subject: 'Print the output', description: 'Print.', blockedBy: ['task-1'] },
+            },
+            {
+              name: 'spawn_teammate',
+              input: { name: 'ann', description: 'Works the board', prompt: 'Take task-1.' },
+            },
+          ],
+        };
+      }
+      const last = JSON.stringify(request.messages.at(-1)?.content ?? '');
+      if (last.includes('from the page')) {
+        return {
+          toolCalls: [
+            {
+              name: 'send_message',
+              input: { to: 'operator', message: 'Lead here: got your note from the page.' },
+            },
+          ],
+        };
+      }
+      return { text: 'Noted.' };
+    },
+    ann: async ({ call }) => {
+      if (call === 1) {
+        await gates.claim.promise;
+        return {
+          text: 'Claiming task-1. ',
+          toolCalls: [{ name: 'task_update', input: { taskId: 'task-1', action: 'claim' } }],
+          usage: { inputTokens: 1200, outputTokens: 40 },
+        };
+      }
+      if (call === 2) {
+        await gates.finish.promise;
+        return {
+          toolCalls: [{ name: 'task_update', input: { taskId: 'task-1', action: 'complete' } }],
+          usage: { inputTokens: 1300, outputTokens: 30 },
+        };
+      }
+      return { text: 'task-1 is done.', usage: { inputTokens: 1400, outputTokens: 20 } };
+    },
+  };
+}
+
+interface Running {
+  team: TeamService;
+  hub: EventHub;
+  server: DashboardServer;
+  close(): Promise<void>;
+}
+
+async function start(
+  dir: string,
+  options: { port?: number; token?: string; gates: Parameters<typeof scripts>[0] },
+): Promise<Running> {
+  const store = await openJsonlTeamStore({ teamId: 'web-1', dir, durability: 'buffered' });
+  const model = createScriptedModel({ scripts: scripts(options.gates) });
+  const hub = createEventHub({ teamId: 'web-1', log: store.log });
+  const team = await openTeam({
+    teamId: 'web-1',
+    log: store.log,
+    transcripts: store.transcripts,
+    format: xmlFormat,
+    agents: createAgentRegistry([
+      { type: 'lead', systemPrompt: 'Lead.', model },
+      { type: 'worker', systemPrompt: 'Work.', model },
+      OPERATOR_AGENT,
+    ]),
+    lead: { agentType: 'lead' },
+    events: hub,
+    idleClaim: false,
+  });
+  const server = await serveDashboard({
+    log: store.log,
+    hub,
+    team,
+    assetsDir: ASSETS,
+    port: options.port,
+    token: options.token,
+  });
+  return {
+    team,
+    hub,
+    server,
+    async close() {
+      await server.close();
+      await team.dispose();
+      hub.close();
+      await store.close();
+    },
+  };
+}
+
+const attr = (page: Page, selector: string, name: string) =>
+  page.locator(selector).first().getAttribute(name);
+
+describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
+  let browser: Browser;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'teamwire-dashboard-'));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('shows a team live, takes a message to the lead, and catches up after a server restart', async () => {
+    const gates = { claim: gate(), finish: gate() };
+    let run = await start(dir, { gates });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      // no token: refused, before anything is shown
+      const refused = await page.goto(run.server.url.replace(/\?token=.*/, ''));
+      expect(refused?.status()).toBe(401);
+
+      await page.goto(run.server.url);
+      await page.locator('[data-testid="connection"]', { hasText: 'live' }).waitFor();
+      const prompting = run.team.promptLead('Plan the work.');
+
+      // a member joins, tasks appear on the graph
+      await page.locator('[data-testid="member"][data-name="ann"]').waitFor();
+      await page.locator('[data-testid="task"][data-task-id="task-2"]').waitFor();
+      expect(await attr(page, '[data-testid="task"][data-task-id="task-1"]', 'data-status')).toBe(
+        'pending',
+      );
+      // the task moves: claimed by ann, then completed
+      gates.claim.open();
+      await page
+        .locator(
+          '[data-testid="task"][data-task-id="task-1"][data-status="in_progress"][data-owner="ann"]',
+        )
+        .waitFor();
+      await page
+        .locator('[data-testid="member"][data-name="ann"] [data-testid="member-output"]', {
+          hasText: 'Claiming task-1.',
+        })
+        .waitFor();
+      gates.finish.open();
+      await page
+        .locator('[data-testid="task"][data-task-id="task-1"][data-status="completed"]')
+        .waitFor();
+      await prompting;
+      await run.team.idle();
+      await page.locator('[data-testid="tokens"][data-name="ann"]', { hasText: '3900' }).waitFor();
+
+      // a message typed on the page reaches the lead, and its reply shows up
+      await page.locator('[data-testid="message-to"]').selectOption('lead');
+      await page.locator('[data-testid="message-text"]').fill('A note from the page.');
+      await page.locator('[data-testid="message-send"]').click();
+      await page
+        .locator('[data-testid="mail"][data-from="operator"][data-to="lead"]', {
+          hasText: 'A note from the page.',
+        })
+        .waitFor();
+      await page
+        .locator('[data-testid="mail"][data-from="lead"][data-to="operator"]', {
+          hasText: 'got your note',
+        })
+        .waitFor();
+      await page.locator('[data-testid="mail-filter-kind"]').selectOption('idle_notification');
+      expect(await page.locator('[data-testid="mail"]').count()).toBeGreaterThan(0);
+      expect(
+        await page.locator('[data-testid="mail"]:not([data-kind="idle_notification"])').count(),
+      ).toBe(0);
+      await page.locator('[data-testid="mail-filter-kind"]').selectOption('');
+
+      // `TEAMWIRE_UPDATE_SCREENSHOT=1` refreshes the README's screenshot
+      const update = process.env.TEAMWIRE_UPDATE_SCREENSHOT === '1';
+      if (update) await mkdir(join(SCREENSHOT, '..'), { recursive: true });
+      const shot = update ? SCREENSHOT : join(dir, 'dashboard.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      expect(existsSync(shot)).toBe(true);
+
+      // the server stops and comes back with a new hub: the page notices, and reloads its state
+      const { port, token } = run.server;
+      await run.close();
+      await page.locator('[data-testid="connection"]', { hasText: 'reconnecting' }).waitFor();
+      run = await start(dir, { port, token, gates });
+      await page.locator('[data-testid="reloads"]', { hasText: '1' }).waitFor();
+      await page.locator('[data-testid="connection"]', { hasText: 'live' }).waitFor();
+      await run.team.createTask(run.team.lead, { subject: 'After the restart', description: 'x' });
+      await page.locator('[data-testid="task"][data-task-id="task-3"]').waitFor();
+      expect(await attr(page, '[data-testid="task"][data-task-id="task-1"]', 'data-status')).toBe(
+        'completed',
+      );
+    } finally {
+      await page.close();
+      await run.close();
+    }
+  });
+});

@@ -1,0 +1,245 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createAgentRegistry, createEventHub, openTeam, type TeamService } from '@teamwire/core';
+import {
+  createMemoryTeamLog,
+  createMemoryTranscriptStore,
+  createScriptedModel,
+} from '@teamwire/core/testing';
+import { xmlFormat } from '@teamwire/protocol';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { followTeamLog } from './follow.js';
+import { type DashboardServer, OPERATOR_AGENT, serveDashboard } from './index.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function assets(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'dashboard-assets-'));
+  await mkdir(join(dir, 'assets'));
+  await writeFile(
+    join(dir, 'index.html'),
+    '<html><head><script type="module" crossorigin src="./assets/index-a1.js"></script><link rel="stylesheet" href="./assets/index-b2.css"></head><body></body></html>',
+  );
+  await writeFile(join(dir, 'assets', 'index-a1.js'), 'console.log(1)');
+  await writeFile(join(dir, 'assets', 'index-b2.css'), 'body{}');
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function liveTeam(): Promise<{
+  team: TeamService;
+  server: DashboardServer;
+  leadSaw: () => string;
+}> {
+  const model = createScriptedModel({ scripts: { lead: () => ({ text: 'Thanks, noted.' }) } });
+  const log = createMemoryTeamLog({ teamId: 't1' });
+  const hub = createEventHub({ teamId: 't1', log });
+  const team = await openTeam({
+    teamId: 't1',
+    log,
+    transcripts: createMemoryTranscriptStore(),
+    format: xmlFormat,
+    agents: createAgentRegistry([{ type: 'lead', systemPrompt: 'Lead.', model }, OPERATOR_AGENT]),
+    lead: { agentType: 'lead' },
+    events: hub,
+  });
+  const server = await serveDashboard({ log, hub, team, assetsDir: await assets() });
+  cleanups.push(
+    () => team.dispose(),
+    () => server.close(),
+  );
+  const leadSaw = () =>
+    JSON.stringify(
+      model
+        .requests('lead')
+        .at(-1)
+        ?.messages.map((m) => m.content) ?? [],
+    );
+  return { team, server, leadSaw };
+}
+
+interface Reply {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+function http(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+function at(server: DashboardServer, path: string): string {
+  return (
+    new URL(path, server.url).toString().replace(/\?.*$/, '') +
+    (path.includes('?') ? `?${path.split('?')[1]}` : '')
+  );
+}
+
+describe('the dashboard server', () => {
+  it('binds 127.0.0.1 and refuses every request without the token', async () => {
+    const { server } = await liveTeam();
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{32}$/);
+    for (const path of ['/', '/api/snapshot', '/api/events', '/assets/index-a1.js']) {
+      expect((await http(at(server, path))).status, path).toBe(401);
+      expect((await http(at(server, `${path}?token=wrong-token-of-some-length`))).status).toBe(401);
+    }
+    const action = await http(at(server, '/api/actions/message'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'lead', text: 'hi' }),
+    });
+    expect(action.status).toBe(401);
+    // the token in the URL is not enough for an action: it must come in the header
+    const viaQuery = await http(at(server, `/api/actions/message?token=${server.token}`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'lead', text: 'hi' }),
+    });
+    expect(viaQuery.status).toBe(401);
+  });
+
+  it('serves the page with the token on every asset, and no CORS header anywhere', async () => {
+    const { server } = await liveTeam();
+    const page = await http(server.url);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain(`src="./assets/index-a1.js?token=${server.token}"`);
+    expect(page.body).toContain(`href="./assets/index-b2.css?token=${server.token}"`);
+    expect(page.headers['access-control-allow-origin']).toBeUndefined();
+    const script = await http(at(server, `/assets/index-a1.js?token=${server.token}`));
+    expect(script).toMatchObject({ status: 200, body: 'console.log(1)' });
+    expect(
+      (await http(at(server, `/assets/..%2f..%2fetc%2fpasswd?token=${server.token}`))).status,
+    ).toBe(404);
+  });
+
+  it('refuses another origin and a host that is not loopback', async () => {
+    const { server } = await liveTeam();
+    const foreign = await http(at(server, '/api/actions/message'), {
+      method: 'POST',
+      headers: {
+        origin: 'https://evil.example',
+        'x-teamwire-token': server.token,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ to: 'lead', text: 'hi' }),
+    });
+    expect(foreign.status).toBe(403);
+    const rebound = await http(server.url, { headers: { host: 'evil.example' } });
+    expect(rebound.status).toBe(403);
+  });
+
+  it('acts as a distinct operator member: a message reaches the lead, and the lead answers it', async () => {
+    const { team, server, leadSaw } = await liveTeam();
+    const post = (action: string, body: unknown, headers: Record<string, string> = {}) =>
+      http(at(server, `/api/actions/${action}`), {
+        method: 'POST',
+        headers: {
+          'x-teamwire-token': server.token,
+          'content-type': 'application/json',
+          ...headers,
+        },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+    const sent = await post('message', { to: 'lead', text: 'Please summarise.' });
+    expect(sent.status).toBe(200);
+    await team.idle();
+    expect(leadSaw()).toContain('Please summarise.');
+    const members = team.listMembers(team.lead);
+    expect(members.find((m) => m.name === 'operator')).toMatchObject({
+      agentType: 'dashboard-operator',
+      provider: 'external',
+    });
+    const task = await post('task', { subject: 'Check', description: 'Check it.' });
+    expect(JSON.parse(task.body)).toEqual({ id: 'task-1', revision: 1 });
+    expect(team.getTask(team.lead, { taskId: 'task-1' }).creatorId).toBe(
+      members.find((m) => m.name === 'operator')?.memberId,
+    );
+    // bad input: typed errors, nothing written
+    expect(JSON.parse((await post('message', { to: 'nobody', text: 'x' })).body).error.code).toBe(
+      'UNKNOWN_TARGET',
+    );
+    expect((await post('message', { to: 'lead' })).status).toBe(400);
+    expect((await post('message', '{not json')).status).toBe(400);
+    expect((await post('message', { to: 'lead', text: 'x'.repeat(70_000) })).status).toBe(413);
+    expect((await post('nonsense', {})).status).toBe(404);
+    expect(
+      (await post('message', { to: 'lead', text: 'x' }, { 'content-type': 'text/plain' })).status,
+    ).toBe(415);
+    const snapshot = JSON.parse(
+      (await http(at(server, `/api/snapshot?token=${server.token}`))).body,
+    );
+    expect(snapshot).toMatchObject({
+      version: 1,
+      teamId: 't1',
+      readOnly: false,
+      operator: 'operator',
+    });
+    expect(snapshot.records.filter((r: { type: string }) => r.type === 'task')).toHaveLength(1);
+  });
+
+  it('is read-only without a team: the snapshot and stream follow a log another process writes', async () => {
+    const log = createMemoryTeamLog({ teamId: 't2' });
+    const followed = followTeamLog({
+      teamId: 't2',
+      read: (fromSeq) => log.read({ fromSeq }),
+      pollMs: 10,
+    });
+    cleanups.push(() => followed.close());
+    const server = await serveDashboard({
+      log: followed.log,
+      hub: followed.hub,
+      assetsDir: await assets(),
+    });
+    cleanups.push(() => server.close());
+    const model = createScriptedModel({ scripts: { lead: [{ text: 'ok' }] } });
+    const team = await openTeam({
+      teamId: 't2',
+      log,
+      transcripts: createMemoryTranscriptStore(),
+      format: xmlFormat,
+      agents: createAgentRegistry([{ type: 'lead', systemPrompt: 'Lead.', model }]),
+      lead: { agentType: 'lead' },
+    });
+    cleanups.push(() => team.dispose());
+    await team.createTask(team.lead, { subject: 'A', description: 'a' });
+    const seen = () =>
+      http(at(server, `/api/snapshot?token=${server.token}`)).then((r) => JSON.parse(r.body));
+    // the follower polls every 10 ms: wait until it has read the task
+    await vi.waitUntil(() => followed.log.lastSeq() >= log.lastSeq(), { timeout: 5000 });
+    const snapshot = await seen();
+    expect(snapshot.readOnly).toBe(true);
+    expect(snapshot.records.map((r: { seq: number }) => r.seq)).toEqual(
+      log.records().map((r) => r.seq),
+    );
+    expect(snapshot.records.at(-1).type).toBe('task');
+    const action = await http(at(server, '/api/actions/message'), {
+      method: 'POST',
+      headers: { 'x-teamwire-token': server.token, 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'lead', text: 'hi' }),
+    });
+    expect(JSON.parse(action.body).error.code).toBe('READ_ONLY');
+    expect(followed.hub.lastSeq()).toBeGreaterThanOrEqual(2);
+  });
+});

@@ -1,0 +1,203 @@
+import {
+  createAgentRegistry,
+  createEventHub,
+  type HubItem,
+  openTeam,
+  type TeamRecord,
+} from '@teamwire/core';
+import {
+  createManualClock,
+  createMemoryTeamLog,
+  createMemoryTranscriptStore,
+  createScriptedModel,
+  createSequentialIds,
+} from '@teamwire/core/testing';
+import { xmlFormat } from '@teamwire/protocol';
+import { describe, expect, it } from 'vitest';
+import {
+  applyHubItem,
+  applyRecord,
+  type DashboardSnapshot,
+  emptyState,
+  fromSnapshot,
+  OUTPUT_KEEP,
+  selectMail,
+  tokenTotals,
+} from './view-model.js';
+
+/** A scripted team run: the lead plans two tasks and spawns a worker who does them. */
+async function runTeam() {
+  const model = createScriptedModel({
+    scripts: {
+      lead: ({ call }) =>
+        call === 1
+          ? {
+              toolCalls: [
+                { name: 'task_create', input: { subject: 'Parse', description: 'Write it.' } },
+                {
+                  name: 'task_create',
+                  input: { subject: 'Print', description: 'Write it.', blockedBy: ['task-1'] },
+                },
+                {
+                  name: 'spawn_teammate',
+                  input: { name: 'ann', description: 'works', prompt: 'Do the tasks.' },
+                },
+              ],
+            }
+          : { text: 'Noted.' },
+      ann: ({ call }) => {
+        if (call === 1) {
+          return {
+            text: 'On it. ',
+            toolCalls: [{ name: 'task_update', input: { taskId: 'task-1', action: 'claim' } }],
+            usage: { inputTokens: 100, outputTokens: 10 },
+          };
+        }
+        if (call === 2) {
+          return {
+            toolCalls: [{ name: 'task_update', input: { taskId: 'task-1', action: 'complete' } }],
+            usage: { inputTokens: 120, outputTokens: 12 },
+          };
+        }
+        return { text: 'Done with task-1.', usage: { inputTokens: 130, outputTokens: 13 } };
+      },
+    },
+  });
+  const log = createMemoryTeamLog({ teamId: 't1' });
+  const clock = createManualClock();
+  const hub = createEventHub({ teamId: 't1', log, clock, epoch: 'e1' });
+  const items: HubItem[] = [];
+  hub.listen((item) => items.push(item), { presence: true });
+  const team = await openTeam({
+    teamId: 't1',
+    log,
+    transcripts: createMemoryTranscriptStore(),
+    format: xmlFormat,
+    agents: createAgentRegistry([
+      { type: 'lead', systemPrompt: 'Lead.', model },
+      { type: 'worker', systemPrompt: 'Work.', model },
+    ]),
+    lead: { agentType: 'lead' },
+    events: hub,
+    clock,
+    ids: createSequentialIds('x'),
+    idleClaim: false,
+  });
+  await team.promptLead('Plan.');
+  await team.idle();
+  return { team, log, hub, items };
+}
+
+function snapshotOf(records: readonly TeamRecord[], extra: Partial<DashboardSnapshot> = {}) {
+  return {
+    version: 1,
+    teamId: 't1',
+    records: [...records],
+    truncated: 0,
+    readOnly: true,
+    ...extra,
+  } satisfies DashboardSnapshot;
+}
+
+describe('the dashboard view model', () => {
+  it('follows a real team from its hub stream: roster, tasks, mail, tool, output and tokens', async () => {
+    const { team, items } = await runTeam();
+    const state = emptyState('t1');
+    for (const item of items) expect(applyHubItem(state, item)).toBe('ok');
+
+    const truth = team.listMembers(team.lead);
+    expect([...state.members.values()].map((m) => [m.name, m.status])).toEqual(
+      truth.map((m) => [m.name, m.status]),
+    );
+    expect(
+      [...state.tasks.values()].map((t) => [t.id, t.status, t.owner ?? null, t.blockedBy, t.ready]),
+    ).toEqual([
+      ['task-1', 'completed', 'ann', [], false],
+      ['task-2', 'pending', null, ['task-1'], true],
+    ]);
+    const ann = [...state.members.values()].find((m) => m.name === 'ann');
+    expect(ann).toMatchObject({
+      turns: 1,
+      inputTokens: 350,
+      outputTokens: 35,
+      currentTool: undefined,
+    });
+    expect(ann?.output).toBe('On it. Done with task-1.');
+    // the lead's prompt to ann, delivered; ann's idle notice to the lead, delivered
+    expect(state.mail.map((m) => [m.from, m.to, m.kind, m.delivered])).toEqual([
+      ['lead', 'ann', 'message', true],
+      ['ann', 'lead', 'idle_notification', true],
+    ]);
+    expect(selectMail(state, { kind: 'idle_notification' }).map((m) => m.from)).toEqual(['ann']);
+    expect(selectMail(state, { member: 'lead', kind: 'message' })).toHaveLength(1);
+    const totals = tokenTotals(state);
+    expect(totals.rows.find((r) => r.name === 'ann')).toEqual({
+      name: 'ann',
+      inputTokens: 350,
+      outputTokens: 35,
+    });
+    expect(totals.inputTokens).toBe(totals.rows.reduce((n, r) => n + r.inputTokens, 0));
+    expect(totals.inputTokens).toBeGreaterThan(350); // the lead's calls count too
+    await team.dispose();
+  });
+
+  it('gives the same view from a snapshot followed by a stream that repeats its records', async () => {
+    const { team, log, items } = await runTeam();
+    const all = [...log.records()];
+    const half = Math.floor(all.length / 2);
+    const streamed = emptyState('t1');
+    for (const record of all) applyRecord(streamed, record);
+    const resumed = fromSnapshot(snapshotOf(all.slice(0, half)));
+    // the stream replays every record again, the snapshot's included
+    for (const item of items) applyHubItem(resumed, item);
+    const shape = (s: typeof streamed) => ({
+      members: [...s.members.values()].map((m) => [m.name, m.phase]),
+      tasks: [...s.tasks.values()],
+      mail: s.mail,
+      lastRecordSeq: s.lastRecordSeq,
+    });
+    expect(shape(resumed)).toEqual(shape(streamed));
+    // and applying a record twice changes nothing
+    const before = JSON.stringify(shape(resumed));
+    expect(applyRecord(resumed, all[half] as TeamRecord)).toBe(false);
+    expect(JSON.stringify(shape(resumed))).toBe(before);
+    await team.dispose();
+  });
+
+  it('asks for a reload on a reset, counts gaps, and keeps output bounded', async () => {
+    const { team, log } = await runTeam();
+    const state = fromSnapshot(
+      snapshotOf([...log.records()], { statuses: { ann: 'idle' }, epoch: 'e1' }),
+    );
+    expect([...state.members.values()].find((m) => m.name === 'ann')?.status).toBe('idle');
+    expect(applyHubItem(state, { type: 'reset', reason: 'hub-restarted' })).toBe('reload');
+    applyHubItem(state, { type: 'gap', reason: 'overflow', lost: 7 });
+    expect(state.missed).toBe(7);
+    const big = 'x'.repeat(OUTPUT_KEEP);
+    for (const text of [big, 'tail']) {
+      applyHubItem(state, {
+        type: 'event',
+        seq: 1,
+        at: 0,
+        teamId: 't1',
+        agent: 'ann',
+        event: { type: 'model.text-delta', text },
+      });
+    }
+    const ann = [...state.members.values()].find((m) => m.name === 'ann');
+    expect(ann?.output).toHaveLength(OUTPUT_KEEP);
+    expect(ann?.output.endsWith('tail')).toBe(true);
+    // presence marks who runs now
+    applyHubItem(state, { type: 'presence.snapshot', teamId: 't1', active: [] });
+    applyHubItem(state, {
+      type: 'presence',
+      seq: 2,
+      at: 0,
+      teamId: 't1',
+      agent: 'ann',
+      state: 'started',
+    });
+    expect(ann?.active).toBe(true);
+    await team.dispose();
+  });
+});
