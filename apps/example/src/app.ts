@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { type AgentTool, createAgentRegistry, TeamError } from '@teamwire/core';
+import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { z } from 'zod';
 import { type Command, redactUrl } from './args.js';
 import { readTools } from './file-tools.js';
@@ -22,6 +23,7 @@ import {
   teamModels,
   teamSettings,
 } from './team-run.js';
+import { webHooks } from './web-serve.js';
 import { multiProcessHooks } from './workers.js';
 import { openReviewRoot, type ReviewRoot } from './workspace-files.js';
 
@@ -40,6 +42,8 @@ export const TeamSettings = z.object({
   report: z.string(),
   /** Started with `--mcp`: the team has the external agent type of the `coder` member. */
   mcp: z.boolean().optional(),
+  /** Started with `--web`: the team has the agent type of the dashboard's `operator` member. */
+  web: z.boolean().optional(),
 });
 export type TeamSettings = z.infer<typeof TeamSettings>;
 const SETTINGS_FILE = 'example-app.json';
@@ -71,6 +75,7 @@ function newSettings(command: ReviewCommand, io: AppIo): TeamSettings {
     ...(command.model ? { model: command.model } : {}),
     report: path.resolve(io.cwd, command.report),
     ...(command.mcp ? { mcp: true } : {}),
+    ...(command.web ? { web: true } : {}),
   };
 }
 
@@ -80,7 +85,7 @@ function newSettings(command: ReviewCommand, io: AppIo): TeamSettings {
  */
 export function reviewTeamSetup(
   settings: TeamSettings,
-  options: { cwd: string; paceMs: number; report: AgentTool; root?: ReviewRoot },
+  options: { cwd: string; paceMs: number; report: AgentTool; root?: ReviewRoot; web?: boolean },
 ): TeamSetup {
   const root = options.root ?? openReviewRoot(settings.dir);
   const format = FORMATS[settings.protocol];
@@ -114,6 +119,7 @@ export function reviewTeamSetup(
         maxSteps: 40,
       },
       ...(settings.mcp === true ? [CODING_AGENT] : []),
+      ...(settings.web === true || options.web === true ? [OPERATOR_AGENT] : []),
     ]),
     lead: { agentType: 'lead', description: 'Leads the review.' },
     idleClaim: { intervalMs: 1000 },
@@ -122,8 +128,8 @@ export function reviewTeamSetup(
 
 /** Reviews a directory with a team, showing the board while it runs. */
 export async function runReview(given: ReviewCommand, io: AppIo): Promise<RunSummary> {
-  // the client configuration --mcp prints must stay on screen: plain lines, no live board
-  const command = given.mcp ? { ...given, plain: true } : given;
+  // the client configuration --mcp prints and the --web URL must stay on screen: plain lines
+  const command = given.mcp || given.web ? { ...given, plain: true } : given;
   if (command.store !== undefined) return runReviewInPostgres(command, command.store, io);
   const location = teamLocation(command, io);
   const settings = await teamSettings({
@@ -136,7 +142,20 @@ export async function runReview(given: ReviewCommand, io: AppIo): Promise<RunSum
     create: () => newSettings(command, io),
   });
   return runReviewTeam(command, io, location, settings, {
-    hooks: reviewMcpHooks(command, io, settings, location.teamDir),
+    hooks: bothHooks(
+      reviewMcpHooks(command, io, settings, location.teamDir),
+      reviewWebHooks(command, io),
+    ),
+  });
+}
+
+/** The `--web` hooks of a run (none without `--web`). */
+export function reviewWebHooks(command: { web?: { port: number } | undefined }, io: AppIo) {
+  if (command.web === undefined) return undefined;
+  return webHooks({
+    port: command.web.port,
+    say: (line) => io.stdout.write(`${line}\n`),
+    signal: io.signal,
   });
 }
 
@@ -199,8 +218,11 @@ async function runReviewInPostgres(
       );
     }
     const hooks = bothHooks(
-      multiProcessHooks({ command, io, db, log: store.log, teamId, url }),
-      reviewMcpHooks(command, io, settings, undefined),
+      bothHooks(
+        multiProcessHooks({ command, io, db, log: store.log, teamId, url }),
+        reviewMcpHooks(command, io, settings, undefined),
+      ),
+      reviewWebHooks(command, io),
     );
     return await runReviewTeam(command, io, location, settings, {
       store: {
@@ -238,7 +260,13 @@ function runReviewTeam(
       ? 'The team was restarted. Check the board and the team, and finish what is left of the review.'
       : `Review the codebase in ${root.dir} with ${settings.teammates} reviewer(s), and write the report.`,
     setup: async (report) => ({
-      ...reviewTeamSetup(settings, { cwd: io.cwd, paceMs: command.paceMs, report, root }),
+      ...reviewTeamSetup(settings, {
+        cwd: io.cwd,
+        paceMs: command.paceMs,
+        report,
+        root,
+        web: command.web !== undefined,
+      }),
       // in a team spread over processes, this one serves the MCP member
       ...(command.mcp === undefined ? {} : { externalMembers: { serve: true } }),
     }),

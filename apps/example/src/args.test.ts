@@ -233,6 +233,12 @@ describe('parseArgs', () => {
       '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
     ],
     [['fix', '--mcp'], '--mcp is for the review only'],
+    [['--web-port', '4200'], '--web-port needs --web'],
+    [['web'], 'web needs --team <teamId>: the team to watch'],
+    [
+      ['web', '--team', 'T1', '--port', 'x'],
+      '--port must be a port number from 0 to 65535 (got x)',
+    ],
     [['mcp'], 'mcp needs --team <teamId>: the team whose member the client is'],
     [
       ['mcp', '--team', 'T1', '--member', 'Bad Name'],
@@ -248,6 +254,24 @@ describe('parseArgs', () => {
 });
 
 describe('--mcp and the mcp command', () => {
+  it('--web parses for the review and the fix, and web for a team', () => {
+    expect(parseArgs(['--web', '--web-port', '4200'], { cwd })).toMatchObject({
+      command: 'review',
+      web: { port: 4200 },
+    });
+    expect(parseArgs(['fix', '--web'], { cwd })).toMatchObject({
+      command: 'fix',
+      web: { port: 0 },
+    });
+    expect(parseArgs(['web', '--team', 'T1', '--port', '4300'], { cwd })).toEqual({
+      command: 'web',
+      teamId: 'T1',
+      stateDir: '.teamwire',
+      store: undefined,
+      port: 4300,
+    });
+  });
+
   it('parse to a port and a member', () => {
     expect(parseArgs(['--mcp'], { cwd })).toMatchObject({ command: 'review', mcp: { port: 0 } });
     expect(parseArgs(['--mcp', '--mcp-port', '4100'], { cwd })).toMatchObject({

@@ -11,6 +11,8 @@ interface TeamOptions {
   durability: 'fsync' | 'buffered';
   plain: boolean;
   paceMs: number;
+  /** `--web`: serve the team's dashboard on 127.0.0.1 at this port (0: any). */
+  web?: { port: number } | undefined;
 }
 
 /** Where and how a review keeps its team when it is not a JSONL folder. */
@@ -38,6 +40,14 @@ export type Command =
       conflictFile?: string | undefined;
     } & TeamOptions)
   | { command: 'inspect'; teamId: string; stateDir: string }
+  | {
+      command: 'web';
+      teamId: string;
+      stateDir: string;
+      /** The PostgreSQL URL the team lives in, when it is not a JSONL folder. */
+      store?: string | undefined;
+      port: number;
+    }
   | {
       command: 'mcp';
       teamId: string;
@@ -68,6 +78,9 @@ Usage:
                                         in its own git worktree of a scratch clone of --dir,
                                         and merge them into the branch teamwire-fix/<teamId>
   teamwire-example inspect <teamId>     print a team's roster, board and transcripts
+  teamwire-example web --team <teamId> [--store <url>] [--port <port>]
+                                        watch a team's dashboard, read-only, from another
+                                        process (a running or a stopped team)
   teamwire-example mcp --team <teamId> [--member <name>] [--store <url>]
                                         serve a team's MCP member over stdio, for a client
                                         that starts the server itself (see --mcp)
@@ -101,7 +114,16 @@ Options:
                             ...), served over HTTP on 127.0.0.1; prints the configuration to
                             paste and keeps serving after the review until Ctrl-C
   --mcp-port <port>         the port of --mcp (default: any free port)
+  --web                     serve the team's web dashboard on 127.0.0.1 and print its URL
+                            (with its access token); keeps serving after the run until Ctrl-C
+  --web-port <port>         the port of --web (default: any free port)
   -h, --help                this text
+
+Web options (teamwire-example web):
+  --team <teamId>           the team to watch
+  --state-dir <path>        as above
+  --store <url>             the PostgreSQL URL the team was started with
+  --port <port>             the dashboard's port (default: any free port)
 
 MCP options (teamwire-example mcp):
   --team <teamId>           the team to serve (stopped, or kept in PostgreSQL)
@@ -140,6 +162,8 @@ const REVIEW_OPTIONS = {
   chaos: { type: 'boolean' },
   mcp: { type: 'boolean' },
   'mcp-port': { type: 'string' },
+  web: { type: 'boolean' },
+  'web-port': { type: 'string' },
   ...HELP_OPTION,
 } as const satisfies OptionsConfig;
 
@@ -172,6 +196,14 @@ const WORKER_OPTIONS = {
 /** The form `--store` takes, for messages. */
 export const STORE_URL_FORM = 'postgres://[user[:password]@]host[:port]/database';
 
+const WEB_OPTIONS = {
+  team: { type: 'string' },
+  'state-dir': { type: 'string' },
+  store: { type: 'string' },
+  port: { type: 'string' },
+  ...HELP_OPTION,
+} as const satisfies OptionsConfig;
+
 const MCP_OPTIONS = {
   team: { type: 'string' },
   member: { type: 'string' },
@@ -192,6 +224,7 @@ export function parseArgs(argv: readonly string[], options: { cwd: string }): Co
   if (args[0] === 'fix') return fixCommand(args.slice(1), options.cwd);
   if (args[0] === 'worker') return workerCommand(args.slice(1));
   if (args[0] === 'mcp') return mcpCommand(args.slice(1));
+  if (args[0] === 'web') return webCommand(args.slice(1));
   return reviewCommand(args, options.cwd);
 }
 
@@ -211,6 +244,35 @@ function workerCommand(args: string[]): Command {
     store: storeUrl(values.store),
     teamId: values.team,
     paceMs: pace(values.pace),
+  };
+}
+
+function port(raw: string | undefined, option: string): number {
+  return wholeNumber(raw, 0, { min: 0, max: 65_535 }, (value) => {
+    return `${option} must be a port number from 0 to 65535 (got ${value})`;
+  });
+}
+
+function webCommand(args: string[]): Command {
+  const read = readStrict(args, WEB_OPTIONS, { positionals: false, context: ' for web' });
+  if (!read.parsed) return read.explained;
+  const { values } = read.parsed;
+  if (values.help) return { command: 'help' };
+  if (values.team === undefined) {
+    throw new UsageError('web needs --team <teamId>: the team to watch');
+  }
+  const store = values.store === undefined ? undefined : storeUrl(values.store);
+  if (store !== undefined && values['state-dir'] !== undefined) {
+    throw new UsageError(
+      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
+    );
+  }
+  return {
+    command: 'web',
+    teamId: values.team,
+    stateDir: values['state-dir'] ?? '.teamwire',
+    store,
+    port: port(values.port, '--port'),
   };
 }
 
@@ -342,14 +404,11 @@ function reviewCommand(args: string[], cwd: string): Command {
   if (values['mcp-port'] !== undefined && values.mcp !== true) {
     throw new UsageError('--mcp-port needs --mcp');
   }
-  const mcp =
-    values.mcp === true
-      ? {
-          port: wholeNumber(values['mcp-port'], 0, { min: 0, max: 65_535 }, (raw) => {
-            return `--mcp-port must be a port number from 0 to 65535 (got ${raw})`;
-          }),
-        }
-      : undefined;
+  const mcp = values.mcp === true ? { port: port(values['mcp-port'], '--mcp-port') } : undefined;
+  if (values['web-port'] !== undefined && values.web !== true) {
+    throw new UsageError('--web-port needs --web');
+  }
+  const web = values.web === true ? { port: port(values['web-port'], '--web-port') } : undefined;
   if (mcp !== undefined && workers !== undefined) {
     throw new UsageError(
       '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
@@ -379,6 +438,7 @@ function reviewCommand(args: string[], cwd: string): Command {
     workers,
     chaos,
     mcp,
+    web,
   };
 }
 

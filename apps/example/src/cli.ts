@@ -5,6 +5,7 @@ import { HELP, parseArgs, UsageError } from './args.js';
 import { formatFixSummary, runFix } from './fix-app.js';
 import { inspectTeam } from './inspect.js';
 import { runMcp } from './mcp-command.js';
+import { runWeb } from './web-command.js';
 import { runWorker } from './worker.js';
 import { WORKER_OF_ENV } from './workers.js';
 
@@ -29,6 +30,18 @@ async function main(): Promise<number> {
     return 0;
   }
   if (command.command === 'worker') return worker(command, cwd);
+  if (command.command === 'web') {
+    const controller = new AbortController();
+    process.once('SIGINT', () => controller.abort());
+    process.once('SIGTERM', () => controller.abort());
+    await runWeb(command, {
+      stdout: process.stdout,
+      cwd,
+      env: process.env,
+      signal: controller.signal,
+    });
+    return 0;
+  }
   if (command.command === 'mcp') {
     await runMcp(command, { stderr: process.stderr, cwd, env: process.env });
     return 0;

@@ -1,8 +1,10 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createAgentRegistry } from '@teamwire/core';
+import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { createGitWorkspaces } from '@teamwire/git-workspaces';
 import { z } from 'zod';
+import { reviewWebHooks } from './app.js';
 import type { Command } from './args.js';
 import { branchWork, ensureScratchRepo, listWorktrees, resolveBase } from './fix-git.js';
 import { fixReadTools, fixWriteTools, mergeTool } from './fix-tools.js';
@@ -34,6 +36,8 @@ const FixSettings = z.object({
   model: z.string().optional(),
   report: z.string(),
   conflictFile: z.string().optional(),
+  /** Started with `--web`: the team has the agent type of the dashboard's `operator` member. */
+  web: z.boolean().optional(),
 });
 type FixSettings = z.infer<typeof FixSettings>;
 const SETTINGS_FILE = 'example-fix.json';
@@ -85,6 +89,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
         ...(command.model ? { model: command.model } : {}),
         report: path.resolve(io.cwd, command.report),
         ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
+        ...(command.web ? { web: true } : {}),
       };
     },
   });
@@ -104,7 +109,8 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
     }),
   }));
   const summary = await runTeam({
-    command,
+    command: command.web ? { ...command, plain: true } : command,
+    hooks: reviewWebHooks(command, io),
     io,
     location,
     settingsFile: SETTINGS_FILE,
@@ -149,6 +155,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
             maxSteps: 40,
             isolation: 'worktree',
           },
+          ...(settings.web === true || command.web !== undefined ? [OPERATOR_AGENT] : []),
         ]),
         lead: { agentType: 'lead', description: 'Leads the fix.' },
         // each reviewer claims the task it was spawned for, never another one

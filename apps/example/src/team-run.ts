@@ -5,6 +5,7 @@ import {
   type AgentTool,
   createEventHub,
   defineTool,
+  type EventHub,
   type ModelAdapter,
   openTeam,
   TeamError,
@@ -179,6 +180,10 @@ export interface RunHooks {
   started?(run: {
     team: TeamService;
     observer: TeamObserver;
+    /** The hub the board reads, for other observers (a web dashboard). */
+    hub: EventHub;
+    /** The team's log. */
+    log: TeamLog;
     stop(problem: string): void;
   }): Promise<void> | void;
   /** Once the lead is idle (not after Ctrl-C): e.g. wait for members in other processes. */
@@ -276,6 +281,8 @@ export async function runTeam<S extends BaseSettings>(options: {
       await hooks?.started?.({
         team: opened,
         observer,
+        hub,
+        log: store.log,
         stop: (why) => {
           problem ??= why;
           onAbort();
