@@ -3,9 +3,10 @@ import {
   createLeadTools,
   createTeamTools,
   defineTool,
+  describeTeamChange,
   INBOX_PAGE_MAX,
   type InboxPage,
-  type MemberInfo,
+  memberStatusLines,
   TeamError,
   type TeamRecord,
   type ToolContext,
@@ -80,28 +81,6 @@ function showPage(page: InboxPage) {
   };
 }
 
-/** One line per record a waiter woke for, as the built-in `wait_for_team` tells a model. */
-function describeChange(
-  record: TeamRecord,
-  names: ReadonlyMap<string, string>,
-): string | undefined {
-  const nameOf = (id: string | undefined) => (id === undefined ? '' : (names.get(id) ?? id));
-  switch (record.type) {
-    case 'member':
-      return `member ${record.member.name} ${record.member.phase}`;
-    case 'task':
-      return `${record.task.id} ${record.task.status}${record.task.ownerId === undefined ? '' : ` (${nameOf(record.task.ownerId)})`}: ${record.task.subject}`;
-    case 'message.queued':
-      return `${record.message.kind.replace('_', ' ')} ${record.message.senderName} -> ${nameOf(record.message.targetId)}`;
-    default:
-      return undefined;
-  }
-}
-
-function memberStatuses(members: readonly MemberInfo[], self: string): string[] {
-  return members.filter((m) => m.memberId !== self).map((m) => `${m.name}: ${m.status}`);
-}
-
 /** The tools only an external member has: its inbox, and a wait that suits a client. */
 export function createInboxTools(): AgentTool<unknown>[] {
   const tools = [
@@ -137,7 +116,7 @@ export function createInboxTools(): AgentTool<unknown>[] {
             changed: false,
             pendingMail: pendingNow,
             changes: [],
-            members: memberStatuses(team.listMembers(), self),
+            members: memberStatusLines(team.listMembers(), self),
           };
         }
         const ms = (input.timeoutSeconds ?? WAIT_SECONDS_DEFAULT) * 1000;
@@ -165,9 +144,9 @@ export function createInboxTools(): AgentTool<unknown>[] {
           changed: result.changed,
           pendingMail: after.messages.length + after.remaining,
           changes: result.records
-            .map((record) => describeChange(record, names))
+            .map((record) => describeTeamChange(record, names))
             .filter((line): line is string => line !== undefined),
-          members: memberStatuses(members, self),
+          members: memberStatusLines(members, self),
         };
       },
     }),

@@ -285,7 +285,8 @@ export class ExternalMembers {
     };
   }
 
-  private requireServed(member: Member): void {
+  /** `NOT_EXTERNAL` unless `member` is external, `NOT_PLACED_HERE` unless it is served here. */
+  requireServed(member: Member): void {
     if (!this.isExternal(member)) {
       throw new TeamError(
         'NOT_EXTERNAL',

@@ -35,9 +35,11 @@ export type {
 export {
   createLeadTools,
   createTeamTools,
+  describeTeamChange,
   InterruptTeammateToolInput,
   LEAD_TOOL_NAMES,
   ListMembersToolInput,
+  memberStatusLines,
   SendMessageToolInput,
   ShutdownTeammateToolInput,
   spawnTeammateToolInput,

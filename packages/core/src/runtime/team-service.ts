@@ -375,16 +375,7 @@ export class TeamServiceFacade implements TeamService {
     const member = this.memberNamed(name, 'UNKNOWN_MEMBER');
     const ref = this.credentials.refFor(member.id);
     this.credentials.resolve(ref);
-    if (!this.pool.external.isExternal(member)) {
-      throw new TeamError('NOT_EXTERNAL', `${member.name} is run by teamwire, not by a client`, {
-        details: { memberId: member.id },
-      });
-    }
-    if (!this.pool.runsHere(member.id)) {
-      throw new TeamError('NOT_PLACED_HERE', `${member.name} is served by another process`, {
-        details: { memberId: member.id },
-      });
-    }
+    this.pool.external.requireServed(member);
     return ref;
   }
 
@@ -406,11 +397,7 @@ export class TeamServiceFacade implements TeamService {
 
   watchInbox(agent: AgentRef, listener: () => void): () => void {
     const member = this.resolve(agent);
-    if (!this.pool.external.isExternal(member)) {
-      throw new TeamError('NOT_EXTERNAL', `${member.name} is run by teamwire, not by a client`, {
-        details: { memberId: member.id },
-      });
-    }
+    this.pool.external.requireServed(member);
     if (typeof listener !== 'function') {
       throw new TeamError('INVALID_ARGUMENT', 'watchInbox needs a listener function');
     }

@@ -259,7 +259,11 @@ function toAction(input: TaskUpdateToolInput, team: MemberTeamService): TaskActi
   }
 }
 
-function describeRecord(
+/**
+ * One line telling a member what a record changed (what `wait_for_team` shows), or `undefined`
+ * for a record not worth a line (a delivery). `names` maps member ids to names.
+ */
+export function describeTeamChange(
   record: TeamRecord,
   names: ReadonlyMap<string, string>,
 ): string | undefined {
@@ -280,7 +284,8 @@ function describeRecord(
   }
 }
 
-function statusSummary(members: readonly MemberInfo[], self: string) {
+/** `name: status` of every member but `self` (a member id), as the wait tools show them. */
+export function memberStatusLines(members: readonly MemberInfo[], self: string): string[] {
   return members.filter((m) => m.memberId !== self).map((m) => `${m.name}: ${m.status}`);
 }
 
@@ -449,7 +454,7 @@ export function createLeadTools(options: {
         if (!working) {
           return {
             noProgress: 'no other member is running or provisioning',
-            members: statusSummary(members, self),
+            members: memberStatusLines(members, self),
           };
         }
         const result = await team.waitForChange({
@@ -461,9 +466,9 @@ export function createLeadTools(options: {
         return {
           changed: result.changed,
           changes: result.records
-            .map((record) => describeRecord(record, names))
+            .map((record) => describeTeamChange(record, names))
             .filter((line): line is string => line !== undefined),
-          members: statusSummary(now, self),
+          members: memberStatusLines(now, self),
         };
       },
     }),
