@@ -8,6 +8,7 @@ import {
   createEventHub,
   type EventHub,
   openTeam,
+  type TeamLog,
   type TeamService,
 } from '@teamwire/core';
 import { type AgentScript, createScriptedModel } from '@teamwire/core/testing';
@@ -100,6 +101,7 @@ function scripts(gates: {
 interface Running {
   team: TeamService;
   hub: EventHub;
+  log: TeamLog;
   server: DashboardServer;
   close(): Promise<void>;
 }
@@ -133,17 +135,19 @@ async function start(
     port: options.port,
     token: options.token,
   });
-  return {
+  const running: Running = {
     team,
     hub,
+    log: store.log,
     server,
     async close() {
-      await server.close();
+      await running.server.close();
       await team.dispose();
       hub.close();
       await store.close();
     },
   };
+  return running;
 }
 
 const attr = (page: Page, selector: string, name: string) =>
@@ -232,6 +236,42 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
       await page.screenshot({ path: shot, fullPage: true });
       expect(existsSync(shot)).toBe(true);
 
+      // steering from the page: a task, then a shutdown
+      await page.locator('[data-testid="task-subject"]').fill('Review the printer');
+      await page.locator('[data-testid="task-description"]').fill('Read it through.');
+      await page.locator('[data-testid="task-create"]').click();
+      await page.locator('[data-testid="task"][data-task-id="task-3"]').waitFor();
+      expect(run.team.getTask(run.team.lead, { taskId: 'task-3' }).subject).toBe(
+        'Review the printer',
+      );
+      await page
+        .locator('[data-testid="member"][data-name="ann"] [data-testid="shutdown"]')
+        .click();
+      await page
+        .locator('[data-testid="member"][data-name="ann"][data-status="retired"]')
+        .waitFor();
+      await page
+        .locator('[data-testid="mail"][data-kind="shutdown_request"][data-to="ann"]')
+        .waitFor();
+      expect(await page.locator('[data-testid="action-error"]').textContent()).toBe('');
+
+      // only the HTTP server goes away (the team and its hub stay): the page reconnects with
+      // Last-Event-ID and gets what happened meanwhile, with no reload
+      await run.server.close();
+      await page.locator('[data-testid="connection"]', { hasText: 'reconnecting' }).waitFor();
+      await run.team.createTask(run.team.lead, { subject: 'While away', description: 'x' });
+      run.server = await serveDashboard({
+        log: run.log,
+        hub: run.hub,
+        team: run.team,
+        assetsDir: ASSETS,
+        port: run.server.port,
+        token: run.server.token,
+      });
+      await page.locator('[data-testid="task"][data-task-id="task-4"]').waitFor();
+      await page.locator('[data-testid="connection"]', { hasText: 'live' }).waitFor();
+      expect(await page.locator('[data-testid="reloads"]').textContent()).toBe('0');
+
       // the server stops and comes back with a new hub: the page notices, and reloads its state
       const { port, token } = run.server;
       await run.close();
@@ -240,7 +280,7 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
       await page.locator('[data-testid="reloads"]', { hasText: '1' }).waitFor();
       await page.locator('[data-testid="connection"]', { hasText: 'live' }).waitFor();
       await run.team.createTask(run.team.lead, { subject: 'After the restart', description: 'x' });
-      await page.locator('[data-testid="task"][data-task-id="task-3"]').waitFor();
+      await page.locator('[data-testid="task"][data-task-id="task-5"]').waitFor();
       expect(await attr(page, '[data-testid="task"][data-task-id="task-1"]', 'data-status')).toBe(
         'completed',
       );
