@@ -7,6 +7,7 @@ import {
   createMemoryTeamLog,
   createMemoryTranscriptStore,
   createScriptedModel,
+  type MemoryTeamLog,
 } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -34,6 +35,7 @@ async function assets(): Promise<string> {
 async function liveTeam(): Promise<{
   team: TeamService;
   server: DashboardServer;
+  log: MemoryTeamLog;
   leadSaw: () => string;
 }> {
   const model = createScriptedModel({ scripts: { lead: () => ({ text: 'Thanks, noted.' }) } });
@@ -60,7 +62,7 @@ async function liveTeam(): Promise<{
         .at(-1)
         ?.messages.map((m) => m.content) ?? [],
     );
-  return { team, server, leadSaw };
+  return { team, server, log, leadSaw };
 }
 
 interface Reply {
@@ -151,7 +153,7 @@ describe('the dashboard server', () => {
   });
 
   it('acts as a distinct operator member: a message reaches the lead, and the lead answers it', async () => {
-    const { team, server, leadSaw } = await liveTeam();
+    const { team, server, log, leadSaw } = await liveTeam();
     const post = (action: string, body: unknown, headers: Record<string, string> = {}) =>
       http(at(server, `/api/actions/${action}`), {
         method: 'POST',
@@ -187,6 +189,19 @@ describe('the dashboard server', () => {
     expect(
       (await post('message', { to: 'lead', text: 'x' }, { 'content-type': 'text/plain' })).status,
     ).toBe(415);
+    // the lead cannot shut the person out: the page keeps working after a shutdown request
+    await team.shutdown(team.lead, { target: 'operator', reason: 'the run is over' });
+    const after = await team.sendMessage(team.lead, { to: 'operator', text: 'Bye.' });
+    // the page's inbox drain has handled what came after the request
+    await vi.waitUntil(
+      () =>
+        log
+          .records()
+          .some((r) => r.type === 'message.delivered' && r.messageId === after.messageId),
+      { timeout: 5000 },
+    );
+    expect((await post('message', { to: 'lead', text: 'Still here.' })).status).toBe(200);
+    expect(team.listMembers(team.lead).find((m) => m.name === 'operator')?.phase).toBe('active');
     const snapshot = JSON.parse(
       (await http(at(server, `/api/snapshot?token=${server.token}`))).body,
     );

@@ -393,20 +393,29 @@ interface Operator {
 /**
  * The person at the page: an external member, spawned by the host when first needed. Its mail
  * (replies to the person) is shown from the log's records and acknowledged as it arrives, so its
- * inbox never fills up.
+ * inbox never fills up; a shutdown request is left unread, so the person stays on the team.
  */
 function createOperator(team: TeamService, name: string): Operator {
   let spawning: Promise<void> | undefined;
   let unwatch: (() => void) | undefined;
   let draining = false;
+  let again = false;
   const drain = async () => {
+    // mail that rings while a drain runs is read by that drain's next round
+    again = true;
     if (draining) return;
     draining = true;
     try {
-      const ref = team.externalMember(name);
-      let page = await team.readInbox(ref, { limit: 50 });
-      while (page.cursor !== undefined) {
-        page = await team.readInbox(ref, { after: page.cursor, limit: 50 });
+      while (again) {
+        again = false;
+        const ref = team.externalMember(name);
+        // A person is not shut down by the lead: its shutdown requests stay unread, so the page
+        // keeps working after the lead ends the run.
+        const kinds = ['message', 'idle_notification', 'task_assignment'] as const;
+        let page = await team.readInbox(ref, { limit: 50, kinds });
+        while (page.cursor !== undefined) {
+          page = await team.readInbox(ref, { after: page.cursor, limit: 50, kinds });
+        }
       }
     } catch {
       // retired, or the team is closing: nothing to acknowledge

@@ -180,6 +180,32 @@ describe('external members', () => {
     await h.service.dispose();
   });
 
+  it('reads only the kinds asked for, so a host can leave a shutdown request unread', async () => {
+    const h = await openHarness({ scripts: { lead: notedLead }, external: true });
+    const ext = await spawnOutside(h, 'ext');
+    await h.service.shutdown(h.service.lead, { target: 'ext' });
+    await h.service.sendMessage(h.service.lead, { to: 'ext', text: 'after' });
+    const page = await h.service.readInbox(ext, { kinds: ['message', 'idle_notification'] });
+    expect(page.messages.map((m) => m.kind)).toEqual(['message', 'message']);
+    expect(page.remaining).toBe(0);
+    expect(await h.service.ackInbox(ext, { cursor: page.cursor as string })).toEqual({
+      acknowledged: 2,
+      retired: false,
+    });
+    const rest = await h.service.readInbox(ext);
+    expect(rest.messages.map((m) => m.kind)).toEqual(['shutdown_request']);
+    expect(h.service.listMembers(h.service.lead).find((m) => m.name === 'ext')?.phase).toBe(
+      'active',
+    );
+    for (const kinds of [[], ['nonsense'], 'message']) {
+      expect(
+        await codeOf(h.service.readInbox(ext, { kinds: kinds as never })),
+        JSON.stringify(kinds),
+      ).toBe('INVALID_ARGUMENT');
+    }
+    await h.service.dispose();
+  });
+
   it('tells watchers when mail arrives, and shows presence from the calls', async () => {
     const clock = createManualClock();
     const h = await openHarness({

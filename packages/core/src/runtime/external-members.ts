@@ -2,7 +2,7 @@ import type { ChatMessage } from '../chat.js';
 import { contentText } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
-import type { Member, QueuedMessage, TeamRecord } from '../records.js';
+import type { Member, MessageKind, QueuedMessage, TeamRecord } from '../records.js';
 import type { AgentRegistry } from './agents.js';
 import {
   deliveredRecords,
@@ -184,13 +184,15 @@ export class ExternalMembers {
         { details: { limit } },
       );
     }
+    const kinds = input.kinds === undefined ? undefined : parseKinds(input.kinds);
     // Parse before anything is written: a bad cursor changes nothing.
     const ids = input.after === undefined ? undefined : parseCursor(input.after, member.id);
     this.touch(member);
     let retired = false;
     if (ids !== undefined) retired = (await this.acknowledge(member, ids)).retired;
     if (retired) return { messages: [], remaining: 0, retired: true };
-    const ordered = this.ordered(member.id);
+    const all = this.ordered(member.id);
+    const ordered = kinds === undefined ? all : all.filter((m) => kinds.has(m.kind));
     const messages: InboxMessage[] = [];
     let bytes = 0;
     for (const message of ordered) {
@@ -350,6 +352,31 @@ export class ExternalMembers {
       host.runnerChanged();
     }
   }
+}
+
+const KINDS: readonly MessageKind[] = [
+  'message',
+  'idle_notification',
+  'shutdown_request',
+  'task_assignment',
+];
+
+function parseKinds(kinds: unknown): Set<MessageKind> {
+  if (
+    !Array.isArray(kinds) ||
+    kinds.length === 0 ||
+    kinds.length > KINDS.length ||
+    !kinds.every((k) => (KINDS as readonly unknown[]).includes(k))
+  ) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `kinds must be a non-empty list of ${KINDS.join(', ')}`,
+      {
+        details: { kinds },
+      },
+    );
+  }
+  return new Set(kinds as MessageKind[]);
 }
 
 /** The plain text of a wire format's rendering, as a client without chat roles reads it. */

@@ -169,6 +169,12 @@ export interface ReadInboxInput {
   after?: string | undefined;
   /** Messages to return, 1-50 (default 10). A page also stops at 1 MiB of text. */
   limit?: number | undefined;
+  /**
+   * Only mail of these kinds (default: every kind). `remaining` then counts only these. A host
+   * that handles some kinds itself reads them apart, e.g. one that never retires its member
+   * leaves `shutdown_request` unread.
+   */
+  kinds?: readonly MessageKind[] | undefined;
 }
 
 /** One message of an external member's inbox, as its client reads it. */
