@@ -1,0 +1,106 @@
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, expect, it, vi } from 'vitest';
+import { runReview } from './app.js';
+import { parseArgs } from './args.js';
+import { adminPool, describePg, dropSchema, freshSchema, PG_URL } from './pg-test-support.js';
+import { CLI, makeFixtureRepo, tempDir } from './test-support.js';
+import { runWeb } from './web-command.js';
+
+const sink = () => {
+  let text = '';
+  return { write: (s: string) => (text += s), text: () => text };
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: the test checks what comes back
+async function call(client: Client, name: string, args: object = {}): Promise<any> {
+  const result = (await client.callTool({ name, arguments: { ...args } })) as CallToolResult;
+  if (result.isError) throw new Error(JSON.stringify(result.content));
+  return result.structuredContent;
+}
+
+const { schema, env } = freshSchema();
+const admin = adminPool();
+afterAll(async () => {
+  await dropSchema(admin, schema);
+  await admin.end();
+});
+
+describePg('a review kept in PostgreSQL, joined by other processes', () => {
+  it('serves its MCP member over stdio from a process of its own, and its dashboard read-only', async () => {
+    const work = tempDir('review-pg-mcp');
+    makeFixtureRepo(path.join(work, 'repo'));
+    const command = parseArgs(['--dir', 'repo', '--teammates', '2', '--store', PG_URL, '--mcp'], {
+      cwd: work,
+    });
+    if (command.command !== 'review') throw new Error('expected a review command');
+    const out = sink();
+    const controller = new AbortController();
+    const running = runReview(command, {
+      stdout: out,
+      stderr: out,
+      cwd: work,
+      env: { ...env, TEAMWIRE_MCP_SECRET: 'a secret long enough for the test' },
+      signal: controller.signal,
+    });
+    await vi.waitUntil(() => out.text().includes('still serving'), {
+      timeout: 90_000,
+      interval: 50,
+    });
+    controller.abort();
+    const summary = await running;
+    expect(summary).toMatchObject({ reportWritten: true, interrupted: false });
+
+    // a client starts its own server process, which joins the team and serves only `coder`
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp', '--team', summary.teamId, '--store', PG_URL],
+      cwd: work,
+      env: { ...process.env, ...env } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'pg-coder', version: '1.0.0' });
+    await client.connect(transport);
+    const page = await call(client, 'read_inbox');
+    expect(page.messages.map((m: { kind: string }) => m.kind)).toEqual([
+      'shutdown_request',
+      'message',
+    ]);
+    const tasks = await call(client, 'task_list', { status: 'completed' });
+    expect(tasks.tasks.length).toBeGreaterThan(1);
+    expect(await call(client, 'ack_inbox', { cursor: page.cursor })).toEqual({
+      acknowledged: 2,
+      retired: true,
+    });
+    await client.close();
+
+    // the dashboard, read-only, from yet another process's point of view
+    const stop = new AbortController();
+    let url = '';
+    const watching = runWeb(
+      { command: 'web', teamId: summary.teamId, stateDir: '.teamwire', store: PG_URL, port: 0 },
+      {
+        stdout: sink(),
+        cwd: work,
+        env,
+        signal: stop.signal,
+        onServing: (served) => {
+          url = served;
+        },
+      },
+    );
+    await vi.waitUntil(() => url !== '', { timeout: 30_000 });
+    const token = new URL(url).searchParams.get('token') as string;
+    const snapshot = (await (await fetch(new URL(`/api/snapshot?token=${token}`, url))).json()) as {
+      readOnly: boolean;
+      records: { type: string; member?: { name: string; phase: string } }[];
+    };
+    expect(snapshot.readOnly).toBe(true);
+    const coder = snapshot.records.filter((r) => r.type === 'member' && r.member?.name === 'coder');
+    expect(coder.at(-1)?.member?.phase).toBe('retired');
+    stop.abort();
+    await watching;
+  });
+});
