@@ -105,7 +105,7 @@ describePg('placement and fencing', () => {
     await a.transcripts.append({ memberId: 'm1', entries: [entry] });
 
     // A freezes (a long pause, a partition): it still believes it runs m1.
-    internals(a).pause();
+    await internals(a).pause();
     await eventually(() => b.placement.runsHere('m1'), 'B taking m1 over', 5000);
     expect(pb.events).toEqual(['+m1']);
     expect(a.placement.runsHere('m1')).toBe(true);

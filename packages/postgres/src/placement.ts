@@ -198,10 +198,13 @@ export class PostgresPlacement implements MemberPlacement {
    * partition), while it still believes it runs its members.
    * @internal
    */
-  pause(): void {
+  async pause(): Promise<void> {
     this.#paused = true;
     clearTimeout(this.#tickTimer);
     clearTimeout(this.#leaseTimer);
+    // A look already under way (its queries sent) finishes first, so nothing this process learns
+    // after the pause returns can be newer than the pause.
+    await this.#ticking;
   }
 
   /**
