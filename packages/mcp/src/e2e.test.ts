@@ -360,6 +360,19 @@ describe('external members over MCP', () => {
     expect(big.status).toBe(413);
     expect(await readFile(join(dir, 'log.jsonl'), 'utf8')).toBe(before);
     expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    // sessions are bounded
+    const small = await serveHttp({ team: fixture.team, tokens, maxSessions: 1 });
+    cleanups.push(() => small.close());
+    const first = await connectHttp(small.url, tokens.tokenFor('alice'));
+    cleanups.push(() => first.close());
+    let refusedWith: number | undefined;
+    try {
+      await connectHttp(small.url, tokens.tokenFor('bob'));
+    } catch (error) {
+      if (error instanceof StreamableHTTPError) refusedWith = error.code;
+    }
+    expect(refusedWith).toBe(503);
+    expect(small.sessionCount()).toBe(1);
   });
 
   it('pushes a resource-updated notification when mail arrives', async () => {
@@ -387,6 +400,9 @@ describe('external members over MCP', () => {
     expect(JSON.parse(contents.text).pending).toBe(2);
     // reading the resource acknowledges nothing
     expect((await call(alice, 'read_inbox')).messages).toHaveLength(2);
+    const shutdowns = await call(alice, 'read_inbox', { kinds: ['shutdown_request'] });
+    expect(shutdowns).toEqual({ messages: [], remaining: 0 });
+    expect(await codeOf(call(alice, 'read_inbox', { kinds: ['bogus'] }))).toBe('INVALID_ARGUMENT');
   });
 
   it('lists the JSON Schema of core’s zod schemas, and answers errors with their TeamError code', async () => {
