@@ -225,8 +225,11 @@ function FitOnChange({ structureKey }: { structureKey: string }) {
   useEffect(() => {
     if (last.current === structureKey) return;
     last.current = structureKey;
-    const frame = requestAnimationFrame(() => {
-      void fitView({ padding: 0.15, maxZoom: 1.1, duration: 200 });
+    // two frames: new nodes are measured in the first, and fitView counts only measured ones
+    let frame = requestAnimationFrame(() => {
+      frame = requestAnimationFrame(() => {
+        void fitView({ padding: 0.15, maxZoom: 1.1, duration: 200 });
+      });
     });
     return () => cancelAnimationFrame(frame);
   }, [structureKey, fitView]);
