@@ -5,19 +5,21 @@ import { readTeamLog } from '@teamwire/storage';
 import { describe, expect, it } from 'vitest';
 import { parseArgs } from './args.js';
 import { runFix } from './fix-app.js';
-import { FIX_EXPECTED, gitOut, makeFixRepo, repoSnapshot, tempDir } from './test-support.js';
-
-const sink = () => {
-  let text = '';
-  return { write: (s: string) => (text += s), text: () => text };
-};
+import {
+  FIX_EXPECTED,
+  gitOut,
+  makeFixRepo,
+  repoSnapshot,
+  tempDir,
+  textSink,
+} from './test-support.js';
 
 async function fix(work: string, extra: { conflictFile?: string } = {}) {
   const command = parseArgs(['fix', '--dir', 'repo', '--durability', 'buffered', '--plain'], {
     cwd: work,
   });
   if (command.command !== 'fix') throw new Error('expected a fix command');
-  const out = sink();
+  const out = textSink();
   const summary = await runFix(
     { ...command, ...extra },
     { stdout: out, stderr: out, cwd: work, env: {} },

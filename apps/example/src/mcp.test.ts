@@ -3,25 +3,12 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { foldTeam } from '@teamwire/core';
 import { readTeamLog } from '@teamwire/storage';
 import { describe, expect, it, vi } from 'vitest';
 import { runReview } from './app.js';
 import { parseArgs } from './args.js';
-import { CLI, makeFixtureRepo, tempDir } from './test-support.js';
-
-const sink = () => {
-  let text = '';
-  return { write: (s: string) => (text += s), text: () => text };
-};
-
-// biome-ignore lint/suspicious/noExplicitAny: the tests check what comes back
-async function call(client: Client, name: string, args: object = {}): Promise<any> {
-  const result = (await client.callTool({ name, arguments: { ...args } })) as CallToolResult;
-  if (result.isError) throw new Error(JSON.stringify(result.content));
-  return result.structuredContent;
-}
+import { CLI, callTool, makeFixtureRepo, tempDir, textSink } from './test-support.js';
 
 describe('--mcp: a coding agent joins the review over MCP', () => {
   it('prints a working client configuration, serves the coder over HTTP and, after the run, over stdio', async () => {
@@ -32,7 +19,7 @@ describe('--mcp: a coding agent joins the review over MCP', () => {
       { cwd: work },
     );
     if (command.command !== 'review') throw new Error('expected a review command');
-    const out = sink();
+    const out = textSink();
     const controller = new AbortController();
     const running = runReview(command, {
       stdout: out,
@@ -63,15 +50,15 @@ describe('--mcp: a coding agent joins the review over MCP', () => {
         requestInit: { headers: { Authorization: `Bearer ${token}` } },
       }),
     );
-    const board = await call(client, 'task_list', { status: 'completed' });
+    const board = await callTool(client, 'task_list', { status: 'completed' });
     expect(board.tasks.length).toBeGreaterThan(1);
     // the lead spawned nothing for it, but shut every member down once the report was written
-    const page = await call(client, 'read_inbox');
+    const page = await callTool(client, 'read_inbox');
     expect(page.messages.map((m: { kind: string; from: string }) => [m.kind, m.from])).toEqual([
       ['shutdown_request', 'lead'],
       ['message', 'lead'],
     ]);
-    await call(client, 'send_message', { to: 'lead', message: 'coder here, joining late' });
+    await callTool(client, 'send_message', { to: 'lead', message: 'coder here, joining late' });
     await client.close();
     controller.abort(); // the coder never acknowledged: its mail stays pending
     const summary = await running;
@@ -88,11 +75,11 @@ describe('--mcp: a coding agent joins the review over MCP', () => {
     });
     const stdio = new Client({ name: 'test-coder-stdio', version: '1.0.0' });
     await stdio.connect(transport);
-    const again = await call(stdio, 'read_inbox');
+    const again = await callTool(stdio, 'read_inbox');
     expect(again.messages.map((m: { id: string }) => m.id)).toEqual(
       page.messages.map((m: { id: string }) => m.id),
     );
-    expect(await call(stdio, 'ack_inbox', { cursor: again.cursor })).toEqual({
+    expect(await callTool(stdio, 'ack_inbox', { cursor: again.cursor })).toEqual({
       acknowledged: 2,
       retired: true,
     });

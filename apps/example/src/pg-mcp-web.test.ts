@@ -1,25 +1,12 @@
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, expect, it, vi } from 'vitest';
 import { runReview } from './app.js';
 import { parseArgs } from './args.js';
 import { adminPool, describePg, dropSchema, freshSchema, PG_URL } from './pg-test-support.js';
-import { CLI, makeFixtureRepo, tempDir } from './test-support.js';
+import { CLI, callTool, makeFixtureRepo, tempDir, textSink } from './test-support.js';
 import { runWeb } from './web-command.js';
-
-const sink = () => {
-  let text = '';
-  return { write: (s: string) => (text += s), text: () => text };
-};
-
-// biome-ignore lint/suspicious/noExplicitAny: the test checks what comes back
-async function call(client: Client, name: string, args: object = {}): Promise<any> {
-  const result = (await client.callTool({ name, arguments: { ...args } })) as CallToolResult;
-  if (result.isError) throw new Error(JSON.stringify(result.content));
-  return result.structuredContent;
-}
 
 const { schema, env } = freshSchema();
 const admin = adminPool();
@@ -36,7 +23,7 @@ describePg('a review kept in PostgreSQL, joined by other processes', () => {
       cwd: work,
     });
     if (command.command !== 'review') throw new Error('expected a review command');
-    const out = sink();
+    const out = textSink();
     const controller = new AbortController();
     const running = runReview(command, {
       stdout: out,
@@ -63,14 +50,14 @@ describePg('a review kept in PostgreSQL, joined by other processes', () => {
     });
     const client = new Client({ name: 'pg-coder', version: '1.0.0' });
     await client.connect(transport);
-    const page = await call(client, 'read_inbox');
+    const page = await callTool(client, 'read_inbox');
     expect(page.messages.map((m: { kind: string }) => m.kind)).toEqual([
       'shutdown_request',
       'message',
     ]);
-    const tasks = await call(client, 'task_list', { status: 'completed' });
+    const tasks = await callTool(client, 'task_list', { status: 'completed' });
     expect(tasks.tasks.length).toBeGreaterThan(1);
-    expect(await call(client, 'ack_inbox', { cursor: page.cursor })).toEqual({
+    expect(await callTool(client, 'ack_inbox', { cursor: page.cursor })).toEqual({
       acknowledged: 2,
       retired: true,
     });
@@ -82,7 +69,7 @@ describePg('a review kept in PostgreSQL, joined by other processes', () => {
     const watching = runWeb(
       { command: 'web', teamId: summary.teamId, stateDir: '.teamwire', store: PG_URL, port: 0 },
       {
-        stdout: sink(),
+        stdout: textSink(),
         cwd: work,
         env,
         signal: stop.signal,

@@ -14,12 +14,8 @@ import {
   parseReportTable,
   runCli,
   tempDir,
+  textSink,
 } from './test-support.js';
-
-const sink = () => {
-  let text = '';
-  return { write: (s: string) => (text += s), text: () => text };
-};
 
 describe('a review on the offline policy model', () => {
   for (const protocol of ['xml', 'json', 'tool-call'] as const) {
@@ -42,7 +38,7 @@ describe('a review on the offline policy model', () => {
         { cwd: work },
       );
       if (command.command !== 'review') throw new Error('expected a review command');
-      const out = sink();
+      const out = textSink();
       const summary = await runReview(command, { stdout: out, stderr: out, cwd: work, env: {} });
 
       expect(summary.reportWritten).toBe(true);

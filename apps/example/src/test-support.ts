@@ -3,6 +3,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** The built CLI; the example's tests run after its build (see turbo.json). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -226,4 +228,18 @@ export function runCliUntil(
       resolve({ stdout: out, killed: signal === 'SIGKILL', code }),
     );
   });
+}
+
+/** A writable that keeps what the app printed, for `AppIo.stdout` / `stderr`. */
+export function textSink(): { write(s: string): string; text(): string } {
+  let text = '';
+  return { write: (s: string) => (text += s), text: () => text };
+}
+
+/** Calls an MCP tool; its structured result, or an error carrying the tool error's content. */
+// biome-ignore lint/suspicious/noExplicitAny: the tests check what comes back
+export async function callTool(client: Client, name: string, args: object = {}): Promise<any> {
+  const result = (await client.callTool({ name, arguments: { ...args } })) as CallToolResult;
+  if (result.isError) throw new Error(JSON.stringify(result.content));
+  return result.structuredContent;
 }

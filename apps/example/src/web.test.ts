@@ -4,13 +4,8 @@ import { readTeamLog } from '@teamwire/storage';
 import { describe, expect, it, vi } from 'vitest';
 import { runReview } from './app.js';
 import { parseArgs } from './args.js';
-import { makeFixtureRepo, tempDir } from './test-support.js';
+import { makeFixtureRepo, tempDir, textSink } from './test-support.js';
 import { runWeb } from './web-command.js';
-
-const sink = () => {
-  let text = '';
-  return { write: (s: string) => (text += s), text: () => text };
-};
 
 function http(
   url: string,
@@ -44,7 +39,7 @@ describe('--web: the dashboard next to a review', () => {
       },
     );
     if (command.command !== 'review') throw new Error('expected a review command');
-    const out = sink();
+    const out = textSink();
     const controller = new AbortController();
     const running = runReview(command, {
       stdout: out,
@@ -92,7 +87,7 @@ describe('--web: the dashboard next to a review', () => {
     const watching = runWeb(
       { command: 'web', teamId: summary.teamId, stateDir: '.teamwire', port: 0 },
       {
-        stdout: sink(),
+        stdout: textSink(),
         cwd: work,
         env: {},
         signal: stop.signal,
