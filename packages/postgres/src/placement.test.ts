@@ -7,6 +7,7 @@ import { describePg, eventually, Scratch } from './test-support.js';
 
 const TEAM = '01JTEAMPLACEMENT0000000000';
 const LEASE_MS = 300;
+const FENCE_LEASE_MS = 1500;
 
 const lead: PlacementCandidate = { memberId: 'lead', agentType: 'lead', isLead: true };
 const teammate = (memberId: string, agentType = 'general'): PlacementCandidate => ({
@@ -94,8 +95,11 @@ describePg('placement and fencing', () => {
   });
 
   it('fences a process that lost its member: its log and transcript writes are FENCED, nothing written', async () => {
-    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS });
-    const b = await scratch.open(TEAM, { leaseMs: LEASE_MS });
+    // A longer lease: A must keep its member until it is paused, and on a loaded machine a
+    // heartbeat can stall for longer than the short lease of the other tests (A would then give
+    // the member up on its own, as it should).
+    const a = await scratch.open(TEAM, { leaseMs: FENCE_LEASE_MS });
+    const b = await scratch.open(TEAM, { leaseMs: FENCE_LEASE_MS });
     const team = [teammate('m1')];
     await startPlacement(a, team);
     expect(a.placement.runsHere('m1')).toBe(true);
@@ -106,7 +110,7 @@ describePg('placement and fencing', () => {
 
     // A freezes (a long pause, a partition): it still believes it runs m1.
     await internals(a).pause();
-    await eventually(() => b.placement.runsHere('m1'), 'B taking m1 over', 5000);
+    await eventually(() => b.placement.runsHere('m1'), 'B taking m1 over', 6 * FENCE_LEASE_MS);
     expect(pb.events).toEqual(['+m1']);
     expect(a.placement.runsHere('m1')).toBe(true);
 
