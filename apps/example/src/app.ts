@@ -6,11 +6,12 @@ import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { z } from 'zod';
 import { type Command, redactUrl } from './args.js';
 import { readTools } from './file-tools.js';
-import { bothHooks, CODING_AGENT, MCP_SECRET_ENV, mcpHooks, mcpSecret } from './mcp-serve.js';
+import { CODING_AGENT, MCP_SECRET_ENV, mcpHooks, mcpSecret } from './mcp-serve.js';
 import { PgTeamDatabase } from './pg-team.js';
 import { createPolicyModel } from './policy-model.js';
 import {
   type AppIo,
+  combineHooks,
   FORMATS,
   type OpenedStore,
   type RunHooks,
@@ -142,7 +143,7 @@ export async function runReview(given: ReviewCommand, io: AppIo): Promise<RunSum
     create: () => newSettings(command, io),
   });
   return runReviewTeam(command, io, location, settings, {
-    hooks: bothHooks(
+    hooks: combineHooks(
       reviewMcpHooks(command, io, settings, location.teamDir),
       reviewWebHooks(command, io),
     ),
@@ -217,11 +218,9 @@ async function runReviewInPostgres(
         `MCP: tokens are signed with a new secret each run; set ${MCP_SECRET_ENV} to keep them across --resume\n`,
       );
     }
-    const hooks = bothHooks(
-      bothHooks(
-        multiProcessHooks({ command, io, db, log: store.log, teamId, url }),
-        reviewMcpHooks(command, io, settings, undefined),
-      ),
+    const hooks = combineHooks(
+      multiProcessHooks({ command, io, db, log: store.log, teamId, url }),
+      reviewMcpHooks(command, io, settings, undefined),
       reviewWebHooks(command, io),
     );
     return await runReviewTeam(command, io, location, settings, {

@@ -8,7 +8,7 @@ import {
   type HttpServing,
   serveHttp,
 } from '@teamwire/mcp';
-import type { RunHooks } from './team-run.js';
+import { type RunHooks, untilAborted } from './team-run.js';
 
 /*
  * `--mcp`: the review team gets a member run by an MCP client (a coding agent such as Claude Code
@@ -105,7 +105,7 @@ export function mcpHooks(options: {
       const { signal } = options;
       if (signal === undefined || signal.aborted) return;
       options.say(`MCP: the review is done; still serving ${http?.url ?? ''} (Ctrl-C to stop)`);
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      await untilAborted(signal);
     },
     async stopped() {
       await http?.close();
@@ -122,35 +122,4 @@ async function spawnCoder(team: TeamService): Promise<void> {
     prompt: CODER_PROMPT,
     agentType: CODING_AGENT_TYPE,
   });
-}
-
-/** Runs `a`'s hooks, then `b`'s. */
-export function bothHooks(a: RunHooks | undefined, b: RunHooks | undefined): RunHooks | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return {
-    onEvent(agent, event) {
-      a.onEvent?.(agent, event);
-      b.onEvent?.(agent, event);
-    },
-    async started(run) {
-      await a.started?.(run);
-      await b.started?.(run);
-    },
-    async settle(team) {
-      await a.settle?.(team);
-      await b.settle?.(team);
-    },
-    async serveAfter(team) {
-      await a.serveAfter?.(team);
-      await b.serveAfter?.(team);
-    },
-    async stopped() {
-      try {
-        await a.stopped?.();
-      } finally {
-        await b.stopped?.();
-      }
-    },
-  };
 }

@@ -377,3 +377,43 @@ export function summaryCounts(summary: RunSummary): string[] {
     `  report: ${summary.reportWritten ? summary.reportPath : '(not written)'}`,
   ];
 }
+
+/** Resolves when `signal` aborts (at once when it has already). */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) =>
+    signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+}
+
+/** The hooks of several add-ons of a run, each called in turn (`undefined` ones are skipped). */
+export function combineHooks(...all: (RunHooks | undefined)[]): RunHooks | undefined {
+  const hooks = all.filter((h): h is RunHooks => h !== undefined);
+  if (hooks.length <= 1) return hooks[0];
+  return {
+    onEvent(agent, event) {
+      for (const h of hooks) h.onEvent?.(agent, event);
+    },
+    async started(run) {
+      for (const h of hooks) await h.started?.(run);
+    },
+    async settle(team) {
+      for (const h of hooks) await h.settle?.(team);
+    },
+    async serveAfter(team) {
+      for (const h of hooks) await h.serveAfter?.(team);
+    },
+    async stopped() {
+      // every add-on stops, even when one fails; the first failure is raised after
+      let failure: unknown;
+      for (const h of hooks) {
+        try {
+          await h.stopped?.();
+        } catch (error) {
+          failure ??= error;
+        }
+      }
+      if (failure !== undefined) throw failure;
+    },
+  };
+}

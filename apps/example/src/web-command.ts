@@ -6,6 +6,7 @@ import { type FollowedLog, followTeamLog, serveDashboard } from '@teamwire/dashb
 import { readTeamLog } from '@teamwire/storage';
 import type { Command } from './args.js';
 import { PgTeamDatabase } from './pg-team.js';
+import { untilAborted } from './team-run.js';
 
 /*
  * `teamwire-example web --team <teamId> [--store <url>]`: a team's dashboard, read-only, from a
@@ -75,10 +76,7 @@ async function serveUntilAborted(command: WebCommand, io: WebIo, followed: Follo
       `web: the dashboard of team ${command.teamId} (read-only) is at ${server.url} (Ctrl-C to stop)\n`,
     );
     io.onServing?.(server.url);
-    const { signal } = io;
-    if (signal !== undefined && !signal.aborted) {
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
-    }
+    if (io.signal !== undefined) await untilAborted(io.signal);
     await server.close();
   } finally {
     followed.close();

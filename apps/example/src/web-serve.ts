@@ -1,5 +1,5 @@
 import { type DashboardServer, OPERATOR_AGENT, serveDashboard } from '@teamwire/dashboard';
-import type { RunHooks } from './team-run.js';
+import { type RunHooks, untilAborted } from './team-run.js';
 
 /*
  * `--web`: the team's dashboard, served next to the running team on 127.0.0.1. The person at the
@@ -36,7 +36,7 @@ export function webHooks(options: {
       options.say(
         `web: the run is done; the dashboard stays at ${server?.url ?? ''} (Ctrl-C to stop)`,
       );
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      await untilAborted(signal);
     },
     async stopped() {
       await server?.close();
