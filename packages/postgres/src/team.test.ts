@@ -61,7 +61,7 @@ describePg('one team in several processes on PostgreSQL', () => {
     scripts: Record<string, AgentScript>,
     sink?: (agent: string, event: AgentEvent) => void,
   ): Promise<Proc> {
-    const store = await scratch.open(TEAM, { runs, leaseMs: 600 });
+    const store = await scratch.open(TEAM, { runs, leaseMs: 2000 });
     const model = createScriptedModel({ scripts });
     const events: Proc['events'] = [];
     const service = await openTeam({
