@@ -144,6 +144,12 @@ export const TeamErrorCode = {
   MODEL_RATE_LIMITED: 'MODEL_RATE_LIMITED',
   /** The provider rejected the request as malformed (400/404/413/422). */
   MODEL_BAD_REQUEST: 'MODEL_BAD_REQUEST',
+  /**
+   * The provider refused the request because the prompt does not fit the model's context window
+   * (a 400/413 whose error says so). A runner answers it by compacting the conversation once and
+   * retrying; only a second refusal fails the member.
+   */
+  MODEL_CONTEXT_OVERFLOW: 'MODEL_CONTEXT_OVERFLOW',
   /** The provider was unreachable or failing and retries ran out (5xx, network). */
   MODEL_UNAVAILABLE: 'MODEL_UNAVAILABLE',
   /** The provider's response did not follow its wire format. */

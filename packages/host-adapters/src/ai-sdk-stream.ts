@@ -17,6 +17,7 @@ import {
 import {
   abortedError,
   codeForStatus,
+  isContextOverflow,
   protocolError,
   providerError,
   readProviderError,
@@ -107,7 +108,12 @@ export function mapAiSdkError(
     (error instanceof Error
       ? { message: error.message, type: undefined }
       : readProviderError(error));
-  const code = status === undefined ? 'MODEL_UNAVAILABLE' : codeForStatus(status);
+  // Without a status (an error part, a failure of the SDK itself) only an overflow is told apart.
+  const code = isContextOverflow(info, status)
+    ? 'MODEL_CONTEXT_OVERFLOW'
+    : status === undefined
+      ? 'MODEL_UNAVAILABLE'
+      : codeForStatus(status);
   return providerError(
     provider,
     code,

@@ -1,3 +1,4 @@
+import { APICallError } from '@ai-sdk/provider';
 import { type ModelRequest, TeamError } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
 import { createAiSdkModel, type LanguageModelV3Like } from './ai-sdk.js';
@@ -215,6 +216,53 @@ describe('createAiSdkModel', () => {
     const broken = await streamFailure(adapter);
     expect(TeamError.hasCode(broken, 'MODEL_UNAVAILABLE')).toBe(true);
     expect((broken as TeamError).message).toContain('stream broke');
+  });
+
+  it('maps context-window refusals to MODEL_CONTEXT_OVERFLOW without retrying them', async () => {
+    const refused = new APICallError({
+      message: "This model's maximum context length is 128000 tokens.",
+      url: 'https://api.openai.com/v1/chat/completions',
+      requestBodyValues: {},
+      statusCode: 400,
+      responseBody:
+        '{"error":{"message":"This model\'s maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}',
+    });
+    const invalid = new APICallError({
+      message: 'invalid tool schema',
+      url: 'https://api.openai.com/v1/chat/completions',
+      requestBodyValues: {},
+      statusCode: 400,
+      responseBody: '{"error":{"message":"invalid tool schema","type":"invalid_request_error"}}',
+    });
+    const { model, calls } = scriptedModel([
+      { reject: refused },
+      { reject: invalid },
+      [
+        {
+          type: 'error',
+          error: {
+            type: 'invalid_request_error',
+            message: 'prompt is too long: 209750 tokens > 200000 maximum',
+          },
+        },
+      ],
+    ]);
+    const { sleep, calls: sleeps } = recordingSleep();
+    const adapter = createAiSdkModel(model, { sleep });
+
+    const overflow = await streamFailure(adapter);
+    expect(TeamError.hasCode(overflow, 'MODEL_CONTEXT_OVERFLOW')).toBe(true);
+    expect((overflow as TeamError).details).toMatchObject({ status: 400, attempts: 1 });
+    expect(calls).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+
+    const bad = await streamFailure(adapter);
+    expect(TeamError.hasCode(bad, 'MODEL_BAD_REQUEST')).toBe(true);
+
+    const inStream = await streamFailure(adapter);
+    expect(TeamError.hasCode(inStream, 'MODEL_CONTEXT_OVERFLOW')).toBe(true);
+    expect((inStream as TeamError).message).toContain('prompt is too long');
+    expect(calls).toHaveLength(3);
   });
 
   it('keeps at most 2000 characters of a huge error, whatever its shape', async () => {

@@ -14,7 +14,7 @@ import {
   parseToolInput,
 } from './content-builder.js';
 import {
-  codeForErrorType,
+  codeForFailure,
   protocolError,
   providerError,
   readProviderError,
@@ -109,7 +109,7 @@ export async function* readMessagesStream(
       protocolError(provider, `${message} (${type} event)`, { event: event.data.slice(0, 500) });
     if (type === 'error') {
       const info = readProviderError(data);
-      throw providerError(provider, codeForErrorType(info?.type), info, { inStream: true });
+      throw providerError(provider, codeForFailure(undefined, info), info, { inStream: true });
     }
     if (type === 'ping') continue;
     if (type === 'message_start') {

@@ -351,6 +351,53 @@ describe('createAnthropic: failures', () => {
     expect((limited as TeamError).details).toMatchObject({ retryAfterMs: 5000, attempts: 1 });
   });
 
+  it.each([
+    [
+      400,
+      '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 209750 tokens > 200000 maximum"}}',
+    ],
+    [
+      413,
+      '{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}',
+    ],
+  ])('maps a %i context-window refusal to MODEL_CONTEXT_OVERFLOW at once', async (status, body) => {
+    server.reply({ status, headers: JSON_HEADERS, body: [body] });
+    const { sleep, calls } = recordingSleep();
+    const error = await streamFailure(adapter({ sleep }));
+    expect(TeamError.hasCode(error, 'MODEL_CONTEXT_OVERFLOW')).toBe(true);
+    expect((error as TeamError).details).toMatchObject({ status, attempts: 1 });
+    expect(calls).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('keeps any other 400 a MODEL_BAD_REQUEST', async () => {
+    server.reply({
+      status: 400,
+      headers: JSON_HEADERS,
+      body: [
+        '{"type":"error","error":{"type":"invalid_request_error","message":"tools.0.custom.input_schema: JSON schema is invalid"}}',
+      ],
+    });
+    const error = await streamFailure(adapter());
+    expect(TeamError.hasCode(error, 'MODEL_BAD_REQUEST')).toBe(true);
+  });
+
+  it('maps a context-window refusal inside the stream to MODEL_CONTEXT_OVERFLOW', async () => {
+    server.reply({
+      body: [
+        anthropicSse([
+          '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 209750 tokens > 200000 maximum"}}',
+        ]),
+      ],
+    });
+    const error = await streamFailure(adapter());
+    expect(TeamError.hasCode(error, 'MODEL_CONTEXT_OVERFLOW')).toBe(true);
+    expect((error as TeamError).message).toBe(
+      'anthropic: prompt is too long: 209750 tokens > 200000 maximum',
+    );
+    expect((error as TeamError).details).toMatchObject({ inStream: true });
+  });
+
   it('retries 529 overloaded until it succeeds', async () => {
     const overloaded = {
       status: 529,

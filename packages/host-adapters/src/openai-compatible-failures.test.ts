@@ -88,6 +88,55 @@ describe('createOpenAICompatible: failures', () => {
     expect((error as TeamError).message).toContain('model "nope" not found');
   });
 
+  it.each([
+    [
+      'OpenAI',
+      '{"error":{"message":"This model\'s maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}',
+    ],
+    [
+      'llama.cpp',
+      '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}',
+    ],
+    [
+      'Gemini',
+      '[{"error":{"code":400,"message":"The input token count (1196265) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]',
+    ],
+  ])('maps a context-window refusal from %s to MODEL_CONTEXT_OVERFLOW at once', async (_, body) => {
+    server.reply({ status: 400, headers: JSON_HEADERS, body: [body] });
+    const { sleep, calls } = recordingSleep();
+    const error = await streamFailure(adapter({ sleep }));
+    expect(TeamError.hasCode(error, 'MODEL_CONTEXT_OVERFLOW')).toBe(true);
+    expect((error as TeamError).details).toMatchObject({ status: 400, attempts: 1 });
+    expect(calls).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('keeps any other 400 a MODEL_BAD_REQUEST', async () => {
+    server.reply({
+      status: 400,
+      headers: JSON_HEADERS,
+      body: [
+        '{"error":{"message":"Invalid schema for function \'weather\': invalid tool schema.","type":"invalid_request_error","param":"tools[0].function.parameters","code":"invalid_function_parameters"}}',
+      ],
+    });
+    const error = await streamFailure(adapter());
+    expect(TeamError.hasCode(error, 'MODEL_BAD_REQUEST')).toBe(true);
+    expect((error as TeamError).details).toMatchObject({
+      status: 400,
+      providerErrorCode: 'invalid_function_parameters',
+    });
+  });
+
+  it('maps a context-window refusal inside the stream to MODEL_CONTEXT_OVERFLOW', async () => {
+    const refusal =
+      '{"error":{"message":"This endpoint\'s maximum context length is 200000 tokens. However, you requested about 250123 tokens (250123 of text input).","code":400}}';
+    server.reply({ body: [openAiSse([refusal], { done: false })] });
+    const error = await streamFailure(adapter());
+    expect(TeamError.hasCode(error, 'MODEL_CONTEXT_OVERFLOW')).toBe(true);
+    expect((error as TeamError).details).toMatchObject({ inStream: true });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('fails at once with MODEL_RATE_LIMITED when retry-after exceeds the limit', async () => {
     server.reply({
       status: 429,

@@ -9,7 +9,7 @@ import {
   parseToolInput,
 } from './content-builder.js';
 import {
-  codeForErrorType,
+  codeForFailure,
   protocolError,
   providerError,
   readProviderError,
@@ -185,7 +185,7 @@ export async function* readChatCompletionStream(
     const chunk = parseStreamRecord(provider, event.data, 'chunk');
     if (chunk.error !== undefined && chunk.error !== null) {
       const info = readProviderError(chunk);
-      throw providerError(provider, codeForErrorType(info?.type), info, { inStream: true });
+      throw providerError(provider, codeForFailure(undefined, info), info, { inStream: true });
     }
     if (typeof chunk.id === 'string' && chunk.id !== '' && responseId === '') responseId = chunk.id;
     if (isRecord(chunk.usage)) usage = readUsage(chunk.usage);

@@ -2,7 +2,7 @@ import { type Clock, systemClock, TeamError } from '@teamwire/core';
 import { MAX_ERROR_BODY_BYTES, postSameOrigin, readCappedText } from './http-guards.js';
 import {
   abortedError,
-  codeForStatus,
+  codeForFailure,
   protocolError,
   providerError,
   readProviderError,
@@ -198,7 +198,8 @@ export async function* postEventStream(
     watchdog.stop('idleTimeoutMs');
     const retryAfterMs = parseRetryAfter((name) => headers.get(name), clock.now());
     const requestId = headers.get('request-id') ?? headers.get('x-request-id');
-    const failure = providerError(provider, codeForStatus(status), readProviderError(text), {
+    const info = readProviderError(text);
+    const failure = providerError(provider, codeForFailure(status, info), info, {
       status,
       attempts: index + 1,
       ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
