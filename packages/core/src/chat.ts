@@ -29,6 +29,53 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** The most retained messages one compaction names. */
+export const COMPACTION_RETAINED_MAX = 256;
+/** The most team-message ids one compaction lists as delivered. */
+export const COMPACTION_DELIVERED_MAX = 100_000;
+
+/**
+ * A compaction: the user message carrying it is the summary that replaces part of the context. It
+ * is one transcript entry, so it is written whole or not at all. Reading a transcript applies it
+ * to the context built so far, which must be `contextLength` messages long:
+ * `context[0, head) + [summary] + retained + context[head + replaced, end)`. See
+ * `transcriptContext`.
+ */
+export const CompactionSource = z.object({
+  /** A compaction summary. */
+  kind: z.literal('compaction'),
+  /** The compaction's id (unique in the team). */
+  compactionId: z.string().min(1),
+  /** Length of the context the compaction applies to; another length means a corrupt transcript. */
+  contextLength: z.number().int().min(1),
+  /** Messages at the start kept untouched (the stable prefix after the system prompt). */
+  head: z.number().int().min(0),
+  /** Messages after the head that the summary replaces (earlier summaries included). */
+  replaced: z.number().int().min(1),
+  /**
+   * Offsets (from `head`, ascending) of replaced messages kept verbatim after the summary: the
+   * prompts of tasks the member still works on.
+   */
+  retained: z.array(z.number().int().min(0)).max(COMPACTION_RETAINED_MAX),
+  /**
+   * Ids of the team messages the summary replaced. They stay delivered: a redelivery of one after
+   * a crash is recognised and skipped as before the compaction.
+   */
+  deliveredIds: z.array(z.string().min(1)).max(COMPACTION_DELIVERED_MAX),
+  /** What triggered it: the budget, or the provider refusing a request as too long. */
+  reason: z.enum(['budget', 'overflow']),
+  /** The summary policy's name. */
+  policy: z.string().min(1).max(200),
+  /** Estimated prompt tokens before and after. */
+  tokensBefore: z.number().int().min(0),
+  tokensAfter: z.number().int().min(0),
+  /** True when no usage was known yet, so the token counts are estimated from bytes only. */
+  estimated: z.boolean(),
+  /** How long producing the summary took (ms). */
+  durationMs: z.number().min(0),
+});
+export type CompactionSource = z.infer<typeof CompactionSource>;
+
 /** Where a user-role message came from. Team mail carries its message id for de-duplication. */
 export const MessageSource = z.discriminatedUnion('kind', [
   z.object({
@@ -51,6 +98,7 @@ export const MessageSource = z.discriminatedUnion('kind', [
     /** Input the host sent (e.g. `promptLead`). */
     kind: z.literal('host'),
   }),
+  CompactionSource,
 ]);
 export type MessageSource = z.infer<typeof MessageSource>;
 

@@ -1,6 +1,9 @@
 export {
   AssistantMessage,
   ChatMessage,
+  COMPACTION_DELIVERED_MAX,
+  COMPACTION_RETAINED_MAX,
+  CompactionSource,
   INTERRUPTED_TOOL_RESULT,
   MessageSource,
   parseTranscriptEntry,
@@ -96,4 +99,11 @@ export {
 export { TASK_ACTION_TYPES, taskNumber } from './rules.js';
 export * from './runtime/index.js';
 export * from './state/index.js';
+export type { CompactionMessage } from './transcript-context.js';
+export {
+  applyCompaction,
+  isCompaction,
+  messageBytes,
+  transcriptContext,
+} from './transcript-context.js';
 export { repairTranscript } from './transcript-repair.js';

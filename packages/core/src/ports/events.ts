@@ -76,6 +76,40 @@ export type AgentEvent =
       text: string;
     }
   | {
+      /**
+       * The member's next request would pass its context budget (or the provider refused it as
+       * too long): the older part of its context is being summarised.
+       */
+      type: 'context.compacting';
+      /** `budget`: the estimate passed the budget; `overflow`: the provider refused the request. */
+      reason: 'budget' | 'overflow';
+      /** The request's prompt tokens before compaction. */
+      tokensBefore: number;
+      /** True when no usage is known yet: the tokens are estimated from bytes only. */
+      estimated: boolean;
+    }
+  | {
+      /** A compaction is durable in the member's transcript; its context is the compacted one. */
+      type: 'context.compacted';
+      /** The compaction's id (as stored in the transcript). */
+      compactionId: string;
+      /** See `context.compacting`. */
+      reason: 'budget' | 'overflow';
+      /** Prompt tokens before and after. */
+      tokensBefore: number;
+      tokensAfter: number;
+      /** True when the token counts are estimated from bytes only (no usage known yet). */
+      estimated: boolean;
+      /** Messages the summary replaced. */
+      replacedMessages: number;
+      /** Replaced messages kept verbatim after the summary (current tasks' prompts). */
+      retainedMessages: number;
+      /** How long the summary took (ms). */
+      durationMs: number;
+      /** The compaction policy's name. */
+      policy: string;
+    }
+  | {
       /** The member's derived status changed. */
       type: 'status';
       /** The new status. */

@@ -6,6 +6,7 @@ import { TeamError } from '../errors.js';
 import type { EventSink } from '../ports/events.js';
 import type { ModelAdapter, SystemBlock, ToolDefinition } from '../ports/model.js';
 import type { AgentTool, ToolContext } from './agents.js';
+import type { TurnBudget } from './context-budget.js';
 import type { Conversation } from './conversation.js';
 import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
 
@@ -74,6 +75,12 @@ export interface RunTurnOptions {
    * call, so mail that arrived meanwhile can be spliced in. `stop` ends the turn there.
    */
   beforeStep?: () => Promise<'continue' | 'stop'>;
+  /**
+   * The member's context budget: consulted before every model call (it may compact the
+   * conversation), told each call's usage, and asked to compact once when the provider refuses a
+   * request as too long (`MODEL_CONTEXT_OVERFLOW`), after which the call is retried once.
+   */
+  budget?: TurnBudget;
 }
 
 /**
@@ -100,7 +107,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
     if (steps >= options.maxSteps) return { stopReason: 'step_limit', steps, text };
     steps++;
 
-    const message = await callModel(options, steps);
+    const message = await callWithinBudget(options, steps);
     if (message === undefined) return { stopReason: 'interrupted', steps, text };
     await conversation.append([message]);
     const said = contentText(message.content);
@@ -125,6 +132,43 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       await conversation.append([result]);
     }
   }
+}
+
+/**
+ * One model call inside the member's budget: compacts first when the request would pass it, and
+ * answers a context-overflow refusal with one compaction and one retry. `undefined`: interrupted.
+ */
+async function callWithinBudget(
+  options: RunTurnOptions,
+  step: number,
+): Promise<AssistantMessage | undefined> {
+  const { budget, signal } = options;
+  if (budget === undefined) return callModel(options, step);
+  try {
+    await budget.fit(signal);
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    throw error;
+  }
+  let bytes = budget.requestBytes();
+  let message: AssistantMessage | undefined;
+  try {
+    message = await callModel(options, step);
+  } catch (error) {
+    if (!TeamError.hasCode(error, 'MODEL_CONTEXT_OVERFLOW') || signal.aborted) throw error;
+    let compacted: boolean;
+    try {
+      compacted = await budget.overflowed(bytes, signal);
+    } catch (failure) {
+      if (signal.aborted) return undefined;
+      throw failure;
+    }
+    if (!compacted) throw error;
+    bytes = budget.requestBytes();
+    message = await callModel(options, step);
+  }
+  if (message !== undefined) budget.observe(bytes, message.usage);
+  return message;
 }
 
 async function callModel(

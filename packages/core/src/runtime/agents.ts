@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { TeamError } from '../errors.js';
 import { AGENT_TYPE_MAX, isWithinTextLimit } from '../limits.js';
 import type { ModelAdapter } from '../ports/model.js';
+import { type ContextBudget, resolveContextBudget } from './context-budget.js';
 import type { AgentRef, MemberTeamService } from './service-types.js';
 
 export type { AgentRef } from './service-types.js';
@@ -78,6 +79,11 @@ export interface AgentDefinition {
   isolation?: 'shared' | 'worktree';
   /** Steps per turn; overrides the team's `maxSteps`. */
   maxSteps?: number;
+  /**
+   * The context budget of members of this type (the model's window, the share to stay under, the
+   * summary policy); overrides `openTeam`'s `context`. Checked when the registry is built.
+   */
+  context?: ContextBudget;
   /** Never set on a model-run type; see {@link ExternalAgentDefinition}. */
   external?: undefined;
 }
@@ -152,6 +158,9 @@ export function createAgentRegistry(definitions: readonly AnyAgentDefinition[]):
         );
       }
       names.add(tool.name);
+    }
+    if (definition.external !== true && definition.context !== undefined) {
+      resolveContextBudget(definition.context, `agent type "${definition.type}"`);
     }
     byType.set(definition.type, definition);
   }

@@ -3,14 +3,25 @@ import type { Clock } from '../clock.js';
 import { contentText } from '../content.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import { SCHEMA_VERSION } from '../records.js';
+import {
+  applyCompaction,
+  type CompactionMessage,
+  messageBytes,
+  transcriptContext,
+} from '../transcript-context.js';
 
 /**
- * One member's conversation: the in-memory copy the model is sent, kept equal to its durable
- * transcript. A message enters memory only after the store made it durable, and the ids of every
- * team message the transcript holds are indexed, so a message is never recorded twice.
+ * One member's conversation: the in-memory context the model is sent, kept equal to what its
+ * durable transcript folds to (see `transcriptContext`: compactions applied). A message enters
+ * memory only after the store made it durable, and the ids of every team message the transcript
+ * ever held are indexed, those a compaction replaced included, so a message is never recorded
+ * twice.
  */
 export class Conversation {
-  readonly messages: ChatMessage[] = [];
+  private context: ChatMessage[];
+  /** `messageBytes` of each context message, and their sum. */
+  private sizes: number[];
+  private total = 0;
   private readonly deliveredIds = new Set<string>();
 
   constructor(
@@ -21,7 +32,25 @@ export class Conversation {
     private readonly guard: () => void,
     entries: readonly TranscriptEntry[] = [],
   ) {
-    for (const entry of entries) this.remember(entry.message);
+    for (const entry of entries) this.index(entry.message);
+    this.context = transcriptContext(entries);
+    this.sizes = this.context.map(messageBytes);
+    for (const size of this.sizes) this.total += size;
+  }
+
+  /** The context, oldest first. */
+  get messages(): readonly ChatMessage[] {
+    return this.context;
+  }
+
+  /** The UTF-8 bytes of the context as a provider is sent it (see `messageBytes`). */
+  get bytes(): number {
+    return this.total;
+  }
+
+  /** The bytes of the context message at `index`. */
+  sizeAt(index: number): number {
+    return this.sizes[index] ?? 0;
   }
 
   /** True when the transcript already holds the team message `messageId`. */
@@ -32,6 +61,39 @@ export class Conversation {
   /** Appends durably, then to memory. */
   async append(messages: readonly ChatMessage[]): Promise<void> {
     if (messages.length === 0) return;
+    await this.write(messages);
+    for (const message of messages) {
+      this.index(message);
+      this.push(message);
+    }
+  }
+
+  /**
+   * Records a compaction durably (one entry: written whole or not at all), then applies it to
+   * memory exactly as loading the transcript will.
+   */
+  async compact(summary: CompactionMessage): Promise<void> {
+    const next = applyCompaction(this.context, summary);
+    await this.write([summary]);
+    this.index(summary);
+    this.context = next;
+    this.sizes = next.map(messageBytes);
+    this.total = 0;
+    for (const size of this.sizes) this.total += size;
+  }
+
+  /** The text of the last assistant message ('' when there is none). */
+  lastAssistantText(): string {
+    for (let i = this.context.length - 1; i >= 0; i--) {
+      const message = this.context[i];
+      if (message?.role === 'assistant') {
+        return contentText(message.content);
+      }
+    }
+    return '';
+  }
+
+  private async write(messages: readonly ChatMessage[]): Promise<void> {
     this.guard();
     const at = this.clock.now();
     const entries: TranscriptEntry[] = messages.map((message) => ({
@@ -40,29 +102,27 @@ export class Conversation {
       message,
     }));
     await this.store.append({ memberId: this.memberId, entries });
-    for (const message of messages) this.remember(message);
   }
 
-  /** The text of the last assistant message ('' when there is none). */
-  lastAssistantText(): string {
-    for (let i = this.messages.length - 1; i >= 0; i--) {
-      const message = this.messages[i];
-      if (message?.role === 'assistant') {
-        return contentText(message.content);
-      }
+  private push(message: ChatMessage): void {
+    const size = messageBytes(message);
+    this.context.push(message);
+    this.sizes.push(size);
+    this.total += size;
+  }
+
+  private index(message: ChatMessage): void {
+    const source = message.source;
+    if (source?.kind === 'team-message') this.deliveredIds.add(source.messageId);
+    else if (source?.kind === 'compaction') {
+      for (const id of source.deliveredIds) this.deliveredIds.add(id);
     }
-    return '';
-  }
-
-  private remember(message: ChatMessage): void {
-    this.messages.push(message);
-    if (message.source?.kind === 'team-message') this.deliveredIds.add(message.source.messageId);
   }
 }
 
-/** The messages of stored transcript entries, in order. */
+/** The context stored transcript entries fold to (compactions applied). */
 export function conversationMessages(entries: readonly TranscriptEntry[]): ChatMessage[] {
-  return entries.map((entry) => entry.message);
+  return transcriptContext(entries);
 }
 
 /**
@@ -85,7 +145,10 @@ export function forkSeed(messages: readonly ChatMessage[]): ChatMessage[] {
     break;
   }
   return messages.slice(0, end).map((message) => {
-    if (message.source?.kind !== 'team-message') return message;
+    // Team-message sources name the lead's mail; a compaction's bookkeeping describes the lead's
+    // transcript. The teammate gets the text only (a summary becomes a plain prompt).
+    const kind = message.source?.kind;
+    if (kind !== 'team-message' && kind !== 'compaction') return message;
     const { source: _source, ...rest } = message;
     return rest as ChatMessage;
   });

@@ -7,6 +7,22 @@ export type {
   ToolContext,
 } from './agents.js';
 export { createAgentRegistry, defineTool } from './agents.js';
+export type {
+  CompactionInput,
+  CompactionPolicy,
+  ContextBudget,
+  ResolvedContextBudget,
+} from './context-budget.js';
+export {
+  CONTEXT_WINDOW_MAX,
+  CONTEXT_WINDOW_MIN,
+  DEFAULT_COMPACTION_PROMPT,
+  deterministicSummary,
+  KEEP_FIRST_MAX,
+  modelSummary,
+  resolveContextBudget,
+  SUMMARY_CHARS_MAX,
+} from './context-budget.js';
 export type { ExternalPresenceOptions } from './external-members.js';
 export { entriesText, INBOX_PAGE_MAX } from './external-members.js';
 export type { OpenTeamOptions } from './open-team.js';

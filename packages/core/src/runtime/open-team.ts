@@ -17,6 +17,7 @@ import { TeamState } from '../state/index.js';
 import { type AgentRegistry, providerOf } from './agents.js';
 import { ChangeWaiters } from './change-waiters.js';
 import { CommitPipeline } from './commit-pipeline.js';
+import { type ContextBudget, resolveContextBudget } from './context-budget.js';
 import { Credentials } from './credentials.js';
 import type { ExternalPresenceOptions } from './external-members.js';
 import { MemberWorkspaces } from './member-workspaces.js';
@@ -86,6 +87,12 @@ export interface OpenTeamOptions {
     | undefined;
   /** Model calls per turn (default 50); an agent definition's `maxSteps` overrides it. */
   maxSteps?: number;
+  /**
+   * The context budget of every model-run member (an agent definition's `context` overrides it):
+   * past it, a member's older conversation is compacted into a summary. Without one, a member
+   * sends its whole conversation every call; a provider's context-overflow refusal then fails it.
+   */
+  context?: ContextBudget;
   /** How long `dispose` waits for in-flight work before it returns (default 10000 ms). */
   disposeTimeoutMs?: number;
   /**
@@ -263,6 +270,8 @@ function assemble(
           ? 5_000
           : (idleClaim.intervalMs ?? 5_000),
     maxSteps: options.maxSteps ?? 50,
+    contextBudget:
+      options.context === undefined ? undefined : resolveContextBudget(options.context, 'openTeam'),
     disposeTimeoutMs: options.disposeTimeoutMs ?? 10_000,
     pipeline,
     credentials,

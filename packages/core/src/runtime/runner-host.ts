@@ -7,6 +7,7 @@ import type { Member, QueuedMessage, TeamRecord } from '../records.js';
 import type { TeamState } from '../state/index.js';
 import type { ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
+import type { ResolvedContextBudget } from './context-budget.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
 import type { AgentRef, MemberTeamService } from './service-types.js';
 
@@ -26,6 +27,8 @@ export interface RunnerHost {
   /** Retry interval of idle-claim while parked; undefined when idle-claim is off. */
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
+  /** The team's context budget; an agent definition's `context` overrides it. */
+  readonly contextBudget: ResolvedContextBudget | undefined;
   /** Where members work: the team's directory, or an isolated member's own workspace. */
   readonly workspaces: MemberWorkspaces;
   /** Throws `DISPOSED` / `STORE_CLOSED` once the service can no longer write. */

@@ -18,6 +18,7 @@ import { isLivePhase, type TeamState } from '../state/index.js';
 import { createToolSet, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition, AgentRegistry } from './agents.js';
 import type { CommitPipeline } from './commit-pipeline.js';
+import type { ResolvedContextBudget } from './context-budget.js';
 import { conversationMessages, forkSeed } from './conversation.js';
 import type { Credentials } from './credentials.js';
 import { ExternalMembers, type ExternalPresenceOptions } from './external-members.js';
@@ -42,6 +43,8 @@ export interface RunnerPoolOptions {
   leadAgentType: string;
   idleClaimIntervalMs: number | undefined;
   maxSteps: number;
+  /** The team's context budget (an agent definition's `context` overrides it). */
+  contextBudget: ResolvedContextBudget | undefined;
   disposeTimeoutMs: number;
   pipeline: CommitPipeline;
   credentials: Credentials;
@@ -77,6 +80,7 @@ export class RunnerPool implements RunnerHost {
   readonly transcripts: TranscriptStore;
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
+  readonly contextBudget: ResolvedContextBudget | undefined;
   readonly workspaces: MemberWorkspaces;
   /** The members run by clients: their inboxes, presence and watchers. */
   readonly external: ExternalMembers;
@@ -103,6 +107,7 @@ export class RunnerPool implements RunnerHost {
     this.transcripts = options.transcripts;
     this.idleClaimIntervalMs = options.idleClaimIntervalMs;
     this.maxSteps = options.maxSteps;
+    this.contextBudget = options.contextBudget;
     this.pipeline = options.pipeline;
     this.workspaces = options.workspaces;
     this.placement = options.placement;

@@ -8,6 +8,7 @@ import type { Member, MemberWorkspace, QueuedMessage } from '../records.js';
 import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
 import { isWriteFailure } from './commit-pipeline.js';
+import { ContextKeeper, resolveContextBudget } from './context-budget.js';
 import { Conversation } from './conversation.js';
 import type { CutTextHome } from './idle-notice.js';
 import {
@@ -58,6 +59,8 @@ export class AgentRunner {
   /** The runtime failure that stopped this runner, if any. */
   failure: TeamError | undefined;
   private conversation: Conversation | undefined;
+  /** Keeps the conversation within the member's context budget, when it has one. */
+  private keeper: ContextKeeper | undefined;
   private place: MemberPlace | undefined;
   private preparing: Promise<void> | undefined;
   private loopDone: Promise<void> | undefined;
@@ -148,8 +151,35 @@ export class AgentRunner {
         await conversation.append(typeof seed === 'function' ? await seed() : seed);
       }
       this.conversation = conversation;
+      this.keeper = this.keeperFor(conversation);
     })();
     return this.preparing;
+  }
+
+  private keeperFor(conversation: Conversation): ContextKeeper | undefined {
+    const { definition, host } = this;
+    const budget =
+      definition.context === undefined
+        ? host.contextBudget
+        : resolveContextBudget(definition.context, `agent type "${definition.type}"`);
+    if (budget === undefined) return undefined;
+    return new ContextKeeper({
+      agentName: this.name,
+      budget,
+      model: definition.model,
+      system: this.system,
+      tools: this.tools.definitions,
+      conversation,
+      events: host.events,
+      clock: host.clock,
+      ids: host.ids,
+      // The prompt of a task this member still works on stays verbatim through a compaction.
+      retain: (message) => {
+        if (message.source?.kind !== 'task-claim') return false;
+        const task = host.state.task(message.source.taskId);
+        return task?.status === 'in_progress' && task.ownerId === this.member.id;
+      },
+    });
   }
 
   /** Starts the loop (after preparing); resolves when the loop ends. Idempotent. */
@@ -358,6 +388,7 @@ export class AgentRunner {
         events,
         promptCacheKey: `${this.host.teamId}:${this.member.id}`,
         beforeStep: () => this.stepBoundary(),
+        ...(this.keeper === undefined ? {} : { budget: this.keeper }),
       });
       events.publish(this.name, {
         type: 'turn.end',

@@ -117,6 +117,8 @@ export interface HarnessOptions {
   external?: boolean;
   /** `openTeam`'s `externalMembers`. */
   externalMembers?: OpenTeamOptions['externalMembers'];
+  /** `openTeam`'s `context` (the team's context budget). */
+  context?: OpenTeamOptions['context'];
 }
 
 export interface Harness {
@@ -192,6 +194,7 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     limits: options.limits,
     idleClaim: options.idleClaim,
     externalMembers: options.externalMembers,
+    ...(options.context === undefined ? {} : { context: options.context }),
     ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
@@ -227,6 +230,9 @@ export function describeMessage(message: ChatMessage): string {
       const text = contentText(message.content);
       if (message.source?.kind === 'host') return `host: ${text}`;
       if (message.source?.kind === 'task-claim') return `claim ${message.source.taskId}: ${text}`;
+      if (message.source?.kind === 'compaction') {
+        return `compaction of ${message.source.replaced} after ${message.source.head}: ${text}`;
+      }
       return `user: ${text}`;
     }
     case 'assistant': {

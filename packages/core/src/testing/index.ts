@@ -37,6 +37,7 @@ export type {
   ScriptedModel,
   ScriptedStep,
   ScriptedStepFunction,
+  ScriptedTokenOptions,
   ScriptedToolCall,
 } from './scripted-model.js';
 export { createScriptedModel } from './scripted-model.js';

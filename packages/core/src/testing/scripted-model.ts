@@ -1,6 +1,7 @@
 import type { AssistantMessage, ChatMessage, ToolCall, Usage } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
+import { utf8Length } from '../limits.js';
 import type {
   ModelAdapter,
   ModelRequest,
@@ -8,6 +9,7 @@ import type {
   SystemBlock,
   ToolDefinition,
 } from '../ports/model.js';
+import { messageBytes } from '../transcript-context.js';
 
 /** A tool call a scripted step makes. Its id is assigned deterministically unless given. */
 export interface ScriptedToolCall {
@@ -78,11 +80,29 @@ export interface ScriptedModel extends ModelAdapter {
   remaining(agentName: string): number;
   /** Replaces or adds the script of one agent (its call count is kept). */
   setScript(agentName: string, script: AgentScript): void;
+  /** Requests of `agentName` refused as too long for `tokens.window` (not counted as calls). */
+  overflows(agentName: string): number;
+  /** The prompt tokens of `request` as this model counts them (see `tokens`). */
+  promptTokens(request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number;
+}
+
+/**
+ * How a scripted model counts prompt tokens, like a provider would: the UTF-8 bytes of what a
+ * provider is sent (system text, tool definitions, each message's `messageBytes`) divided by
+ * `bytesPerToken`. With it, usage reports these counts; with `window`, a request of more tokens
+ * is refused with `MODEL_CONTEXT_OVERFLOW` before the script is asked, as a provider would.
+ */
+export interface ScriptedTokenOptions {
+  /** Bytes per token (default 4). */
+  bytesPerToken?: number;
+  /** The context window in tokens; absent: no limit. */
+  window?: number;
 }
 
 interface AgentState {
   script: AgentScript;
   calls: number;
+  overflows: number;
   toolCalls: number;
   requests: RecordedRequest[];
 }
@@ -94,12 +114,26 @@ interface AgentState {
  * a `MODEL_UNAVAILABLE` error naming the agent and the call, never a silent default.
  */
 export function createScriptedModel(
-  options: { scripts?: Record<string, AgentScript>; modelId?: string } = {},
+  options: {
+    scripts?: Record<string, AgentScript>;
+    modelId?: string;
+    /** Count prompt tokens from bytes (and refuse past a window); see {@link ScriptedTokenOptions}. */
+    tokens?: ScriptedTokenOptions;
+  } = {},
 ): ScriptedModel {
+  const tokenOptions = options.tokens;
+  const bytesPerToken = tokenOptions?.bytesPerToken ?? 4;
+  const promptTokens = (request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number => {
+    let bytes =
+      utf8Length(JSON.stringify(request.system.map((block) => block.text))) +
+      utf8Length(JSON.stringify(request.tools));
+    for (const message of request.messages) bytes += messageBytes(message);
+    return Math.ceil(bytes / bytesPerToken);
+  };
   const agents = new Map<string, AgentState>();
   const stateOf = (agentName: string): AgentState | undefined => agents.get(agentName);
   for (const [name, script] of Object.entries(options.scripts ?? {})) {
-    agents.set(name, { script, calls: 0, toolCalls: 0, requests: [] });
+    agents.set(name, { script, calls: 0, overflows: 0, toolCalls: 0, requests: [] });
   }
 
   async function* stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
@@ -115,6 +149,16 @@ export function createScriptedModel(
         {
           details: { agentName },
         },
+      );
+    }
+    const counted = tokenOptions === undefined ? undefined : promptTokens(request);
+    const window = tokenOptions?.window;
+    if (counted !== undefined && window !== undefined && counted > window) {
+      agent.overflows++;
+      throw new TeamError(
+        'MODEL_CONTEXT_OVERFLOW',
+        `scripted model: the request of "${agentName}" has ${counted} tokens, over the window of ${window}`,
+        { details: { agentName, tokens: counted, window } },
       );
     }
     const call = ++agent.calls;
@@ -165,7 +209,7 @@ export function createScriptedModel(
     if (step.error !== undefined) throw step.error;
 
     const usage: Usage = {
-      inputTokens: step.usage?.inputTokens ?? request.messages.length,
+      inputTokens: step.usage?.inputTokens ?? counted ?? request.messages.length,
       outputTokens: step.usage?.outputTokens ?? (step.text?.length ?? 0) + toolCalls.length,
       ...(step.usage?.cacheReadTokens === undefined
         ? {}
@@ -183,6 +227,8 @@ export function createScriptedModel(
     stream,
     requests: (agentName) => stateOf(agentName)?.requests ?? [],
     calls: (agentName) => stateOf(agentName)?.calls ?? 0,
+    overflows: (agentName) => stateOf(agentName)?.overflows ?? 0,
+    promptTokens,
     remaining(agentName) {
       const agent = stateOf(agentName);
       if (agent === undefined) return 0;
@@ -192,7 +238,7 @@ export function createScriptedModel(
     setScript(agentName, script) {
       const agent = stateOf(agentName);
       if (agent === undefined)
-        agents.set(agentName, { script, calls: 0, toolCalls: 0, requests: [] });
+        agents.set(agentName, { script, calls: 0, overflows: 0, toolCalls: 0, requests: [] });
       else agent.script = script;
     },
   };
