@@ -27,6 +27,13 @@ export function createRng(seed) {
   };
 }
 
+/**
+ * The context window (tokens) of the crash teams' members: small, so their transcripts outgrow it
+ * within a few dozen turns and kills also land while members compact. Paired with core's
+ * `deterministicSummary()` (no model call).
+ */
+export const CRASH_WINDOW_TOKENS = 5000;
+
 /** A bad command line: `message` is one line saying what is wrong. */
 export class UsageError extends Error {
   name = 'UsageError';
@@ -194,7 +201,8 @@ export function createCrashTeamScripts({
     };
   }
 
-  const scripted = createScriptedModel();
+  // Usage counts prompt tokens from bytes, as a provider would, so context budgets measure.
+  const scripted = createScriptedModel({ tokens: {} });
   const scriptedAgents = new Set();
   /** The scripted model, giving each agent its script the first time it calls. */
   const model = {

@@ -72,6 +72,7 @@ export class TeamChecker {
     acknowledged: 0,
     transcriptRows: 0,
     transcriptMessages: 0,
+    compactions: 0,
     tasks: 0,
     inProgress: 0,
     pending: 0,
@@ -292,6 +293,7 @@ export class TeamChecker {
         continue;
       }
       const source = entry.message.source;
+      if (source?.kind === 'compaction') this.counts.compactions++;
       const sourceId = source?.kind === 'team-message' ? source.messageId : null;
       if (sourceId !== row.message_id) {
         violations.push(

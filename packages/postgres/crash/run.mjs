@@ -215,7 +215,7 @@ console.log(
   `  acknowledged sends: ${c.acknowledged}, each queued, delivered once and in its target's transcript once`,
 );
 console.log(
-  `  transcripts: ${c.transcriptRows} rows, ${c.transcriptMessages} team messages, no message twice or split over appends`,
+  `  transcripts: ${c.transcriptRows} rows, ${c.transcriptMessages} team messages, no message twice or split over appends; ${c.compactions} compactions`,
 );
 console.log(`  tasks: ${c.tasks}, revisions contiguous, never two owners`);
 const refused = [...refusals]

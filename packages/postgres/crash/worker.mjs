@@ -21,13 +21,19 @@
 // exits 2.
 
 import { fdatasyncSync, openSync, writeSync } from 'node:fs';
-import { createAgentRegistry, INTERRUPTED_TOOL_RESULT, openTeam, TeamError } from '@teamwire/core';
+import {
+  createAgentRegistry,
+  deterministicSummary,
+  INTERRUPTED_TOOL_RESULT,
+  openTeam,
+  TeamError,
+} from '@teamwire/core';
 import {
   createScriptedModel,
   createSimpleFormat,
   createSimplePolicy,
 } from '@teamwire/core/testing';
-import { createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
+import { CRASH_WINDOW_TOKENS, createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
 import { openPostgresTeamStore } from '../dist/index.js';
 import {
   createRng,
@@ -361,6 +367,8 @@ try {
       { type: LEAD_TYPE, systemPrompt: 'You lead the crash-test team.', model },
       { type: WORKER_TYPE, systemPrompt: 'You are a crash-test worker.', model },
     ]),
+    // A small window, so kills also land while members compact their context.
+    context: { windowTokens: CRASH_WINDOW_TOKENS, policy: deterministicSummary({ maxChars: 600 }) },
     lead: { agentType: LEAD_TYPE },
     events,
     idleClaim: { intervalMs: 100 },

@@ -14,11 +14,25 @@
 // done), {type: 'drained', rounds} before a clean exit. Any runtime error is fatal (exit 2).
 
 import { fdatasyncSync, openSync, writeSync } from 'node:fs';
-import { createAgentRegistry, foldTeam, openTeam, TeamError } from '@teamwire/core';
+import {
+  createAgentRegistry,
+  deterministicSummary,
+  foldTeam,
+  openTeam,
+  TeamError,
+} from '@teamwire/core';
 import { createScriptedModel, createSimpleFormat } from '@teamwire/core/testing';
 import { createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
 import { openJsonlTeamStore } from '../dist/index.js';
-import { createRng, LEAD_TYPE, parseArgs, TEAMMATES, UsageError, WORKER_TYPE } from './shared.mjs';
+import {
+  CRASH_WINDOW_TOKENS,
+  createRng,
+  LEAD_TYPE,
+  parseArgs,
+  TEAMMATES,
+  UsageError,
+  WORKER_TYPE,
+} from './shared.mjs';
 
 const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan'];
 
@@ -109,6 +123,8 @@ team = await openTeam({
     { type: LEAD_TYPE, systemPrompt: 'You lead the crash-test team.', model },
     { type: WORKER_TYPE, systemPrompt: 'You are a crash-test worker.', model },
   ]),
+  // A small window, so kills also land while members compact their context.
+  context: { windowTokens: CRASH_WINDOW_TOKENS, policy: deterministicSummary({ maxChars: 600 }) },
   lead: { agentType: LEAD_TYPE },
   events,
   idleClaim: drain ? false : { intervalMs: 100 },

@@ -80,6 +80,7 @@ const totals = {
   undeliverable: 0,
   acknowledged: 0,
   transcriptMessages: 0,
+  compactions: 0,
   tasks: 0,
   taskRecords: 0,
 };
@@ -136,6 +137,7 @@ for (let team = 1; totals.kills < kills; team++) {
     'undeliverable',
     'acknowledged',
     'transcriptMessages',
+    'compactions',
     'tasks',
     'taskRecords',
   ]) {
@@ -162,7 +164,7 @@ console.log(
   `  acknowledged sends: ${t.acknowledged}, each queued and delivered exactly once into its target's transcript`,
 );
 console.log(
-  `  transcripts: ${t.transcriptMessages} team messages, no id twice; ${t.tornTranscriptLines} torn final lines`,
+  `  transcripts: ${t.transcriptMessages} team messages, no id twice; ${t.tornTranscriptLines} torn final lines; ${t.compactions} compactions, each folding to a context`,
 );
 console.log(
   `  tasks: ${t.tasks} tasks, ${t.taskRecords} task records, revisions contiguous, no task with two owners`,

@@ -1,6 +1,11 @@
 // Helpers shared by the crash test's parent (run.mjs) and child (child.mjs).
 
-export { createRng, parseArgs, UsageError } from '../../../scripts/crash-support.mjs';
+export {
+  CRASH_WINDOW_TOKENS,
+  createRng,
+  parseArgs,
+  UsageError,
+} from '../../../scripts/crash-support.mjs';
 
 /** The agent types of the scripted team. */
 export const LEAD_TYPE = 'lead';

@@ -3,7 +3,13 @@
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { foldTeam, parseTranscriptEntry } from '@teamwire/core';
+import {
+  foldTeam,
+  isCompaction,
+  parseTranscriptEntry,
+  repairTranscript,
+  transcriptContext,
+} from '@teamwire/core';
 import { LOG_FILE, readTeamLog, TRANSCRIPTS_DIR } from '../dist/index.js';
 
 /**
@@ -21,13 +27,17 @@ export function readAcknowledged(path) {
 /**
  * The team-message ids of one transcript file, in order. Complete lines must be valid entries;
  * an unterminated final line counts when it is a valid entry (the store keeps it on open) and is
- * a torn write otherwise.
+ * a torn write otherwise. The entries must fold to a context (`transcriptContext`, after the
+ * repair a load applies): every compaction fits the context before it, and the ids it lists as
+ * replaced are messages the file holds before it.
  */
 export function readTranscriptIds(path) {
   const ids = [];
   const problems = [];
+  const parsed = [];
   let entries = 0;
   let torn = 0;
+  let compactions = 0;
   const lines = readFileSync(path, 'utf8').split('\n');
   const last = lines.pop();
   const take = (line, number, complete) => {
@@ -43,13 +53,30 @@ export function readTranscriptIds(path) {
       return;
     }
     entries++;
+    parsed.push(entry);
     if (entry.message.source?.kind === 'team-message') ids.push(entry.message.source.messageId);
+    if (isCompaction(entry.message)) {
+      compactions++;
+      const before = new Set(ids);
+      for (const id of entry.message.source.deliveredIds) {
+        if (!before.has(id)) {
+          problems.push(
+            `${path}:${number}: compaction replaces message ${id}, which no earlier line holds`,
+          );
+        }
+      }
+    }
   };
   lines.forEach((line, i) => {
     take(line, i + 1, true);
   });
   if (last !== undefined && last !== '') take(last, lines.length + 1, false);
-  return { ids, entries, torn, problems };
+  try {
+    transcriptContext(repairTranscript(parsed));
+  } catch (error) {
+    problems.push(`${path} does not fold to a context: ${error.message}`);
+  }
+  return { ids, entries, torn, compactions, problems };
 }
 
 /**
@@ -75,6 +102,7 @@ export async function checkTeamFolder({ dir, teamId, acknowledged, final = false
     transcriptEntries: 0,
     transcriptMessages: 0,
     tornTranscriptLines: 0,
+    compactions: 0, // compaction entries in the transcripts
     // What the kill left for recovery to settle:
     heldUndelivered: 0, // in the target's transcript, not yet marked delivered
     pending: 0, // queued for a live member, not in its transcript
@@ -139,6 +167,7 @@ export async function checkTeamFolder({ dir, teamId, acknowledged, final = false
     counts.transcriptEntries += read.entries;
     counts.transcriptMessages += read.ids.length;
     counts.tornTranscriptLines += read.torn;
+    counts.compactions += read.compactions;
     const seen = new Map();
     for (const id of read.ids) {
       const times = (seen.get(id) ?? 0) + 1;

@@ -205,6 +205,60 @@ describe('the crash test checker', () => {
     expect(violations[0]).toMatch(/^the log .* does not read: CORRUPT_LOG/);
   });
 
+  it('accepts a compaction that fits its context and reports one that does not', async () => {
+    const compaction = (over) => ({
+      schemaVersion: SCHEMA_VERSION,
+      at: 2,
+      message: {
+        role: 'user',
+        content: textContent('summary'),
+        source: {
+          kind: 'compaction',
+          compactionId: 'c-1',
+          contextLength: 3,
+          head: 1,
+          replaced: 1,
+          retained: [],
+          deliveredIds: ['m-1'],
+          reason: 'budget',
+          policy: 'deterministic',
+          tokensBefore: 10,
+          tokensAfter: 5,
+          estimated: false,
+          durationMs: 0,
+          ...over,
+        },
+      },
+    });
+    const brief = {
+      schemaVersion: SCHEMA_VERSION,
+      at: 1,
+      message: { role: 'user', content: textContent('brief') },
+    };
+    const answer = {
+      schemaVersion: SCHEMA_VERSION,
+      at: 1,
+      message: { role: 'assistant', content: textContent('ok'), toolCalls: [] },
+    };
+    const folder = (entry) => {
+      const team = buildTeam();
+      team.transcripts.set(ALICE, [brief, mailEntry('m-1'), answer, entry]);
+      return writeFolder(team);
+    };
+    const good = await check(folder(compaction({})), []);
+    expect(good.violations).toEqual([]);
+    expect(good.counts.compactions).toBe(1);
+
+    const wrongLength = await check(folder(compaction({ contextLength: 4 })), []);
+    expect(wrongLength.violations).toEqual([
+      expect.stringMatching(/does not fold to a context: compaction c-1 .*3 messages, not 4/),
+    ]);
+    const unknownId = await check(folder(compaction({ deliveredIds: ['m-9'] })), []);
+    expect(unknownId.violations).toEqual([
+      expect.stringMatching(/compaction replaces message m-9, which no earlier line holds/),
+    ]);
+  });
+
   it('reads only the complete lines of the acknowledgement file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'teamwire-crash-check-'));
     folders.push(dir);
