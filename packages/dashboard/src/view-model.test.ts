@@ -1,6 +1,7 @@
 import {
   createAgentRegistry,
   createEventHub,
+  deterministicSummary,
   type HubItem,
   openTeam,
   type TeamRecord,
@@ -135,9 +136,77 @@ describe('the dashboard view model', () => {
       name: 'ann',
       inputTokens: 350,
       outputTokens: 35,
+      compactions: 0,
     });
     expect(totals.inputTokens).toBe(totals.rows.reduce((n, r) => n + r.inputTokens, 0));
     expect(totals.inputTokens).toBeGreaterThan(350); // the lead's calls count too
+    await team.dispose();
+  });
+
+  it("counts context compactions per member from the hub stream, with the last one's tokens", async () => {
+    const model = createScriptedModel({
+      tokens: { window: 4000 },
+      scripts: {
+        lead: () => ({ text: 'Noted.' }),
+        ann: ({ call }) => ({ text: `Answer ${call}: ${'so it goes; '.repeat(40)}` }),
+      },
+    });
+    const log = createMemoryTeamLog({ teamId: 't1' });
+    const clock = createManualClock();
+    const hub = createEventHub({ teamId: 't1', log, clock, epoch: 'e1' });
+    const items: HubItem[] = [];
+    hub.listen((item) => items.push(item), { presence: true });
+    const team = await openTeam({
+      teamId: 't1',
+      log,
+      transcripts: createMemoryTranscriptStore(),
+      format: xmlFormat,
+      agents: createAgentRegistry([
+        { type: 'lead', systemPrompt: 'Lead.', model },
+        { type: 'worker', systemPrompt: 'Work.', model },
+      ]),
+      lead: { agentType: 'lead' },
+      events: hub,
+      clock,
+      ids: createSequentialIds('x'),
+      idleClaim: false,
+      context: { windowTokens: 4000, policy: deterministicSummary() },
+    });
+    await team.spawnTeammate(team.lead, {
+      name: 'ann',
+      description: 'answers',
+      prompt: 'Hi ann.',
+      agentType: 'worker',
+    });
+    for (let i = 0; i < 12; i++) {
+      await team.sendMessage(team.lead, {
+        to: 'ann',
+        text: `note ${i}: ${'more words '.repeat(30)}`,
+      });
+      await team.idle();
+    }
+    const compacted = items.flatMap((item) =>
+      item.type === 'event' && item.agent === 'ann' && item.event.type === 'context.compacted'
+        ? [item.event]
+        : [],
+    );
+    expect(compacted.length).toBeGreaterThan(1);
+    const state = emptyState('t1');
+    for (const item of items) applyHubItem(state, item);
+    const ann = [...state.members.values()].find((m) => m.name === 'ann');
+    const last = compacted.at(-1);
+    expect(ann).toMatchObject({
+      compactions: compacted.length,
+      compacting: false,
+      lastCompaction: {
+        tokensBefore: last?.tokensBefore,
+        tokensAfter: last?.tokensAfter,
+        durationMs: last?.durationMs,
+      },
+    });
+    expect(tokenTotals(state).rows.find((r) => r.name === 'ann')?.compactions).toBe(
+      compacted.length,
+    );
     await team.dispose();
   });
 

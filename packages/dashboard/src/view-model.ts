@@ -49,6 +49,21 @@ export interface MemberView {
   inputTokens: number;
   /** Output tokens of its model calls, as seen by this page. */
   outputTokens: number;
+  /** Compactions of its context, as seen by this page. */
+  compactions: number;
+  /** True while its context is being compacted. */
+  compacting: boolean;
+  /** Its last compaction: prompt tokens before and after, and how long the summary took. */
+  lastCompaction?:
+    | {
+        /** Prompt tokens before. */
+        tokensBefore: number;
+        /** Prompt tokens after. */
+        tokensAfter: number;
+        /** How long it took (ms). */
+        durationMs: number;
+      }
+    | undefined;
   /** Its last runner error. */
   lastError?:
     | {
@@ -223,6 +238,8 @@ export function applyRecord(state: DashboardState, record: TeamRecord): boolean 
         turns: 0,
         inputTokens: 0,
         outputTokens: 0,
+        compactions: 0,
+        compacting: false,
         active: false,
         ...known,
         id: m.id,
@@ -309,11 +326,24 @@ function applyEvent(state: DashboardState, agent: string, event: AgentEvent): vo
     case 'tool.call':
       member.currentTool = event.toolCall.name;
       break;
+    case 'context.compacting':
+      member.compacting = true;
+      break;
+    case 'context.compacted':
+      member.compacting = false;
+      member.compactions++;
+      member.lastCompaction = {
+        tokensBefore: event.tokensBefore,
+        tokensAfter: event.tokensAfter,
+        durationMs: event.durationMs,
+      };
+      break;
     case 'tool.result':
       if (member.currentTool === event.toolName) member.currentTool = undefined;
       break;
     case 'turn.end':
       member.currentTool = undefined;
+      member.compacting = false;
       break;
     case 'status':
       member.status = event.status;
@@ -380,6 +410,8 @@ export interface TokenRow {
   inputTokens: number;
   /** Its output tokens. */
   outputTokens: number;
+  /** Its context compactions. */
+  compactions: number;
 }
 
 /** Token use per member and in total, for the usage table. */
@@ -395,6 +427,7 @@ export function tokenTotals(state: DashboardState): {
     name: m.name,
     inputTokens: m.inputTokens,
     outputTokens: m.outputTokens,
+    compactions: m.compactions,
   }));
   return {
     rows,

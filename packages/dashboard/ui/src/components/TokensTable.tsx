@@ -4,7 +4,9 @@ import { type DashboardState, tokenTotals } from '../../../src/view-model.js';
 /** A string that changes whenever the token table changes. */
 export function tokensKey(state: DashboardState): string {
   let key = '';
-  for (const m of state.members.values()) key += `${m.name}:${m.inputTokens}:${m.outputTokens};`;
+  for (const m of state.members.values()) {
+    key += `${m.name}:${m.inputTokens}:${m.outputTokens}:${m.compactions}:${m.compacting};`;
+  }
   return key;
 }
 
@@ -33,6 +35,13 @@ export const TokensTable = memo(function TokensTable({ state }: TokensTableProps
             <th scope="col" className="num">
               total
             </th>
+            <th
+              scope="col"
+              className="num"
+              title="context compactions: count, last tokens before → after"
+            >
+              compacted
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -46,6 +55,9 @@ export const TokensTable = memo(function TokensTable({ state }: TokensTableProps
                 {row.outputTokens}
               </td>
               <td className="num">{row.inputTokens + row.outputTokens}</td>
+              <td className="num" data-testid="tokens-compactions">
+                {compactionText(state, row.name)}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -55,9 +67,20 @@ export const TokensTable = memo(function TokensTable({ state }: TokensTableProps
             <td className="num">{totals.inputTokens}</td>
             <td className="num">{totals.outputTokens}</td>
             <td className="num">{totals.inputTokens + totals.outputTokens}</td>
+            <td className="num">{totals.rows.reduce((n, r) => n + r.compactions, 0)}</td>
           </tr>
         </tfoot>
       </table>
     </section>
   );
 });
+
+/** `compacting…`, or the count and the last compaction's tokens before → after. */
+function compactionText(state: DashboardState, name: string): string {
+  const member = [...state.members.values()].find((m) => m.name === name);
+  if (member === undefined) return '';
+  if (member.compacting) return 'compacting…';
+  const last = member.lastCompaction;
+  if (member.compactions === 0 || last === undefined) return '0';
+  return `${member.compactions} (${last.tokensBefore} → ${last.tokensAfter})`;
+}
