@@ -257,13 +257,20 @@ describe('context budget and compaction', () => {
       context: { windowTokens: WINDOW * 4, targetShare: 0.9, policy: deterministicSummary() },
     });
     await spawnBob(h);
-    await runMail(h, 'bob', 40);
+    await runMail(h, 'bob', 80);
     expect(h.sink.errors()).toEqual([]);
-    expect(model.overflows('bob')).toBeGreaterThanOrEqual(1);
-    const reasons = compacted(h).map((c) => c.reason);
-    expect(reasons).toContain('overflow');
-    // After the first refusal the budget knows the window is smaller than it was told.
-    expect(model.overflows('bob')).toBeLessThan(reasons.length + 1);
+    // One refusal: from then on the budget keeps requests under the refused size on its own.
+    expect(model.overflows('bob')).toBe(1);
+    const bobs = compacted(h).filter((c) => c.agent === 'bob');
+    const reasons = bobs.map((c) => c.reason);
+    expect(reasons[0]).toBe('overflow');
+    expect(reasons.length).toBeGreaterThan(1);
+    expect(reasons.slice(1)).toEqual(reasons.slice(1).map(() => 'budget'));
+    // Measured, not estimated: the scripted model reported usage before the refusal.
+    const first = bobs[0];
+    expect(first?.estimated).toBe(false);
+    expect(first?.tokensBefore).toBeGreaterThan(WINDOW);
+    expect(first?.tokensBefore).toBeLessThan(WINDOW * 1.2);
     expect(h.service.listMembers(h.service.lead).find((m) => m.name === 'bob')?.status).toBe(
       'idle',
     );
@@ -321,6 +328,33 @@ describe('context budget and compaction', () => {
     const entry = raw.find((e) => isCompaction(e.message));
     expect(contentText(entry?.message.content ?? [])).toContain('SUMMARY of');
     expect(entry?.message.source).toMatchObject({ kind: 'compaction', policy: 'model' });
+  });
+
+  it('falls back to a digest when the model refuses even the summary request as too long', async () => {
+    const scripted = createScriptedModel({ tokens: { window: WINDOW } });
+    // The summary request (the one without tools) is refused as too long, as a much smaller
+    // window than configured would refuse it.
+    const model: typeof scripted = Object.assign(Object.create(scripted), {
+      stream(request: Parameters<typeof scripted.stream>[0]) {
+        if (request.tools.length === 0) {
+          throw new TeamError('MODEL_CONTEXT_OVERFLOW', 'summary request too long');
+        }
+        return scripted.stream(request);
+      },
+    });
+    const h = await openHarness({
+      model,
+      scripts: { lead: notedLead, bob: chattyWorker },
+      context: { windowTokens: WINDOW },
+    });
+    await spawnBob(h);
+    await runMail(h, 'bob', 30);
+    expect(h.sink.errors()).toEqual([]);
+    const entry = h.transcripts.raw(h.memberId('bob')).find((e) => isCompaction(e.message));
+    expect(contentText(entry?.message.content ?? [])).toContain('could not read this much');
+    expect(contentText(entry?.message.content ?? [])).toMatch(
+      /^lead: \[message from lead\] mail /m,
+    );
   });
 
   it('refuses an empty summary from the model as MODEL_PROTOCOL, never storing it', async () => {

@@ -157,19 +157,27 @@ export function modelSummary(options: { prompt?: string } = {}): CompactionPolic
     async summarize(input) {
       let text = '';
       let finished = false;
-      const stream = input.model.stream({
-        system: input.system,
-        messages: [...input.messages, { role: 'user', content: textContent(prompt) }],
-        tools: [],
-        signal: input.signal,
-        agentName: input.agentName,
-        maxOutputTokens: input.maxTokens,
-      });
-      for await (const event of stream) {
-        if (event.type === 'finish') {
-          text = contentText(event.message.content).trim();
-          finished = true;
+      try {
+        const stream = input.model.stream({
+          system: input.system,
+          messages: [...input.messages, { role: 'user', content: textContent(prompt) }],
+          tools: [],
+          signal: input.signal,
+          agentName: input.agentName,
+          maxOutputTokens: input.maxTokens,
+        });
+        for await (const event of stream) {
+          if (event.type === 'finish') {
+            text = contentText(event.message.content).trim();
+            finished = true;
+          }
         }
+      } catch (error) {
+        // Even the summary request is too long for the model (a much smaller window than
+        // configured): a digest that needs no model keeps the member going.
+        if (!TeamError.hasCode(error, 'MODEL_CONTEXT_OVERFLOW')) throw error;
+        const digest = await deterministicSummary({ maxChars: 4000 }).summarize(input);
+        return `(The model could not read this much to summarise it; a digest of the replaced messages follows.)\n${digest}`;
       }
       if (!finished || text === '') {
         throw new TeamError(
@@ -251,6 +259,12 @@ export interface TurnBudget {
 export class ContextKeeper implements TurnBudget {
   /** Tokens per byte, from the last request whose usage was reported. */
   private tokensPerByte: number | undefined;
+  /**
+   * The bytes of the smallest request the provider refused as too long: the window is smaller
+   * than `windowTokens` says (or the provider counts tokens more densely), so requests from now
+   * on stay under `targetShare` of it as well.
+   */
+  private refusedAtBytes: number | undefined;
   private readonly fixedBytes: number;
 
   constructor(
@@ -298,14 +312,22 @@ export class ContextKeeper implements TurnBudget {
   }
 
   async fit(signal: AbortSignal): Promise<void> {
-    if (this.estimate().tokens > this.limit) await this.compact('budget', signal);
+    const over =
+      this.estimate().tokens > this.limit ||
+      (this.refusedAtBytes !== undefined && this.requestBytes() > this.limitBytes());
+    if (over) await this.compact('budget', signal);
   }
 
   async overflowed(bytes: number, signal: AbortSignal): Promise<boolean> {
-    // The provider counted more than the window: never estimate this request below it again.
-    const floor = this.options.budget.windowTokens / Math.max(1, bytes);
-    if (this.tokensPerByte === undefined || this.tokensPerByte < floor) this.tokensPerByte = floor;
+    this.refusedAtBytes = Math.min(this.refusedAtBytes ?? Number.POSITIVE_INFINITY, bytes);
     return this.compact('overflow', signal);
+  }
+
+  /** The budget in request bytes: from the window, and under a refused request's size. */
+  private limitBytes(): number {
+    const fromWindow = this.limit * this.bytesPerTokenNow();
+    if (this.refusedAtBytes === undefined) return fromWindow;
+    return Math.min(fromWindow, this.refusedAtBytes * this.options.budget.targetShare);
   }
 
   /**
@@ -339,7 +361,10 @@ export class ContextKeeper implements TurnBudget {
       estimated: before.estimated,
     });
     const started = clock.now();
-    const maxTokens = Math.max(1, Math.floor(this.limit * budget.summaryShare));
+    const maxTokens = Math.max(
+      1,
+      Math.floor((this.limitBytes() * budget.summaryShare) / this.bytesPerTokenNow()),
+    );
     let text = await budget.policy.summarize({
       agentName,
       model: this.options.model,
@@ -435,7 +460,7 @@ export class ContextKeeper implements TurnBudget {
       }
     }
     if (lastAssistant <= head) return undefined;
-    const recentBytes = this.limit * budget.recentShare * this.bytesPerTokenNow();
+    const recentBytes = this.limitBytes() * budget.recentShare;
     let tail = 0;
     for (let i = context.length - 1; i >= lastAssistant; i--) tail += conversation.sizeAt(i);
     let end = lastAssistant;
