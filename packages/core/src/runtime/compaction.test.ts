@@ -109,6 +109,7 @@ describe('context budget and compaction', () => {
     expect(model.overflows('bob')).toBe(0);
     const compactions = compacted(h).filter((c) => c.agent === 'bob');
     expect(compactions.length).toBeGreaterThanOrEqual(5);
+    for (const c of compactions) expect(c.tokensAfter).toBeLessThan(c.tokensBefore);
     // Without compaction the run would have needed many times the window.
     const unbounded = transcriptContext(h.transcripts.raw(h.memberId('bob'))).length;
     expect(unbounded).toBeLessThan(requests.length);

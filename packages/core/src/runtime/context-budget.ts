@@ -90,6 +90,9 @@ export const KEEP_FIRST_MAX = 1000;
 /** A summary is at most this many characters, whatever the policy returns. */
 export const SUMMARY_CHARS_MAX = 200_000;
 
+/** Room for the line that introduces a summary ("Summary of the earlier conversation ..."). */
+const SUMMARY_HEADER_BYTES = 120;
+
 /** Checks a budget and fills in its defaults; `INVALID_ARGUMENT` names the bad field. */
 export function resolveContextBudget(budget: ContextBudget, where: string): ResolvedContextBudget {
   const bad = (field: string, rule: string): never => {
@@ -354,6 +357,18 @@ export class ContextKeeper implements TurnBudget {
       }
     }
     retained.push(...[...lastClaim.values()].sort((a, b) => a - b));
+    const maxTokens = Math.max(
+      1,
+      Math.floor((this.limitBytes() * budget.summaryShare) / this.bytesPerTokenNow()),
+    );
+    const maxChars = Math.min(SUMMARY_CHARS_MAX, Math.ceil(maxTokens * this.bytesPerTokenNow()));
+    // A summary may take up to maxChars: replacing less than that could grow the context.
+    let replacedBytes = 0;
+    const keptOffsets = new Set(retained);
+    for (let i = head; i < end; i++) {
+      if (!keptOffsets.has(i - head)) replacedBytes += conversation.sizeAt(i);
+    }
+    if (replacedBytes <= maxChars + SUMMARY_HEADER_BYTES) return false;
     events.publish(agentName, {
       type: 'context.compacting',
       reason,
@@ -361,10 +376,6 @@ export class ContextKeeper implements TurnBudget {
       estimated: before.estimated,
     });
     const started = clock.now();
-    const maxTokens = Math.max(
-      1,
-      Math.floor((this.limitBytes() * budget.summaryShare) / this.bytesPerTokenNow()),
-    );
     let text = await budget.policy.summarize({
       agentName,
       model: this.options.model,
@@ -386,7 +397,6 @@ export class ContextKeeper implements TurnBudget {
         },
       );
     }
-    const maxChars = Math.min(SUMMARY_CHARS_MAX, Math.ceil(maxTokens * this.bytesPerTokenNow()));
     if (text.length > maxChars) text = `${text.slice(0, maxChars - 1)}…`;
     const durationMs = Math.max(0, clock.now() - started);
     const deliveredIds: string[] = [];
