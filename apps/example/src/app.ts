@@ -5,6 +5,7 @@ import { type AgentTool, createAgentRegistry, TeamError } from '@teamwire/core';
 import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { z } from 'zod';
 import { type Command, redactUrl } from './args.js';
+import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { readTools } from './file-tools.js';
 import { CODING_AGENT, MCP_SECRET_ENV, mcpHooks, mcpSecret } from './mcp-serve.js';
 import { PgTeamDatabase } from './pg-team.js';
@@ -40,6 +41,13 @@ export const TeamSettings = z.object({
   teammates: z.number().int().min(1).max(8),
   protocol: z.enum(['xml', 'json', 'tool-call']),
   model: z.string().optional(),
+  /** `--context-window`, when given: the model's window in tokens (else its default). */
+  contextWindow: z
+    .number()
+    .int()
+    .min(CONTEXT_WINDOW_RANGE.min)
+    .max(CONTEXT_WINDOW_RANGE.max)
+    .optional(),
   report: z.string(),
   /** Started with `--mcp`: the team has the external agent type of the `coder` member. */
   mcp: z.boolean().optional(),
@@ -74,6 +82,7 @@ function newSettings(command: ReviewCommand, io: AppIo): TeamSettings {
     teammates: command.teammates,
     protocol: command.protocol,
     ...(command.model ? { model: command.model } : {}),
+    ...(command.contextWindow === undefined ? {} : { contextWindow: command.contextWindow }),
     report: path.resolve(io.cwd, command.report),
     ...(command.mcp ? { mcp: true } : {}),
     ...(command.web ? { web: true } : {}),
@@ -82,7 +91,8 @@ function newSettings(command: ReviewCommand, io: AppIo): TeamSettings {
 
 /**
  * The agents of a review team, the same in every process that runs a part of it: the lead (with
- * the report tool) and the reviewers, on the `--model` LLM or the offline policy.
+ * the report tool) and the reviewers, on the `--model` LLM or the offline policy, each with its
+ * context budget (see context-window.ts).
  */
 export function reviewTeamSetup(
   settings: TeamSettings,
@@ -110,6 +120,7 @@ export function reviewTeamSetup(
         model: models.lead,
         tools: [...fileTools(root), options.report],
         maxSteps: 1000,
+        ...withContext(contextBudget(settings, 'keep')),
       },
       {
         type: REVIEWER_AGENT_TYPE,
@@ -118,6 +129,7 @@ export function reviewTeamSetup(
         model: models.reviewer,
         tools: fileTools(root),
         maxSteps: 40,
+        ...withContext(contextBudget(settings, 'summarise')),
       },
       ...(settings.mcp === true ? [CODING_AGENT] : []),
       ...(settings.web === true || options.web === true ? [OPERATOR_AGENT] : []),

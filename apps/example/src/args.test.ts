@@ -239,6 +239,27 @@ describe('parseArgs', () => {
       ['web', '--team', 'T1', '--port', 'x'],
       '--port must be a port number from 0 to 65535 (got x)',
     ],
+    [
+      ['--context-window', '255'],
+      '--context-window must be a whole number of tokens from 256 to 100000000 (got 255)',
+    ],
+    [
+      ['--context-window', '128k'],
+      '--context-window must be a whole number of tokens from 256 to 100000000 (got 128k)',
+    ],
+    [
+      ['--context-window=1e9'],
+      '--context-window must be a whole number of tokens from 256 to 100000000 (got 1e9)',
+    ],
+    [
+      ['--model', 'openai:gpt-4.1-mini', '--context-window', '3000.5'],
+      '--context-window must be a whole number of tokens from 256 to 100000000 (got 3000.5)',
+    ],
+    [['--context-window'], '--context-window needs a value'],
+    [
+      ['fix', '--context-window', '8000'],
+      "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
+    ],
     [['mcp'], 'mcp needs --team <teamId>: the team whose member the client is'],
     [
       ['mcp', '--team', 'T1', '--member', 'Bad Name'],
@@ -250,6 +271,22 @@ describe('parseArgs', () => {
     ],
   ])('refuses %j with one line', (argv, message) => {
     expect(() => parseArgs(argv, { cwd })).toThrow(new UsageError(message));
+  });
+});
+
+describe('--context-window', () => {
+  it('reads a window in tokens for the review and, with --model, the fix', () => {
+    expect(parseArgs([], { cwd })).toMatchObject({ contextWindow: undefined });
+    expect(parseArgs(['--context-window', '8000'], { cwd })).toMatchObject({
+      command: 'review',
+      contextWindow: 8000,
+    });
+    expect(parseArgs(['--context-window=256'], { cwd })).toMatchObject({ contextWindow: 256 });
+    expect(
+      parseArgs(['fix', '--model', 'anthropic:claude-sonnet-4-5', '--context-window', '100000'], {
+        cwd,
+      }),
+    ).toMatchObject({ command: 'fix', contextWindow: 100_000 });
   });
 });
 

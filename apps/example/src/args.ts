@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
+import { CONTEXT_WINDOW_RANGE } from './context-window.js';
 
 /** The options the review and the fix command share. */
 interface TeamOptions {
@@ -11,6 +12,8 @@ interface TeamOptions {
   durability: 'fsync' | 'buffered';
   plain: boolean;
   paceMs: number;
+  /** `--context-window`: the model's context window in tokens; absent: the model's default. */
+  contextWindow?: number | undefined;
   /** `--web`: serve the team's dashboard on 127.0.0.1 at this port (0: any). */
   web?: { port: number } | undefined;
 }
@@ -95,6 +98,10 @@ Options:
   --model <spec>            a real LLM instead of the offline policy model, e.g.
                             openai:gpt-4.1-mini (OPENAI_API_KEY, OPENAI_BASE_URL),
                             anthropic:claude-sonnet-4-5 (ANTHROPIC_API_KEY)
+  --context-window <tokens> the model's context window: past 75% of it a member's older
+                            conversation is compacted into a summary (default: by --model
+                            provider, e.g. 200000 for anthropic, 128000 for openai; offline
+                            24000, for the reviewers)
   --protocol <format>       wire format of team mail: xml (default), json, tool-call
   --resume <teamId>         continue a team that was stopped or killed
   --state-dir <path>        where teams live (default: .teamwire)
@@ -150,6 +157,7 @@ const REVIEW_OPTIONS = {
   dir: { type: 'string' },
   teammates: { type: 'string' },
   model: { type: 'string' },
+  'context-window': { type: 'string' },
   protocol: { type: 'string' },
   resume: { type: 'string' },
   'state-dir': { type: 'string' },
@@ -332,6 +340,14 @@ export function redactUrl(raw: string): string {
   }
 }
 
+function contextWindow(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const { min, max } = CONTEXT_WINDOW_RANGE;
+  return wholeNumber(raw, 0, { min, max }, (value) => {
+    return `--context-window must be a whole number of tokens from ${min} to ${max} (got ${value})`;
+  });
+}
+
 function pace(raw: string | undefined): number {
   return wholeNumber(raw, 0, { min: 0, max: 60_000 }, (value) => {
     return `--pace must be a whole number of milliseconds from 0 to 60000 (got ${value})`;
@@ -354,6 +370,11 @@ function fixCommand(args: string[], cwd: string): Command {
     cwd,
   );
   if (review.command !== 'review') return review;
+  if (review.contextWindow !== undefined && review.model === undefined && !review.resume) {
+    throw new UsageError(
+      "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
+    );
+  }
   const {
     teammates: _unused,
     command: _review,
@@ -427,6 +448,7 @@ function reviewCommand(args: string[], cwd: string): Command {
       return `--teammates must be a whole number from 1 to 8 (got ${raw})`;
     }),
     model: values.model,
+    contextWindow: contextWindow(values['context-window']),
     protocol: protocol as (typeof PROTOCOLS)[number],
     resume: values.resume,
     stateDir: values['state-dir'] ?? '.teamwire',

@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BoardModel, createBoardScreen, renderBoard } from './board.js';
+import { compactionLines } from './team-run.js';
 import { CLI, makeFixtureRepo, tempDir } from './test-support.js';
+import { formatCompactionLine, parseCompactionLine } from './turn-lines.js';
 
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 if (!hasTmux && process.env.CI !== 'true') {
@@ -67,6 +69,136 @@ describe('the board model', () => {
     expect(screen).toContain('running');
     expect(screen).toContain('[##############################] 1/1');
     expect(screen).toContain('tokens 10/2');
+  });
+});
+
+describe('the board and the summary on context compactions', () => {
+  const member = (name: string) => ({
+    at: 0,
+    teamId: 'T',
+    schemaVersion: 1 as const,
+    seq: 1,
+    type: 'member' as const,
+    member: {
+      id: `id-${name}`,
+      name,
+      description: '',
+      agentType: 'reviewer',
+      provider: 'p',
+      context: 'fresh' as const,
+      phase: 'active' as const,
+    },
+  });
+  const compacted = (tokensBefore: number, tokensAfter: number, durationMs: number) => ({
+    type: 'context.compacted' as const,
+    compactionId: `c-${tokensBefore}`,
+    reason: 'budget' as const,
+    tokensBefore,
+    tokensAfter,
+    estimated: false,
+    replacedMessages: 12,
+    retainedMessages: 1,
+    durationMs,
+    policy: 'deterministic',
+  });
+  const rosterLine = (screen: string, name: string) =>
+    screen.split('\n').find((line) => line.startsWith(`  ${name} `)) ?? '';
+
+  it('shows compacting… while one is in flight, then the count and the last one per member', () => {
+    const board = new BoardModel();
+    board.apply('lead', { type: 'record', record: member('reviewer-1') });
+    board.apply('lead', { type: 'record', record: member('reviewer-2') });
+    const render = () => renderBoard(board, { title: 'T', width: 120, elapsedMs: 0 });
+    expect(rosterLine(render(), 'reviewer-1')).not.toContain('compact');
+
+    board.apply('reviewer-1', {
+      type: 'context.compacting',
+      reason: 'budget',
+      tokensBefore: 11_234,
+      estimated: false,
+    });
+    expect(rosterLine(render(), 'reviewer-1')).toContain('compacting…');
+    expect(rosterLine(render(), 'reviewer-2')).not.toContain('compact');
+
+    const line = board.apply('reviewer-1', compacted(11_234, 3_100, 4));
+    expect(line).toBe(
+      'reviewer-1 compacted its context: 11.2k -> 3.1k tokens (12 messages summarised by the deterministic policy in 4 ms)',
+    );
+    expect(board.feed.at(-1)).toBe(line);
+    let screen = render();
+    expect(rosterLine(screen, 'reviewer-1')).toContain('compacted 1× · 11.2k→3.1k tok');
+    expect(rosterLine(screen, 'reviewer-1')).not.toContain('compacting…');
+    expect(screen).toMatch(/tokens 0\/0 {2}compactions 1$/);
+
+    board.apply('reviewer-1', {
+      type: 'context.compacting',
+      reason: 'budget',
+      tokensBefore: 9_800,
+      estimated: true,
+    });
+    expect(rosterLine(render(), 'reviewer-1')).toContain(
+      'compacted 1× · 11.2k→3.1k tok · compacting…',
+    );
+    board.apply('reviewer-1', compacted(9_800, 2_940, 2));
+    board.apply('reviewer-2', compacted(20_500, 6_000, 7));
+    screen = render();
+    expect(rosterLine(screen, 'reviewer-1')).toContain('compacted 2× · 9.8k→2.9k tok');
+    expect(rosterLine(screen, 'reviewer-2')).toContain('compacted 1× · 20.5k→6.0k tok');
+    expect(screen).toContain('compactions 3');
+
+    // a compaction that failed ends the turn: compacting… does not stay on the board
+    board.apply('reviewer-2', {
+      type: 'context.compacting',
+      reason: 'overflow',
+      tokensBefore: 30_000,
+      estimated: false,
+    });
+    board.apply('reviewer-2', { type: 'turn.end', stopReason: 'error', steps: 1, text: '' });
+    expect(rosterLine(render(), 'reviewer-2')).not.toContain('compacting…');
+
+    expect(compactionLines(board.compactions)).toEqual([
+      '  context compactions: 3',
+      '    reviewer-1  2×  11.2k→3.1k, 9.8k→2.9k tokens (21.0k→6.0k in all), 6 ms',
+      '    reviewer-2  1×  20.5k→6.0k tokens, 7 ms',
+    ]);
+  });
+
+  it('the summary says when there was none, and sums up a long list', () => {
+    expect(compactionLines([])).toEqual(['  context compactions: none']);
+    const many = Array.from({ length: 8 }, (_, i) => ({
+      member: 'lead',
+      reason: i === 7 ? ('overflow' as const) : ('budget' as const),
+      tokensBefore: 1000 * (i + 10),
+      tokensAfter: 500,
+      estimated: i === 0,
+      replacedMessages: 3,
+      durationMs: 1,
+      policy: 'model',
+    }));
+    expect(compactionLines(many)).toEqual([
+      '  context compactions: 8',
+      '    lead  8×  … 2 earlier, 12.0k→500, 13.0k→500, 14.0k→500, 15.0k→500, 16.0k→500, 17.0k→500 tokens (108.0k→4.0k in all), 8 ms, 1 after an overflow, some estimated',
+    ]);
+  });
+
+  it('a worker prints a compaction line the main process reads back exactly', () => {
+    const stat = {
+      member: 'reviewer-2',
+      reason: 'overflow' as const,
+      policy: 'model',
+      tokensBefore: 123_456,
+      tokensAfter: 7_890,
+      estimated: true,
+      replacedMessages: 40,
+      durationMs: 2_345,
+    };
+    const line = formatCompactionLine(Date.UTC(2025, 0, 1, 10, 0, 2, 310), stat);
+    expect(line).toBe(
+      '10:00:02.310 reviewer-2 compacted its context (overflow, model): 123456 -> 7890 tokens (estimated), 40 message(s) replaced, 2345 ms',
+    );
+    expect(parseCompactionLine(line)).toEqual(stat);
+    expect(parseCompactionLine(`[worker 1] ${line}`)).toBeUndefined();
+    expect(parseCompactionLine('10:00:02.310 reviewer-2 list_files({})')).toBeUndefined();
   });
 });
 

@@ -2,12 +2,35 @@ import type { AgentEvent, Member, MemberStatus, Task } from '@teamwire/core';
 import { contentText } from '@teamwire/core';
 import { createLogUpdate } from 'log-update';
 
+/** One compaction of a member's context, as its `context.compacted` event told it. */
+export interface CompactionStat {
+  /** The member whose context was compacted. */
+  member: string;
+  /** `budget`: the next request would have passed the budget; `overflow`: the provider refused one. */
+  reason: 'budget' | 'overflow';
+  /** The request's prompt tokens before and after. */
+  tokensBefore: number;
+  tokensAfter: number;
+  /** True when the counts were estimated from bytes only (no usage known yet). */
+  estimated: boolean;
+  /** Messages the summary replaced. */
+  replacedMessages: number;
+  /** How long the summary took (ms). */
+  durationMs: number;
+  /** Who wrote the summary: `model` or `deterministic`. */
+  policy: string;
+}
+
 /** What the board knows, folded from the agent events the hub delivers. */
 export class BoardModel {
   readonly members = new Map<string, Member>();
   readonly status = new Map<string, MemberStatus>();
   readonly tasks = new Map<string, Task>();
   readonly feed: string[] = [];
+  /** Every compaction so far, in order. */
+  readonly compactions: CompactionStat[] = [];
+  /** Members compacting their context now, with the tokens they had when it started. */
+  readonly compacting = new Map<string, number>();
   turns = 0;
   messages = 0;
   toolCalls = 0;
@@ -72,6 +95,24 @@ export class BoardModel {
       case 'turn.start':
         this.turns++;
         return undefined;
+      case 'turn.end':
+        // a compaction that failed ends the turn without its `context.compacted`
+        this.compacting.delete(agent);
+        return undefined;
+      case 'context.compacting':
+        this.compacting.set(agent, event.tokensBefore);
+        return undefined;
+      case 'context.compacted':
+        return this.noteCompaction({
+          member: agent,
+          reason: event.reason,
+          tokensBefore: event.tokensBefore,
+          tokensAfter: event.tokensAfter,
+          estimated: event.estimated,
+          replacedMessages: event.replacedMessages,
+          durationMs: event.durationMs,
+          policy: event.policy,
+        });
       case 'tool.call': {
         this.toolCalls++;
         return this.push(
@@ -91,6 +132,22 @@ export class BoardModel {
       default:
         return undefined;
     }
+  }
+
+  /**
+   * Counts a compaction and returns its feed line: from the member's event, or from a worker
+   * process's line (`feed: false`, that line is shown already).
+   */
+  noteCompaction(stat: CompactionStat, options: { feed?: boolean } = {}): string {
+    this.compacting.delete(stat.member);
+    this.compactions.push(stat);
+    const line = formatCompaction(stat);
+    return options.feed === false ? line : this.push(line);
+  }
+
+  /** The compactions of `member` so far, in order. */
+  compactionsOf(member: string): CompactionStat[] {
+    return this.compactions.filter((c) => c.member === member);
   }
 
   /** Adds a line from elsewhere (a worker process) to the feed. */
@@ -128,6 +185,38 @@ export class BoardModel {
   }
 }
 
+/** A token count as people read it: `950`, `11.2k`, `1.3M`. */
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(1)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** The feed line of a compaction. */
+export function formatCompaction(stat: CompactionStat): string {
+  const why =
+    stat.reason === 'overflow' ? ', after the provider refused a request as too long' : '';
+  const estimate = stat.estimated ? '~' : '';
+  return `${stat.member} compacted its context: ${estimate}${formatTokens(stat.tokensBefore)} -> ${estimate}${formatTokens(stat.tokensAfter)} tokens (${stat.replacedMessages} messages summarised by the ${stat.policy} policy in ${stat.durationMs} ms${why})`;
+}
+
+/**
+ * What the board shows of a member's context: `compacted 2× · 11.2k→3.1k tok` (the count and the
+ * last one), and `compacting…` while one is in flight; '' before its first.
+ */
+export function compactionBadge(model: BoardModel, member: string): string {
+  const done = model.compactionsOf(member);
+  const parts: string[] = [];
+  const lastOne = done.at(-1);
+  if (lastOne) {
+    parts.push(
+      `compacted ${done.length}× · ${formatTokens(lastOne.tokensBefore)}→${formatTokens(lastOne.tokensAfter)} tok`,
+    );
+  }
+  if (model.compacting.has(member)) parts.push('compacting…');
+  return parts.join(' · ');
+}
+
 /** Cuts a line to `max` columns, keeping its layout. */
 function fit(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -147,6 +236,7 @@ const STATUS_COLOR: Record<string, string> = {
   retired: '\x1b[90m',
   inactive: '\x1b[90m',
 };
+const CONTEXT_COLOR = '\x1b[35m';
 const RESET = '\x1b[0m';
 const BOLD = '\x1b[1m';
 
@@ -162,8 +252,9 @@ export function renderBoard(
   lines.push(`${BOLD}Team${RESET}`);
   for (const member of model.members.values()) {
     const status = model.statusOf(member);
+    const badge = compactionBadge(model, member.name);
     lines.push(
-      `  ${member.name.padEnd(14)} ${STATUS_COLOR[status] ?? ''}${status.padEnd(12)}${RESET} ${member.agentType}`,
+      `  ${member.name.padEnd(14)} ${STATUS_COLOR[status] ?? ''}${status.padEnd(12)}${RESET} ${member.agentType.padEnd(12)}${badge ? ` ${CONTEXT_COLOR}${badge}${RESET}` : ''}`.trimEnd(),
     );
   }
   const { done, total } = model.progress();
@@ -187,8 +278,10 @@ export function renderBoard(
   lines.push(`${BOLD}Feed${RESET}`);
   for (const line of model.feed) lines.push(`  ${fit(line, width - 2)}`);
   lines.push('');
+  const compactions =
+    model.compactions.length > 0 ? `  compactions ${model.compactions.length}` : '';
   lines.push(
-    `turns ${model.turns}  messages ${model.messages}  tool calls ${model.toolCalls}  tokens ${model.inputTokens}/${model.outputTokens}`,
+    `turns ${model.turns}  messages ${model.messages}  tool calls ${model.toolCalls}  tokens ${model.inputTokens}/${model.outputTokens}${compactions}`,
   );
   return lines.join('\n');
 }

@@ -6,6 +6,7 @@ import { createGitWorkspaces } from '@teamwire/git-workspaces';
 import { z } from 'zod';
 import { reviewWebHooks } from './app.js';
 import type { Command } from './args.js';
+import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { branchWork, ensureScratchRepo, listWorktrees, resolveBase } from './fix-git.js';
 import { fixReadTools, fixWriteTools, mergeTool } from './fix-tools.js';
 import { createPolicyModel } from './policy-model.js';
@@ -34,6 +35,13 @@ const FixSettings = z.object({
   resultBranch: z.string(),
   protocol: z.enum(['xml', 'json', 'tool-call']),
   model: z.string().optional(),
+  /** `--context-window`, when given with `--model`: the model's window in tokens. */
+  contextWindow: z
+    .number()
+    .int()
+    .min(CONTEXT_WINDOW_RANGE.min)
+    .max(CONTEXT_WINDOW_RANGE.max)
+    .optional(),
   report: z.string(),
   conflictFile: z.string().optional(),
   /** Started with `--web`: the team has the agent type of the dashboard's `operator` member. */
@@ -87,6 +95,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
         resultBranch: `teamwire-fix/${teamId}`,
         protocol: command.protocol,
         ...(command.model ? { model: command.model } : {}),
+        ...(command.contextWindow === undefined ? {} : { contextWindow: command.contextWindow }),
         report: path.resolve(io.cwd, command.report),
         ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
         ...(command.web ? { web: true } : {}),
@@ -145,6 +154,8 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
               report,
             ],
             maxSteps: 1000,
+            // offline, the fix team keeps its whole conversation: its policies read it all back
+            ...withContext(contextBudget(settings, 'keep')),
           },
           {
             type: 'fixer',
@@ -154,6 +165,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
             tools: [...fixReadTools(), ...fixWriteTools({ base: settings.base })],
             maxSteps: 40,
             isolation: 'worktree',
+            ...withContext(contextBudget(settings, 'keep')),
           },
           ...(settings.web === true || command.web !== undefined ? [OPERATOR_AGENT] : []),
         ]),

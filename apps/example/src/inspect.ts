@@ -74,6 +74,10 @@ function describe(message: ChatMessage): string {
     const flat = s.replace(/\s+/g, ' ').trim();
     return flat.length > 160 ? `${flat.slice(0, 159)}…` : flat;
   };
+  if (message.role === 'user' && message.source?.kind === 'compaction') {
+    const { reason, policy, tokensBefore, tokensAfter } = message.source;
+    return `compaction (${reason}, ${policy}, ${tokensBefore} -> ${tokensAfter} tokens): ${clip(contentText(message.content))}`;
+  }
   if (message.role === 'user') {
     const from =
       message.source?.kind === 'team-message' ? ` from ${message.source.senderName}` : '';

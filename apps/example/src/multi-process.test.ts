@@ -211,10 +211,20 @@ describePg('a review spread over processes in PostgreSQL', () => {
     // independent teams: run at once, (c) slowed down a little so the kill lands mid-task
     const [one, workers, chaos] = await Promise.all([
       runCli([...common, '--report', 'one.md', '--durability', 'buffered'], { cwd: work }),
-      runCli([...common, ...store, '--workers', '2', '--report', 'workers.md'], {
-        cwd: work,
-        env: b.env,
-      }),
+      // (b)'s reviewers compact their context in the workers too
+      runCli(
+        [
+          ...common,
+          ...store,
+          '--workers',
+          '2',
+          '--context-window',
+          '3000',
+          '--report',
+          'workers.md',
+        ],
+        { cwd: work, env: b.env },
+      ),
       runCli(
         [...common, ...store, '--workers', '2', '--chaos', '--pace', '20', '--report', 'chaos.md'],
         { cwd: work, env: c.env },
@@ -238,7 +248,19 @@ describePg('a review spread over processes in PostgreSQL', () => {
     const bWorkers = startedWorkers(workers.stdout);
     expect(bWorkers.size).toBe(2);
     const bTeam = teamIdOf(workers.stdout);
-    checkTeam(await teamRows(admin, b.schema, bTeam), bTeam, bWorkers);
+    const bRows = await teamRows(admin, b.schema, bTeam);
+    checkTeam(bRows, bTeam, bWorkers);
+    // each compaction in a worker is a line of it, read back into the main process's summary
+    const compacted =
+      workers.stdout.match(/^\[worker \d\] \S+ reviewer-\d compacted its context \(budget, /gm) ??
+      [];
+    expect(compacted.length).toBeGreaterThan(0);
+    expect(workers.stdout).toContain(`\n  context compactions: ${compacted.length}\n`);
+    const stored = bRows.transcript.filter(
+      (t) => parseTranscriptEntry(JSON.parse(t.entry)).message.source?.kind === 'compaction',
+    );
+    expect(stored).toHaveLength(compacted.length);
+    expect(one.stdout).toContain('\n  context compactions: none\n');
 
     // (c) two workers, one SIGKILLed once a reviewer claimed a task, never restarted
     const cWorkers = startedWorkers(chaos.stdout);

@@ -223,3 +223,115 @@ describe('the offline reviewer policy after a call whose outcome is unknown', ()
     ]);
   });
 });
+
+describe('the offline reviewer policy after its context was compacted', () => {
+  /** What core leaves of a reviewer's context: its brief, the summary, the task's prompt. */
+  const compactedClaim = () => {
+    const review = conversation({
+      role: 'user',
+      content: [{ type: 'text', text: 'You are a code reviewer on this team.' }],
+      source: { kind: 'host' },
+    });
+    review.messages.push(
+      {
+        role: 'user',
+        content: [{ type: 'text', text: 'Summary of the earlier conversation: ...' }],
+        source: {
+          kind: 'compaction',
+          compactionId: 'c1',
+          contextLength: 9,
+          head: 1,
+          replaced: 6,
+          retained: [0],
+          deliveredIds: [],
+          reason: 'budget',
+          policy: 'deterministic',
+          tokensBefore: 20_000,
+          tokensAfter: 4_000,
+          estimated: false,
+          durationMs: 1,
+        },
+      },
+      {
+        role: 'user',
+        content: [{ type: 'text', text: 'Claimed task-1: Review a (path: a)' }],
+        source: { kind: 'task-claim', taskId: 'task-1' },
+      },
+    );
+    return review;
+  };
+  const reads = {
+    list: { name: 'list_files', input: { path: 'a' }, result: files },
+    file: {
+      name: 'read_file',
+      input: { path: 'a/index.ts', maxLines: 80 },
+      result: { path: 'a/index.ts', text: 'export const a = 1;\n', totalLines: 3 },
+    },
+  };
+
+  it('reads everything the summary replaced again in one call, with the file it had read', async () => {
+    // the latest call was the file read: the listing and the searches went into the summary
+    const review = compactedClaim().step([reads.file]);
+    const next = await nextStep('reviewer', review.messages);
+    expect(next.toolCalls.map((c) => [c.name, (c.input as { path: string }).path])).toEqual([
+      ['list_files', 'a'],
+      ['search_text', 'a'],
+      ['search_text', 'a'],
+      ['read_file', 'a/index.ts'],
+    ]);
+  });
+
+  it('sends its findings once that one call is answered, without reading more', async () => {
+    const review = compactedClaim().step([reads.file]);
+    const bundle = await nextStep('reviewer', review.messages);
+    const results = new Map<string, unknown>([
+      ['list_files', files],
+      ['read_file', reads.file.result],
+    ]);
+    review.step(
+      bundle.toolCalls.map((c) => ({
+        name: c.name,
+        input: c.input,
+        result: results.get(c.name) ?? { matches: [], total: 0 },
+      })),
+    );
+    const next = await nextStep('reviewer', review.messages);
+    expect(names(next)).toEqual(['send_message']);
+    const message = (next.toolCalls[0]?.input as { message?: string } | undefined)?.message;
+    expect(message).toContain('Review of a (task-1)');
+    expect(message).toContain('files: 2, lines: 7, TODO/FIXME: 0, exported symbols: 0');
+    expect(message).toContain('read the largest file a/index.ts (3 lines');
+  });
+
+  it('completes the task when only its findings message is left after the summary', async () => {
+    const review = compactedClaim().step([
+      { name: 'send_message', input: { to: 'lead', message: 'findings' }, result: { ok: true } },
+    ]);
+    const next = await nextStep('reviewer', review.messages);
+    expect(next.toolCalls.map((c) => [c.name, c.input])).toEqual([
+      ['task_update', { taskId: 'task-1', action: 'complete' }],
+    ]);
+  });
+
+  it('ends its turn when the completed task is all that is left, its prompt summarised too', async () => {
+    const review = compactedClaim();
+    review.messages.pop(); // a completed task's prompt is not kept through a compaction
+    review.step([
+      {
+        name: 'task_update',
+        input: { taskId: 'task-1', action: 'complete' },
+        result: task('task-1', 'Review a', 'completed', 'reviewer-1'),
+      },
+    ]);
+    const next = await nextStep('reviewer', review.messages);
+    expect(next).toMatchObject({ toolCalls: [], content: [{ text: 'Reviewed task-1.' }] });
+  });
+
+  it('keeps its usual order of reads in a context never compacted', async () => {
+    const review = claimConversation().step([reads.list]);
+    expect(names(await nextStep('reviewer', review.messages))).toEqual([
+      'search_text',
+      'search_text',
+    ]);
+  });
+});

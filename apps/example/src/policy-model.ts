@@ -6,7 +6,7 @@ import type {
   ToolCall,
   Usage,
 } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
+import { messageBytes, TeamError } from '@teamwire/core';
 import { type FixLeadPolicyOptions, fixLeadStep } from './policy-fix-lead.js';
 import { type FixReviewerPolicyOptions, fixReviewerStep } from './policy-fix-reviewer.js';
 import { type LeadPolicyOptions, leadStep } from './policy-lead.js';
@@ -61,10 +61,16 @@ async function* streamStep(
         : options.role === 'fix-reviewer'
           ? fixReviewerStep(request.messages, options)
           : reviewerStep(request.messages);
-  const prior = request.messages.reduce(
-    (n, m) => n + (m.role === 'assistant' ? m.toolCalls.length : 0),
-    0,
-  );
+  // numbered on from the highest id in the conversation: after a compaction summarised earlier
+  // calls, a count of the calls left would give a new call the id of one still there
+  let prior = 0;
+  for (const m of request.messages) {
+    if (m.role !== 'assistant') continue;
+    for (const call of m.toolCalls) {
+      const n = /^call_(\d+)$/.exec(call.id)?.[1];
+      if (n !== undefined) prior = Math.max(prior, Number(n));
+    }
+  }
   const toolCalls: ToolCall[] = (step.toolCalls ?? []).map((call, i) => ({
     ...call,
     id: `call_${prior + i + 1}`,
@@ -100,11 +106,17 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** Rough token counts (4 characters a token), so the summary shows the traffic a real model would see. */
+/**
+ * Token counts as a provider would report them, four bytes a token: the prompt is what a provider
+ * is sent (the system text, the tool definitions and each message, measured as core measures a
+ * request for its context budget), so the summary shows the traffic a real model would see and a
+ * member's budget counts from realistic usage.
+ */
 function estimateUsage(request: ModelRequest, text: string, calls: readonly ToolCall[]): Usage {
-  let chars = 0;
-  for (const block of request.system) chars += block.text.length;
-  for (const message of request.messages) chars += JSON.stringify(message).length;
-  const out = text.length + JSON.stringify(calls).length;
-  return { inputTokens: Math.ceil(chars / 4), outputTokens: Math.ceil(out / 4) };
+  let bytes =
+    Buffer.byteLength(JSON.stringify(request.system.map((block) => block.text))) +
+    Buffer.byteLength(JSON.stringify(request.tools));
+  for (const message of request.messages) bytes += messageBytes(message);
+  const out = Buffer.byteLength(text) + Buffer.byteLength(JSON.stringify(calls));
+  return { inputTokens: Math.ceil(bytes / 4), outputTokens: Math.ceil(out / 4) };
 }

@@ -1,5 +1,5 @@
 import type { ChatMessage } from '@teamwire/core';
-import { contentText } from '@teamwire/core';
+import { contentText, isCompaction } from '@teamwire/core';
 import { type Findings, formatFindingsMessage } from './findings.js';
 import {
   currentTurn,
@@ -21,12 +21,26 @@ export interface SearchResult {
   total: number;
 }
 
-/** The reviewer's next step: review the claimed folder, send the findings, complete the task. */
+/**
+ * The reviewer's next step: review the claimed folder, send the findings, complete the task.
+ *
+ * It reads only its current task, so its context budget may summarise everything before it (see
+ * context-window.ts). A compaction during the task may also replace the task's first reads: core
+ * keeps the task's prompt and the latest call with its results, so the policy reads what it lost
+ * again, all in one call once its context was compacted, and never needs an older result than
+ * the latest call's for the next step.
+ */
 export function reviewerStep(messages: readonly ChatMessage[]): Step {
   const turn = currentTurn(messages);
   const start = turn.find((m) => m.role === 'user');
   const claim = start?.role === 'user' && start.source?.kind === 'task-claim' ? start : undefined;
   if (claim?.source?.kind !== 'task-claim') {
+    // the prompt of a completed task is no longer kept through a compaction: its completion is
+    const completed = outcomes(turn)
+      .filter((o) => o.ok && o.call.name === 'task_update')
+      .map((o) => o.call.input as { taskId?: string; action?: string })
+      .find((input) => input.action === 'complete');
+    if (completed) return { text: `Reviewed ${completed.taskId}.` };
     return { text: 'Ready to review; I will claim a ready task from the board.' };
   }
   const taskId = claim.source.taskId;
@@ -48,78 +62,85 @@ export function reviewerStep(messages: readonly ChatMessage[]): Step {
       toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
     };
   }
-  const reads = readFolder(done, unit, taskId);
-  if ('step' in reads) return reads.step;
-  const sent = last(done, 'send_message');
-  if (!sent) {
-    const findings = reads.findings();
-    return {
-      text: `Finished reviewing ${unit}; sending my findings to the lead.`,
-      toolCalls: [
-        {
-          name: 'send_message',
-          input: {
-            to: 'lead',
-            message: formatFindingsMessage(findings),
-            summary: `findings for ${unit}`,
-          },
-        },
-      ],
-    };
-  }
-  if (!last(done, 'task_update')) {
+  // latest first: a compaction may have replaced what led to it
+  if (last(done, 'task_update')) return { text: `Reviewed ${unit} (${taskId}).` };
+  if (last(done, 'send_message')) {
     return { toolCalls: [{ name: 'task_update', input: { taskId, action: 'complete' } }] };
   }
-  return { text: `Reviewed ${unit} (${taskId}).` };
+  const reads = readFolder(done, unit, taskId, { compacted: messages.some(isCompaction) });
+  if ('step' in reads) return reads.step;
+  const findings = reads.findings();
+  return {
+    text: `Finished reviewing ${unit}; sending my findings to the lead.`,
+    toolCalls: [
+      {
+        name: 'send_message',
+        input: {
+          to: 'lead',
+          message: formatFindingsMessage(findings),
+          summary: `findings for ${unit}`,
+        },
+      },
+    ],
+  };
 }
 
 /**
  * A reviewer's reads of its folder (shared with the fix job): its files, its TODO/FIXME markers
  * and exports, the start of its largest file. `step`: the next read; once all are in, the
- * folder's `findings`.
+ * folder's `findings`. `compacted`: the context was compacted, so a read may be missing because
+ * a summary replaced it; then every missing read is made again in one call (with the file read
+ * whose path is known), so that the results the findings need all follow the latest call, which
+ * a compaction always keeps.
  */
 export function readFolder(
   done: readonly ToolOutcome[],
   unit: string,
   taskId: string,
+  options: { compacted?: boolean } = {},
 ): { step: Step } | { findings: () => Findings } {
   const list = last(done, 'list_files');
-  if (!list) {
-    return { step: { toolCalls: [{ name: 'list_files', input: { path: unit, limit: 2000 } }] } };
-  }
   const searches = done.filter((o) => o.call.name === 'search_text');
   const byPattern = (p: RegExp) =>
     searches.find((o) => (o.call.input as { pattern?: string }).pattern === p.source);
   const todo = byPattern(TODO_PATTERN);
   const exported = byPattern(EXPORT_PATTERN);
-  if (!todo || !exported) {
+  const read = last(done, 'read_file');
+  const listCall = { name: 'list_files', input: { path: unit, limit: 2000 } };
+  const searchCalls = [
+    { name: 'search_text', input: { pattern: TODO_PATTERN.source, path: unit, limit: 20 } },
+    {
+      name: 'search_text',
+      input: {
+        pattern: EXPORT_PATTERN.source,
+        path: unit,
+        extensions: SOURCE_EXTENSIONS,
+        limit: 500,
+      },
+    },
+  ];
+  const largestOf = (result: ListResult) =>
+    result.files
+      .filter((f): f is { path: string; lines: number } => f.lines !== null)
+      .sort((a, b) => b.lines - a.lines || (a.path < b.path ? -1 : 1))
+      .slice(0, 3);
+  const readCall = (path: string) => ({ name: 'read_file', input: { path, maxLines: 80 } });
+  if (options.compacted && (!list || !todo || !exported)) {
+    const known = read
+      ? (read.call.input as { path: string }).path
+      : list
+        ? largestOf(list.value as ListResult)[0]?.path
+        : undefined;
     return {
       step: {
-        toolCalls: [
-          { name: 'search_text', input: { pattern: TODO_PATTERN.source, path: unit, limit: 20 } },
-          {
-            name: 'search_text',
-            input: {
-              pattern: EXPORT_PATTERN.source,
-              path: unit,
-              extensions: SOURCE_EXTENSIONS,
-              limit: 500,
-            },
-          },
-        ],
+        toolCalls: [listCall, ...searchCalls, ...(known === undefined ? [] : [readCall(known)])],
       },
     };
   }
-  const largest = (list.value as ListResult).files
-    .filter((f): f is { path: string; lines: number } => f.lines !== null)
-    .sort((a, b) => b.lines - a.lines || (a.path < b.path ? -1 : 1))
-    .slice(0, 3);
-  const read = last(done, 'read_file');
-  if (!read && largest[0]) {
-    return {
-      step: { toolCalls: [{ name: 'read_file', input: { path: largest[0].path, maxLines: 80 } }] },
-    };
-  }
+  if (!list) return { step: { toolCalls: [listCall] } };
+  if (!todo || !exported) return { step: { toolCalls: searchCalls } };
+  const largest = largestOf(list.value as ListResult);
+  if (!read && largest[0]) return { step: { toolCalls: [readCall(largest[0].path)] } };
   return {
     findings: () =>
       computeFindings({

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { foldTeam } from '@teamwire/core';
-import { readTeamLog } from '@teamwire/storage';
+import { foldTeam, parseTranscriptEntry } from '@teamwire/core';
+import { readTeamLog, TRANSCRIPTS_DIR } from '@teamwire/storage';
 import { describe, expect, it } from 'vitest';
-import { runReview } from './app.js';
+import { formatSummary, runReview } from './app.js';
 import { parseArgs } from './args.js';
 import { inspectTeam } from './inspect.js';
 import {
@@ -82,6 +82,119 @@ describe('a review on the offline policy model', () => {
   }
 });
 
+describe('a review whose reviewers compact their context', () => {
+  it('reports the same numbers, each compaction on the board, in the summary and in the transcript', async () => {
+    const work = tempDir('review-compact');
+    const repo = path.join(work, 'repo');
+    makeFixtureRepo(repo);
+    const command = parseArgs(
+      [
+        '--dir',
+        'repo',
+        '--teammates',
+        '2',
+        '--context-window',
+        '3000',
+        '--durability',
+        'buffered',
+        '--plain',
+      ],
+      { cwd: work },
+    );
+    if (command.command !== 'review') throw new Error('expected a review command');
+    const out = textSink();
+    const summary = await runReview(command, { stdout: out, stderr: out, cwd: work, env: {} });
+
+    expect(summary.reportWritten).toBe(true);
+    const rows = parseReportTable(readFileSync(path.join(work, 'team-report.md'), 'utf8'));
+    expect(
+      Object.fromEntries(
+        rows.map((r) => [
+          r.unit,
+          { files: r.files, lines: r.lines, todo: r.todo, exports: r.exports },
+        ]),
+      ),
+    ).toEqual(FIXTURE_EXPECTED);
+
+    // the reviewers compacted (the offline lead keeps its whole conversation), and said so
+    expect(summary.compactions.length).toBeGreaterThan(0);
+    for (const c of summary.compactions) {
+      expect(c.member).toMatch(/^reviewer-[12]$/);
+      expect(c).toMatchObject({ reason: 'budget', policy: 'deterministic' });
+      expect(c.tokensBefore).toBeGreaterThan(2250); // 75% of the window
+      expect(c.tokensAfter).toBeGreaterThan(0);
+    }
+    // a summary of a few short messages may be longer than they were; most save tokens
+    expect(summary.compactions.some((c) => c.tokensAfter < c.tokensBefore)).toBe(true);
+    const fed = out.text().match(/ reviewer-\d compacted its context: /g) ?? [];
+    expect(fed).toHaveLength(summary.compactions.length);
+    const printed = formatSummary(summary);
+    expect(printed).toContain(`  context compactions: ${summary.compactions.length}\n`);
+    expect(printed).toMatch(/^ {4}reviewer-[12] +\d+× +[\d.]+k?→[\d.]+k?/m);
+
+    // each one is an entry of its member's transcript, as the event said
+    const team = foldTeam((await readTeamLog(summary.teamDir)).records, {
+      teamId: summary.teamId,
+    });
+    for (const member of team.roster) {
+      const stored = readFileSync(
+        path.join(summary.teamDir, TRANSCRIPTS_DIR, `${member.id}.jsonl`),
+        'utf8',
+      )
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => parseTranscriptEntry(JSON.parse(line)).message.source)
+        .filter((source) => source?.kind === 'compaction')
+        .map(
+          (source) => source?.kind === 'compaction' && [source.tokensBefore, source.tokensAfter],
+        );
+      expect(stored, member.name).toEqual(
+        summary.compactions
+          .filter((c) => c.member === member.name)
+          .map((c) => [c.tokensBefore, c.tokensAfter]),
+      );
+    }
+    const inspected = await inspectTeam(
+      { command: 'inspect', teamId: summary.teamId, stateDir: '.teamwire' },
+      { cwd: work },
+    );
+    expect(inspected).toMatch(
+      /^ {2}compaction \(budget, deterministic, \d+ -> \d+ tokens\): Summary of the earlier conversation \(it replaces \d+ earlier messages\)/m,
+    );
+    // the team folder keeps the window, for --resume
+    const settings = JSON.parse(
+      readFileSync(path.join(summary.teamDir, 'example-app.json'), 'utf8'),
+    );
+    expect(settings.contextWindow).toBe(3000);
+  });
+
+  it('refuses a settings file with a bad window when resuming, with the usual error', async () => {
+    const work = tempDir('review-bad-window');
+    const teamId = '01J0000000000000000000BAD0';
+    const teamDir = path.join(work, '.teamwire', 'teams', teamId);
+    mkdirSync(teamDir, { recursive: true });
+    writeFileSync(
+      path.join(teamDir, 'example-app.json'),
+      JSON.stringify({
+        version: 1,
+        dir: work,
+        teammates: 1,
+        protocol: 'xml',
+        report: path.join(work, 'team-report.md'),
+        contextWindow: 100,
+      }),
+    );
+    const command = parseArgs(['--resume', teamId, '--plain'], { cwd: work });
+    if (command.command !== 'review') throw new Error('expected a review command');
+    const out = textSink();
+    const refused = runReview(command, { stdout: out, stderr: out, cwd: work, env: {} });
+    await expect(refused).rejects.toMatchObject({ code: 'INVALID_RECORD' });
+    await expect(refused).rejects.toThrow(
+      /example-app\.json in .* is not valid: [\s\S]*contextWindow/,
+    );
+  });
+});
+
 describe('pnpm demo on this repository', () => {
   const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -102,6 +215,11 @@ describe('pnpm demo on this repository', () => {
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Review finished.');
+    // the default offline window is small enough that the reviewers compact their context
+    const compactions = Number(/^ {2}context compactions: (\d+)$/m.exec(run.stdout)?.[1] ?? 0);
+    expect(compactions).toBeGreaterThanOrEqual(1);
+    expect(run.stdout.match(/ reviewer-\d compacted its context: /g)).toHaveLength(compactions);
+    expect(run.stdout).toMatch(/^ {4}reviewer-\d +\d+× +[\d.]+k→[\d.]+k/m);
 
     // an independent oracle: git's own idea of the files (tracked and untracked, not ignored)
     const files = execFileSync(

@@ -21,7 +21,7 @@ import { jsonFormat, toolCallFormat, xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { z } from 'zod';
 import type { Command } from './args.js';
-import { plainLine } from './board.js';
+import { type CompactionStat, formatTokens, plainLine } from './board.js';
 import { observeTeam, type TeamObserver } from './observe.js';
 
 /*
@@ -55,6 +55,8 @@ export interface RunSummary {
   tasks: { done: number; total: number };
   inputTokens: number;
   outputTokens: number;
+  /** Every compaction of a member's context this run saw, in order. */
+  compactions: CompactionStat[];
   wallMs: number;
   interrupted: boolean;
 }
@@ -335,6 +337,7 @@ export async function runTeam<S extends BaseSettings>(options: {
     tasks: board.progress(),
     inputTokens: board.inputTokens,
     outputTokens: board.outputTokens,
+    compactions: [...board.compactions],
     wallMs: Date.now() - started,
     interrupted,
   };
@@ -374,8 +377,40 @@ export function summaryCounts(summary: RunSummary): string[] {
   return [
     `  turns ${summary.turns}, messages ${summary.messages}, tasks ${summary.tasks.done}/${summary.tasks.total} completed`,
     `  tokens ${summary.inputTokens} in / ${summary.outputTokens} out, wall time ${(summary.wallMs / 1000).toFixed(1)}s`,
+    ...compactionLines(summary.compactions),
     `  report: ${summary.reportWritten ? summary.reportPath : '(not written)'}`,
   ];
+}
+
+/** How many compactions of one member the summary lists one by one; the rest are summed up. */
+const LISTED_COMPACTIONS = 6;
+
+/**
+ * The summary's compactions, per member: how many, the tokens before → after of each (the last
+ * few when there are many) and in all, and the time the summaries took.
+ */
+export function compactionLines(compactions: readonly CompactionStat[]): string[] {
+  if (compactions.length === 0) return ['  context compactions: none'];
+  const members = new Map<string, CompactionStat[]>();
+  for (const c of compactions) members.set(c.member, [...(members.get(c.member) ?? []), c]);
+  const lines = [`  context compactions: ${compactions.length}`];
+  const width = Math.max(...[...members.keys()].map((m) => m.length));
+  for (const [member, list] of members) {
+    const shown = list.slice(-LISTED_COMPACTIONS);
+    const each = shown.map((c) => `${formatTokens(c.tokensBefore)}→${formatTokens(c.tokensAfter)}`);
+    if (list.length > shown.length) each.unshift(`… ${list.length - shown.length} earlier`);
+    const before = list.reduce((n, c) => n + c.tokensBefore, 0);
+    const after = list.reduce((n, c) => n + c.tokensAfter, 0);
+    const ms = list.reduce((n, c) => n + c.durationMs, 0);
+    const overflows = list.filter((c) => c.reason === 'overflow').length;
+    const estimated = list.some((c) => c.estimated) ? ', some estimated' : '';
+    lines.push(
+      `    ${member.padEnd(width)}  ${list.length}×  ${each.join(', ')} tokens` +
+        (list.length > 1 ? ` (${formatTokens(before)}→${formatTokens(after)} in all)` : '') +
+        `, ${ms} ms${overflows > 0 ? `, ${overflows} after an overflow` : ''}${estimated}`,
+    );
+  }
+  return lines;
 }
 
 /** Resolves when `signal` aborts (at once when it has already). */

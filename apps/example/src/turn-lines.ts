@@ -1,5 +1,5 @@
 import type { AgentEvent, EventHub, TeamRecord } from '@teamwire/core';
-import { plainLine } from './board.js';
+import { type CompactionStat, plainLine } from './board.js';
 
 /*
  * What a worker process prints: one line per turn of a member it runs, when the turn ends. The
@@ -41,6 +41,36 @@ export function parseTurnLine(line: string): Omit<TurnLine, 'at'> | undefined {
     inputTokens: Number(m[5]),
     outputTokens: Number(m[6]),
     stopReason: m[7] as string,
+  };
+}
+
+/**
+ * The line a worker prints when a member's context was compacted, with the exact counts (the
+ * process that started the worker reads it back for its board and summary).
+ */
+export function formatCompactionLine(at: number, stat: CompactionStat): string {
+  return plainLine(
+    at,
+    `${stat.member} compacted its context (${stat.reason}, ${stat.policy}): ${stat.tokensBefore} -> ${stat.tokensAfter} tokens${stat.estimated ? ' (estimated)' : ''}, ${stat.replacedMessages} message(s) replaced, ${stat.durationMs} ms`,
+  );
+}
+
+const COMPACTION_LINE =
+  /^\d\d:\d\d:\d\d\.\d{3} (\S+) compacted its context \((budget|overflow), ([^)]+)\): (\d+) -> (\d+) tokens( \(estimated\))?, (\d+) message\(s\) replaced, (\d+(?:\.\d+)?) ms$/;
+
+/** Reads a line of {@link formatCompactionLine} back; `undefined` for any other line. */
+export function parseCompactionLine(line: string): CompactionStat | undefined {
+  const m = COMPACTION_LINE.exec(line);
+  if (!m) return undefined;
+  return {
+    member: m[1] as string,
+    reason: m[2] as CompactionStat['reason'],
+    policy: m[3] as string,
+    tokensBefore: Number(m[4]),
+    tokensAfter: Number(m[5]),
+    estimated: m[6] !== undefined,
+    replacedMessages: Number(m[7]),
+    durationMs: Number(m[8]),
   };
 }
 
@@ -101,6 +131,20 @@ export function printTurns(
         }
         return;
       }
+      case 'context.compacted':
+        write(
+          formatCompactionLine(at, {
+            member: agent,
+            reason: event.reason,
+            policy: event.policy,
+            tokensBefore: event.tokensBefore,
+            tokensAfter: event.tokensAfter,
+            estimated: event.estimated,
+            replacedMessages: event.replacedMessages,
+            durationMs: event.durationMs,
+          }),
+        );
+        return;
       case 'turn.end': {
         const turn = open.get(agent) ?? {
           cause: 'an earlier start',

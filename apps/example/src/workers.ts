@@ -4,12 +4,12 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { AgentEvent, TeamLog, TeamService } from '@teamwire/core';
 import type { ReviewCommand } from './app.js';
-import { plainLine } from './board.js';
+import { type CompactionStat, plainLine } from './board.js';
 import type { TeamObserver } from './observe.js';
 import type { PgTeamDatabase } from './pg-team.js';
 import { ReviewProgress, sleep } from './review-progress.js';
 import type { AppIo, RunHooks } from './team-run.js';
-import { parseTurnLine } from './turn-lines.js';
+import { parseCompactionLine, parseTurnLine } from './turn-lines.js';
 
 /*
  * The main process of a review kept in PostgreSQL: it starts `--workers` worker processes of this
@@ -56,6 +56,8 @@ export class WorkerFleet {
       print(line: string, stderr: boolean): void;
       /** Each turn line a worker prints. */
       onTurn?(turn: { inputTokens: number; outputTokens: number }): void;
+      /** Each compaction line a worker prints. */
+      onCompaction?(compaction: CompactionStat): void;
       /**
        * Every worker has exited before `stop` was called; `sawDone`: one of them exited 0 by
        * itself, which a worker does only when it saw the review finished.
@@ -86,6 +88,8 @@ export class WorkerFleet {
             if (!stderr) {
               const turn = parseTurnLine(line);
               if (turn) this.options.onTurn?.(turn);
+              const compaction = parseCompactionLine(line);
+              if (compaction) this.options.onCompaction?.(compaction);
             }
             this.options.print(`${prefix} ${line}`, stderr);
           });
@@ -326,6 +330,8 @@ export function multiProcessHooks(options: {
           board.inputTokens += turn.inputTokens;
           board.outputTokens += turn.outputTokens;
         },
+        // the line itself is printed as every worker line is
+        onCompaction: (stat) => board.noteCompaction(stat, { feed: false }),
         onAllExited: (sawDone) => {
           if (!sawDone) {
             run.stop('every worker process exited before the review finished (see their lines)');
