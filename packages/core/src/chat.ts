@@ -29,6 +29,14 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** What triggered a compaction: the budget, or the provider refusing a request as too long. */
+export type CompactionReason = 'budget' | 'overflow';
+/** Schema of {@link CompactionReason}. Annotated so the docs show the value union. */
+export const CompactionReason: z.ZodEnum<Record<CompactionReason, CompactionReason>> = z.enum([
+  'budget',
+  'overflow',
+] as const satisfies readonly CompactionReason[]);
+
 /** The most retained messages one compaction names. */
 export const COMPACTION_RETAINED_MAX = 256;
 /** The most team-message ids one compaction lists as delivered. */
@@ -63,11 +71,12 @@ export const CompactionSource = z.object({
    */
   deliveredIds: z.array(z.string().min(1)).max(COMPACTION_DELIVERED_MAX),
   /** What triggered it: the budget, or the provider refusing a request as too long. */
-  reason: z.enum(['budget', 'overflow']),
+  reason: CompactionReason,
   /** The summary policy's name. */
   policy: z.string().min(1).max(200),
-  /** Estimated prompt tokens before and after. */
+  /** Prompt tokens of the request before the compaction. */
   tokensBefore: z.number().int().min(0),
+  /** Prompt tokens of the same request after it. */
   tokensAfter: z.number().int().min(0),
   /** True when no usage was known yet, so the token counts are estimated from bytes only. */
   estimated: z.boolean(),

@@ -3,6 +3,7 @@ export {
   ChatMessage,
   COMPACTION_DELIVERED_MAX,
   COMPACTION_RETAINED_MAX,
+  CompactionReason,
   CompactionSource,
   INTERRUPTED_TOOL_RESULT,
   MessageSource,

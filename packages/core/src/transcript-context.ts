@@ -3,7 +3,10 @@ import { TeamError } from './errors.js';
 import { utf8Length } from './limits.js';
 
 /** A user message that carries a compaction (its content is the summary). */
-export type CompactionMessage = UserMessage & { source: CompactionSource };
+export type CompactionMessage = UserMessage & {
+  /** The compaction's bookkeeping (see `CompactionSource`). */
+  source: CompactionSource;
+};
 
 /** True when `message` is a compaction summary. */
 export function isCompaction(message: ChatMessage): message is CompactionMessage {

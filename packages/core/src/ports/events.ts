@@ -95,8 +95,9 @@ export type AgentEvent =
       compactionId: string;
       /** See `context.compacting`. */
       reason: 'budget' | 'overflow';
-      /** Prompt tokens before and after. */
+      /** Prompt tokens of the request before the compaction. */
       tokensBefore: number;
+      /** Prompt tokens of the same request after it. */
       tokensAfter: number;
       /** True when the token counts are estimated from bytes only (no usage known yet). */
       estimated: boolean;

@@ -72,12 +72,19 @@ export interface ContextBudget {
 
 /** A budget with every default filled in, checked. */
 export interface ResolvedContextBudget {
+  /** See {@link ContextBudget.windowTokens}. */
   windowTokens: number;
+  /** See {@link ContextBudget.targetShare}. */
   targetShare: number;
+  /** See {@link ContextBudget.recentShare}. */
   recentShare: number;
+  /** See {@link ContextBudget.summaryShare}. */
   summaryShare: number;
+  /** See {@link ContextBudget.keepFirst}. */
   keepFirst: number;
+  /** See {@link ContextBudget.bytesPerToken}. */
   bytesPerToken: number;
+  /** See {@link ContextBudget.policy}. */
   policy: CompactionPolicy;
 }
 
