@@ -24,22 +24,28 @@ import {
 } from './provider-errors.js';
 import { isRetryableStatus, parseRetryAfter } from './retry.js';
 
-/** Finish reasons after which an empty reply is legitimate (AI SDK spelling, V2 and V3). */
+/** The AI SDK language-model spec versions this package reads (`ai` 5, 6 and 7). */
+export type AiSdkSpecificationVersion = 'v2' | 'v3' | 'v4';
+
+/** Finish reasons after which an empty reply is legitimate (AI SDK spelling, V2 to V4). */
 const MAY_END_EMPTY: ReadonlySet<string> = new Set(['length', 'content-filter']);
 
 /**
- * Stream parts that carry nothing a teamwire message holds: metadata, the end markers of parts
- * already read, and the results of tools the provider ran itself (its call is skipped too; the
- * model's following text carries what it learned).
+ * Stream parts that carry nothing a teamwire message holds: metadata, keep-alives, the end
+ * markers of parts already read (V4's `text-end` may list citations, which point at sources),
+ * the results of tools the provider ran itself (its call is skipped too; the model's following
+ * text carries what it learned) and V4's `custom` parts (opaque provider state such as an
+ * OpenAI compaction item, which the provider only needs to resume its own server-side context).
  */
 const NOTHING_TO_MAP: ReadonlySet<string> = new Set([
   'stream-start',
   'response-metadata',
   'raw',
+  'ping',
   'source',
   'text-end',
-  'tool-input-end',
   'tool-result',
+  'custom',
 ]);
 
 function num(value: unknown): number | undefined {
@@ -72,10 +78,19 @@ function readUsage(raw: unknown): Usage {
   return usage;
 }
 
-/** The unified finish reason of V2 (a string) or V3 (`{ unified, raw }`). */
-function finishReasonOf(raw: unknown): string | undefined {
-  const reason = isRecord(raw) ? raw.unified : raw;
+/**
+ * The unified finish reason of V2 (a string) or V3 and V4 (`{ unified, raw }`); undefined when
+ * the part does not have its version's shape.
+ */
+function finishReasonOf(raw: unknown, version: AiSdkSpecificationVersion): string | undefined {
+  const reason = version === 'v2' ? raw : isRecord(raw) ? raw.unified : undefined;
   return typeof reason === 'string' ? reason : undefined;
+}
+
+/** Whether `raw` is usage in its version's shape: flat numbers (V2) or nested objects (V3, V4). */
+function isUsageOf(raw: unknown, version: AiSdkSpecificationVersion): boolean {
+  if (!isRecord(raw)) return false;
+  return version === 'v2' || (isRecord(raw.inputTokens) && isRecord(raw.outputTokens));
 }
 
 function mapFinishReason(reason: string | undefined, hasToolCalls: boolean): StopReason {
@@ -165,20 +180,34 @@ export function untilAborted<T>(
 }
 
 /**
- * Reads the stream parts of an AI SDK `doStream` into model stream events and one assistant
- * message. Parts this port cannot hold (a generated file, a type this version does not know)
- * fail with MODEL_PROTOCOL rather than vanish, and so does a reply that ends empty.
+ * Reads the stream parts of an AI SDK `doStream` (spec `version`) into model stream events and
+ * one assistant message. Parts this port cannot hold (a generated file, a tool approval request,
+ * a type no supported version knows) fail with MODEL_PROTOCOL rather than vanish, and so do a
+ * malformed part, a reply that ends empty and a V4 stream that ends `interrupted`.
  */
 export async function* readAiSdkStream(
   provider: string,
   stream: ReadableStream<unknown>,
   signal: AbortSignal | undefined,
+  version: AiSdkSpecificationVersion = 'v2',
 ): AsyncGenerator<ModelStreamEvent, void, undefined> {
   const reader = stream.getReader();
   const content: ContentBlock[] = [];
   const byId = new Map<string, ContentBlock>();
   const toolCalls: ToolCall[] = [];
   const startedCalls = new Set<string>();
+  /**
+   * Calls whose input deltas are raw text (`inputEncoding: 'text'`, V3 and V4), each with
+   * whether its opening quote went out: they are streamed as the pieces of a JSON string so that
+   * `argsDelta` stays raw JSON, as the port says.
+   */
+  const textInputs = new Map<string, boolean>();
+  /** The closing quote of a text-encoded call's streamed input, once. */
+  const closeTextInput = (id: string): ModelStreamEvent | undefined => {
+    const opened = textInputs.get(id);
+    textInputs.delete(id);
+    return opened ? { type: 'tool-call-delta', id, argsDelta: '"' } : undefined;
+  };
   let finish: { usage: Usage; reason: string | undefined } | undefined;
   try {
     for (;;) {
@@ -231,11 +260,17 @@ export async function* readAiSdkStream(
         }
         case 'reasoning-delta': {
           const delta = field('delta');
-          const block = byId.get(`reasoning:${String(part.id)}`);
+          let block = byId.get(`reasoning:${String(part.id)}`);
           if (block?.type === 'thinking' && typeof block.thinking === 'string') {
             block.thinking += delta;
           } else if (block === undefined) {
             appendThinking(content, delta);
+            block = content.at(-1);
+          }
+          // Anthropic's provider sends the signature as an empty delta with provider metadata.
+          const signature = anthropic.signature;
+          if (block?.type === 'thinking' && typeof signature === 'string') {
+            block.signature = signature;
           }
           if (delta !== '') yield { type: 'reasoning-delta', text: delta };
           break;
@@ -251,16 +286,34 @@ export async function* readAiSdkStream(
         case 'tool-input-start':
           if (!part.providerExecuted) {
             const id = field('id');
+            const name = field('toolName');
+            const encoding = part.inputEncoding;
+            if (encoding === 'text') textInputs.set(id, false);
+            else if (encoding !== undefined && encoding !== 'json') {
+              throw bad('`inputEncoding` is neither `json` nor `text`');
+            }
             startedCalls.add(id);
-            yield { type: 'tool-call-start', id, name: field('toolName') };
+            yield { type: 'tool-call-start', id, name };
           }
           break;
         case 'tool-input-delta': {
           const id = field('id');
           const delta = field('delta');
           if (startedCalls.has(id) && delta !== '') {
-            yield { type: 'tool-call-delta', id, argsDelta: delta };
+            const opened = textInputs.get(id);
+            if (opened === undefined) {
+              yield { type: 'tool-call-delta', id, argsDelta: delta };
+            } else {
+              textInputs.set(id, true);
+              const piece = JSON.stringify(delta).slice(1, -1);
+              yield { type: 'tool-call-delta', id, argsDelta: opened ? piece : `"${piece}` };
+            }
           }
+          break;
+        }
+        case 'tool-input-end': {
+          const closing = closeTextInput(field('id'));
+          if (closing) yield closing;
           break;
         }
         case 'tool-call': {
@@ -272,19 +325,43 @@ export async function* readAiSdkStream(
             startedCalls.add(id);
             yield { type: 'tool-call-start', id, name };
           }
+          const closing = closeTextInput(id);
+          if (closing) yield closing;
+          // V3 and V4 send the input JSON-encoded; V2 providers may send it parsed.
           const input = typeof part.input === 'string' ? parseToolInput(part.input) : part.input;
           const toolCall: ToolCall = { id, name, input };
           toolCalls.push(toolCall);
           yield { type: 'tool-call', toolCall };
           break;
         }
-        case 'finish':
-          finish = { usage: readUsage(part.usage), reason: finishReasonOf(part.finishReason) };
+        case 'finish': {
+          const reason = finishReasonOf(part.finishReason, version);
+          if (reason === undefined) throw bad(`\`finishReason\` is not a ${version} finish reason`);
+          if (!isUsageOf(part.usage, version)) throw bad(`\`usage\` is not ${version} usage`);
+          // V4 finishes a stream the provider lost before its end as `interrupted`: the reply may
+          // be cut anywhere, so it fails like a stream without a finish part instead of counting.
+          if (reason === 'interrupted') {
+            throw protocolError(
+              provider,
+              'the provider stream ended without a completion signal (finish reason `interrupted`); the reply may be incomplete',
+              { finishReason: reason },
+            );
+          }
+          finish = { usage: readUsage(part.usage), reason };
           break;
+        }
         case 'error':
           throw mapAiSdkError(provider, part.error);
         case 'file':
           throw bad('the model sent a file, which a teamwire message cannot carry');
+        case 'reasoning-file':
+          throw bad(
+            'the model sent a file in its reasoning, which a teamwire message cannot carry',
+          );
+        case 'tool-approval-request':
+          throw bad(
+            'the model asks to approve a call of a tool the provider runs, which teamwire cannot answer',
+          );
         default:
           if (!NOTHING_TO_MAP.has(type)) throw bad('unknown stream part type');
       }

@@ -1,4 +1,9 @@
-export type { AiSdkModelOptions, LanguageModelV3Like } from './ai-sdk.js';
+export type {
+  AiSdkLanguageModel,
+  AiSdkModelOptions,
+  LanguageModelV3Like,
+  LanguageModelV4Like,
+} from './ai-sdk.js';
 export { createAiSdkModel, toAiSdkPrompt } from './ai-sdk.js';
 export type { AnthropicOptions, AnthropicWireBlock, AnthropicWireMessage } from './anthropic.js';
 export {
