@@ -26,6 +26,35 @@ import {
   tokenTotals,
 } from './view-model.js';
 
+/** A team on `model` whose hub items are recorded, as the page receives them. */
+async function openWatchedTeam(
+  model: ReturnType<typeof createScriptedModel>,
+  options: Pick<Parameters<typeof openTeam>[0], 'context'> = {},
+) {
+  const log = createMemoryTeamLog({ teamId: 't1' });
+  const clock = createManualClock();
+  const hub = createEventHub({ teamId: 't1', log, clock, epoch: 'e1' });
+  const items: HubItem[] = [];
+  hub.listen((item) => items.push(item), { presence: true });
+  const team = await openTeam({
+    teamId: 't1',
+    log,
+    transcripts: createMemoryTranscriptStore(),
+    format: xmlFormat,
+    agents: createAgentRegistry([
+      { type: 'lead', systemPrompt: 'Lead.', model },
+      { type: 'worker', systemPrompt: 'Work.', model },
+    ]),
+    lead: { agentType: 'lead' },
+    events: hub,
+    clock,
+    ids: createSequentialIds('x'),
+    idleClaim: false,
+    ...options,
+  });
+  return { team, log, hub, items };
+}
+
 /** A scripted team run: the lead plans two tasks and spawns a worker who does them. */
 async function runTeam() {
   const model = createScriptedModel({
@@ -64,26 +93,7 @@ async function runTeam() {
       },
     },
   });
-  const log = createMemoryTeamLog({ teamId: 't1' });
-  const clock = createManualClock();
-  const hub = createEventHub({ teamId: 't1', log, clock, epoch: 'e1' });
-  const items: HubItem[] = [];
-  hub.listen((item) => items.push(item), { presence: true });
-  const team = await openTeam({
-    teamId: 't1',
-    log,
-    transcripts: createMemoryTranscriptStore(),
-    format: xmlFormat,
-    agents: createAgentRegistry([
-      { type: 'lead', systemPrompt: 'Lead.', model },
-      { type: 'worker', systemPrompt: 'Work.', model },
-    ]),
-    lead: { agentType: 'lead' },
-    events: hub,
-    clock,
-    ids: createSequentialIds('x'),
-    idleClaim: false,
-  });
+  const { team, log, hub, items } = await openWatchedTeam(model);
   await team.promptLead('Plan.');
   await team.idle();
   return { team, log, hub, items };
@@ -151,25 +161,7 @@ describe('the dashboard view model', () => {
         ann: ({ call }) => ({ text: `Answer ${call}: ${'so it goes; '.repeat(40)}` }),
       },
     });
-    const log = createMemoryTeamLog({ teamId: 't1' });
-    const clock = createManualClock();
-    const hub = createEventHub({ teamId: 't1', log, clock, epoch: 'e1' });
-    const items: HubItem[] = [];
-    hub.listen((item) => items.push(item), { presence: true });
-    const team = await openTeam({
-      teamId: 't1',
-      log,
-      transcripts: createMemoryTranscriptStore(),
-      format: xmlFormat,
-      agents: createAgentRegistry([
-        { type: 'lead', systemPrompt: 'Lead.', model },
-        { type: 'worker', systemPrompt: 'Work.', model },
-      ]),
-      lead: { agentType: 'lead' },
-      events: hub,
-      clock,
-      ids: createSequentialIds('x'),
-      idleClaim: false,
+    const { team, items } = await openWatchedTeam(model, {
       context: { windowTokens: 4000, policy: deterministicSummary() },
     });
     await team.spawnTeammate(team.lead, {
