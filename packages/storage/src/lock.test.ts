@@ -152,8 +152,9 @@ describe('owner liveness on Linux', () => {
   const linux = process.platform === 'linux';
 
   it.runIf(linux)('treats a zombie owner as dead, though kill(pid, 0) still finds it', async () => {
-    // `sleep 0` exits at once; its parent exec'd into a `sleep` that never reaps it.
-    const shell = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], {
+    // The background `sleep` exits after its parent exec'd into a `sleep` that never reaps it. (A
+    // `sleep 0` could exit before the exec, and the shell would reap it: no zombie.)
+    const shell = spawn('sh', ['-c', 'sleep 1 & echo $!; exec sleep 30'], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     try {
