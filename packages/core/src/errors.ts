@@ -118,6 +118,13 @@ export const TeamErrorCode = {
   TEAM_NOT_FOUND: 'TEAM_NOT_FOUND',
   /** A stored file is corrupt (an invalid complete line). */
   CORRUPT_LOG: 'CORRUPT_LOG',
+  /** A stored snapshot of a team's state is unreadable or inconsistent; it is never trusted. */
+  SNAPSHOT_INVALID: 'SNAPSHOT_INVALID',
+  /**
+   * The records a full fold needs were removed by a retention policy (segments covered by a
+   * snapshot); the team opens from its snapshot instead.
+   */
+  HISTORY_UNAVAILABLE: 'HISTORY_UNAVAILABLE',
   /** Reading or writing durable storage failed (disk full, permissions, I/O error). */
   STORAGE_IO: 'STORAGE_IO',
   /** The store was closed or failed an earlier write and must be reopened. */

@@ -63,7 +63,13 @@ export type {
   PlacementCandidate,
   PlacementListener,
 } from './ports/placement.js';
-export type { SharedTeamLog, TeamLog, TeamLogAppendOptions } from './ports/team-log.js';
+export type {
+  SharedTeamLog,
+  StoredSnapshot,
+  TeamLog,
+  TeamLogAppendOptions,
+  TeamLogSnapshots,
+} from './ports/team-log.js';
 export type { PickNextOptions, TeamPolicy } from './ports/team-policy.js';
 export type { TranscriptStore } from './ports/transcript-store.js';
 export type {

@@ -1,4 +1,5 @@
 import type { TeamRecord } from '../records.js';
+import type { TeamStateSnapshot } from '../state/snapshot.js';
 import type { MemberPlacement } from './placement.js';
 
 /** Options of {@link TeamLog.append}. */
@@ -28,7 +29,11 @@ export interface TeamLog {
    * log may then refuse further appends (`STORE_CLOSED`) until it is reopened.
    */
   append(options: TeamLogAppendOptions): Promise<void>;
-  /** Reads records with `seq >= fromSeq` (default 1), in order, validated. */
+  /**
+   * Reads records with `seq >= fromSeq` (default 1), in order, validated. A log whose oldest
+   * records were removed under a retention policy rejects a read that starts before them with
+   * `HISTORY_UNAVAILABLE`.
+   */
   read(options?: { fromSeq?: number; signal?: AbortSignal }): AsyncIterable<TeamRecord>;
   /** Calls `listener` for every record once it is durable, in order. Returns an unsubscribe. */
   subscribe(options: { listener: (record: TeamRecord) => void }): () => void;
@@ -43,6 +48,47 @@ export interface TeamLog {
    * for records written elsewhere, and places members with `shared.placement`.
    */
   readonly shared?: SharedTeamLog | undefined;
+  /**
+   * Present when the store keeps snapshots of the folded state: `openTeam` then restores the
+   * newest one it can validate and folds only the records after it, and writes new ones in the
+   * background as the log grows.
+   */
+  readonly snapshots?: TeamLogSnapshots | undefined;
+}
+
+/** A snapshot as a store holds it: the folded state after `seq`. */
+export interface StoredSnapshot {
+  /** The seq of the last record folded into `state`. */
+  readonly seq: number;
+  /** The stored state, not yet validated: `TeamState.fromSnapshot` checks it. */
+  readonly state: unknown;
+  /** Where it is stored (a file, a row), for messages. */
+  readonly source: string;
+}
+
+/**
+ * Where a team log keeps snapshots of its folded state (see {@link TeamStateSnapshot}). The store
+ * owns the envelope (a checksum, the team, the seq and where it falls in the log) and the policy
+ * of when one is due; the team service owns the state: it snapshots only a settled state, never
+ * more than one write at a time, and validates what it reads.
+ */
+export interface TeamLogSnapshots {
+  /**
+   * The stored snapshots whose envelope checks out and whose seq the log holds, newest first,
+   * each read only when the iteration reaches it. A torn or corrupt one is skipped (and counted
+   * in the store's recovery report), never yielded.
+   */
+  list(): AsyncIterable<StoredSnapshot>;
+  /** True when a snapshot at `seq` is due under the store's policy (records or bytes since the last). */
+  due(seq: number): boolean;
+  /**
+   * Stores `snapshot` (the state after `snapshot.seq`, a durable record). Resolves once it is
+   * durable under the store's policy; a failure, or a kill at any moment, leaves the older
+   * snapshots as they were.
+   */
+  write(snapshot: TeamStateSnapshot): Promise<void>;
+  /** A snapshot `list` yielded failed validation: the store reports it and stops offering it. */
+  rejected(snapshot: StoredSnapshot, error: Error): void;
 }
 
 /**

@@ -11,6 +11,14 @@ export interface TranscriptStore {
    * result is answered with a synthetic `TERMINATED_TOOL_RESULT`; orphan results are dropped.
    */
   load(options: { memberId: string }): Promise<TranscriptEntry[]>;
+  /**
+   * Optional: what a member's context folds to, read without the history before its last
+   * compaction: the entries from the last compaction entry on, preceded by the first entries the
+   * compaction kept (its `head`). Folding it (`transcriptContext`) gives exactly what folding
+   * {@link load}'s result gives, and the ids of team messages it holds cover every message the
+   * member could still find pending. Repaired like `load`. Without it, the runtime calls `load`.
+   */
+  loadContext?(options: { memberId: string }): Promise<TranscriptEntry[]>;
   /** Flushes and releases the store; later appends fail with `STORE_CLOSED`. Idempotent. */
   close(): Promise<void>;
 }

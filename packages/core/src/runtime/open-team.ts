@@ -11,9 +11,7 @@ import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
 import type { WorkspaceProvider } from '../ports/workspace.js';
-import type { TeamRecord } from '../records.js';
-import type { TeamLimits } from '../state/index.js';
-import { TeamState } from '../state/index.js';
+import type { TeamLimits, TeamState } from '../state/index.js';
 import { type AgentRegistry, providerOf } from './agents.js';
 import { ChangeWaiters } from './change-waiters.js';
 import { CommitPipeline } from './commit-pipeline.js';
@@ -23,6 +21,7 @@ import type { ExternalPresenceOptions } from './external-members.js';
 import { MemberWorkspaces } from './member-workspaces.js';
 import { RunnerPool } from './runner-pool.js';
 import type { TeamService } from './service-types.js';
+import { loadTeamState, SnapshotScheduler } from './snapshots.js';
 import { TeamServiceFacade } from './team-service.js';
 
 /** Options of {@link openTeam}. */
@@ -161,15 +160,13 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
     });
   }
   const clock = options.clock ?? systemClock;
-  const records: TeamRecord[] = [];
-  for await (const record of options.log.read()) records.push(record);
-  const state = TeamState.fromRecords(records, {
+  const { state } = await loadTeamState(options.log, {
     teamId: options.teamId,
     clock,
     limits: options.limits,
   });
   const leadDefinition = options.agents.get(options.lead.agentType);
-  const { service, pipeline, pool } = assemble(options, state, clock, placement);
+  const { service, pipeline, pool, snapshots } = assemble(options, state, clock, placement);
   // records appended elsewhere between the read above and the doorbell's subscription
   pipeline.requestCatchUp();
   // Decided again if another process created the lead first: then it records nothing.
@@ -185,6 +182,9 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
             : { description: options.lead.description }),
         }),
   );
+  // A log opened without a recent snapshot (an older team, a store that just gained them)
+  // gets one now rather than at the next commit.
+  snapshots.afterApplied();
   try {
     await pool.recover();
   } catch (error) {
@@ -230,6 +230,12 @@ function assemble(
   let waiters: ChangeWaiters | undefined;
   let pool: RunnerPool | undefined;
   let service: TeamServiceFacade | undefined;
+  const snapshots = new SnapshotScheduler(
+    options.log.snapshots,
+    state,
+    events,
+    () => state.member(state.leadId ?? '')?.name ?? 'lead',
+  );
   const pipeline = new CommitPipeline({
     log: options.log,
     state,
@@ -237,8 +243,12 @@ function assemble(
     onCommitted: (records) => {
       waiters?.push(records);
       pool?.afterCommit(records);
+      snapshots.afterApplied();
     },
-    onRemote: (records) => pool?.afterRemote(records),
+    onRemote: (records) => {
+      pool?.afterRemote(records);
+      snapshots.afterApplied();
+    },
     onFenced: (memberId) => pool?.fenced(memberId),
     onBroken: (error) => pool?.breakDown(error),
   });
@@ -292,8 +302,9 @@ function assemble(
     pool,
     waiters,
     placement,
+    snapshots,
   });
-  return { service: service as TeamService, pipeline, pool };
+  return { service: service as TeamService, pipeline, pool, snapshots };
 }
 
 /** Which external members this process claims, as a predicate over names. */

@@ -46,6 +46,7 @@ import type {
   WaitForChangeInput,
   WaitForChangeResult,
 } from './service-types.js';
+import type { SnapshotScheduler } from './snapshots.js';
 
 const MEMBER_COLORS = ['blue', 'green', 'yellow', 'purple', 'orange', 'pink', 'cyan', 'red'];
 const DEFAULT_PAGE = 50;
@@ -80,6 +81,8 @@ export interface TeamServiceParts {
   waiters: ChangeWaiters;
   /** Released on dispose, so other processes take this one's members over at once. */
   placement?: MemberPlacement | undefined;
+  /** Finishes its write in flight on dispose, before the caller closes the log. */
+  snapshots: SnapshotScheduler;
 }
 
 /**
@@ -99,6 +102,7 @@ export class TeamServiceFacade implements TeamService {
   private readonly credentials: Credentials;
   private readonly waiters: ChangeWaiters;
   private readonly placement: MemberPlacement | undefined;
+  private readonly snapshots: SnapshotScheduler;
   private readonly views = new Map<string, MemberTeamService>();
   private disposed: Promise<void> | undefined;
 
@@ -113,6 +117,7 @@ export class TeamServiceFacade implements TeamService {
     this.pool = parts.pool;
     this.waiters = parts.waiters;
     this.placement = parts.placement;
+    this.snapshots = parts.snapshots;
   }
 
   get limits(): TeamLimits {
@@ -456,6 +461,7 @@ export class TeamServiceFacade implements TeamService {
         this.waiters.finishAll();
         this.pool.releaseIdleWaiters();
         await this.placement?.close();
+        await this.snapshots.close();
       });
     }
     return this.disposed;

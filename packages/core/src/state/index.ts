@@ -4,6 +4,12 @@ export type { QueueMessageInput } from './mail-commands.js';
 export { isBoundedKind } from './mailbox.js';
 export { isLivePhase, isPhaseTransition, validateMemberName } from './roster.js';
 export type { CreateLeadInput, SpawnMemberInput } from './roster-commands.js';
+export type { TeamStateSnapshot } from './snapshot.js';
+export {
+  parseTeamStateSnapshot,
+  TEAM_STATE_SNAPSHOT_FORMAT,
+  TEAM_STATE_SNAPSHOT_VERSION,
+} from './snapshot.js';
 export type { TaskAction, TaskActionType, TaskListFilter, TaskView } from './task-board.js';
 export type { CreateTaskInput, UpdateTaskInput } from './task-commands.js';
 export type { TeamLimits } from './team-limits.js';

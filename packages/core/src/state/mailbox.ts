@@ -104,6 +104,31 @@ export class Mailbox {
     return [...this.all.values()];
   }
 
+  /** Ids of the messages queued and since delivered, in no particular order. */
+  deliveredIds(): string[] {
+    const out: string[] = [];
+    for (const id of this.queued) if (!this.all.has(id)) out.push(id);
+    return out;
+  }
+
+  /**
+   * Fills an empty mailbox from a snapshot: `pending` in queue order, `delivered` the ids of the
+   * messages delivered before it. Every id is queued once.
+   */
+  restore(pending: readonly QueuedMessage[], delivered: readonly string[]): Problem | undefined {
+    for (const id of delivered) {
+      if (this.queued.has(id))
+        return { code: 'LOG_INVARIANT', message: `message ${id} appears twice` };
+      this.queued.add(id);
+    }
+    for (const message of pending) {
+      const again = this.checkNew(message.id);
+      if (again !== undefined) return again;
+      this.enqueue(message);
+    }
+    return undefined;
+  }
+
   /** Records a queued message; the caller has run {@link checkNew}. */
   enqueue(message: QueuedMessage): void {
     this.queued.add(message.id);

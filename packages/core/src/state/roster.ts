@@ -169,6 +169,11 @@ export class Roster {
     return member !== undefined && isLivePhase(member.phase);
   }
 
+  /** The stored members (not copies), in the order of their first record. */
+  stored(): Member[] {
+    return [...this.byId.values()];
+  }
+
   /** Copies of every member ever recorded, lead first, then in spawn order. */
   list(): Member[] {
     const out: Member[] = [];
@@ -254,6 +259,21 @@ export class Roster {
     this.byId.set(member.id, member);
     this.names.set(member.name, member.id);
     if (isLead) this.lead = member.id;
+  }
+
+  /**
+   * Fills an empty roster from a snapshot's members (in the order of their first record): ids
+   * and names must be unique, and only the member named `lead` can be the lead.
+   */
+  restore(members: readonly Member[]): Problem | undefined {
+    for (const member of members) {
+      if (this.byId.has(member.id)) return invariant(`member ${member.id} appears twice`);
+      if (this.names.has(member.name)) {
+        return invariant(`member name "${member.name}" is used twice`);
+      }
+      this.commit(member);
+    }
+    return undefined;
   }
 
   /**

@@ -339,6 +339,69 @@ export class TaskBoard {
   }
 
   /**
+   * Fills an empty board from a snapshot's tasks: `task-1` to `task-<n>` in order (tombstones
+   * included, as every created task keeps its number), `nextNumber` one past the last, and every
+   * task as {@link checkRecord} leaves it: `pending` unowned, `in_progress` owned, normalized write
+   * scopes, blockers that exist, are not deleted and do not form a cycle.
+   */
+  restore(tasks: readonly Task[], nextNumber: number): Problem | undefined {
+    for (const task of tasks) {
+      if (task.id !== this.nextId) {
+        return invariant(`task ${task.id} is out of order: expected ${this.nextId}`);
+      }
+      this.commit(task);
+    }
+    if (nextNumber !== this.nextNumber) {
+      return invariant(`next task number ${nextNumber} does not follow the last task`);
+    }
+    for (const task of this.tasks.values()) {
+      if (task.status === 'pending' && task.ownerId !== undefined) {
+        return invariant(`pending task ${task.id} has an owner`);
+      }
+      if (task.status === 'in_progress' && task.ownerId === undefined) {
+        return invariant(`in-progress task ${task.id} has no owner`);
+      }
+      if (!isNormalizedWriteScopeList(task.writeScopes)) {
+        return invariant(`task ${task.id} write scopes are not normalized`);
+      }
+      if (task.status === 'deleted') continue;
+      // The list given as unchanged skips the per-task cycle search: one pass below covers all.
+      const blockers = this.checkBlockedBy(task.id, task.blockedBy, task.blockedBy);
+      if (blockers !== undefined) return blockers;
+    }
+    return this.findAnyCycle();
+  }
+
+  /** A cycle among the blockers of non-deleted tasks, in O(tasks + edges) (iterative DFS). */
+  private findAnyCycle(): Problem | undefined {
+    const done = new Set<string>();
+    const onPath = new Set<string>();
+    for (const start of this.tasks.values()) {
+      if (start.status === 'deleted' || done.has(start.id)) continue;
+      const stack: { task: Task; next: number }[] = [{ task: start, next: 0 }];
+      onPath.add(start.id);
+      while (stack.length > 0) {
+        const top = stack[stack.length - 1] as { task: Task; next: number };
+        const blocker = top.task.blockedBy[top.next++];
+        if (blocker === undefined) {
+          stack.pop();
+          onPath.delete(top.task.id);
+          done.add(top.task.id);
+          continue;
+        }
+        if (onPath.has(blocker))
+          return invariant(`tasks ${top.task.id} and ${blocker} block each other in a cycle`);
+        if (done.has(blocker)) continue;
+        const next = this.tasks.get(blocker);
+        if (next === undefined) continue;
+        onPath.add(blocker);
+        stack.push({ task: next, next: 0 });
+      }
+    }
+    return undefined;
+  }
+
+  /**
    * Undoes the commit of `task`, the latest record of its task, which replaced `previous`
    * (`undefined`: it created the task, when the next task number was `nextNumber`).
    */

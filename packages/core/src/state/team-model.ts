@@ -4,6 +4,12 @@ import { checkSchemaVersion, SCHEMA_VERSION } from '../records.js';
 import { Mailbox } from './mailbox.js';
 import { invariant, type Problem } from './problem.js';
 import { Roster } from './roster.js';
+import {
+  snapshotInvalid,
+  TEAM_STATE_SNAPSHOT_FORMAT,
+  TEAM_STATE_SNAPSHOT_VERSION,
+  type TeamStateSnapshot,
+} from './snapshot.js';
 import { TaskBoard } from './task-board.js';
 
 /**
@@ -24,6 +30,77 @@ export class TeamModel {
   private journaling = false;
 
   constructor(readonly teamId: string) {}
+
+  /**
+   * The state as a snapshot at {@link lastSeq}. Only a settled state is a snapshot: records that
+   * may still be reverted are refused (`INVALID_ARGUMENT`). The snapshot shares the stored
+   * (immutable) members, tasks and messages: it costs O(state) references, no copies.
+   */
+  snapshot(): TeamStateSnapshot {
+    if (this.settledSeq !== this.seq) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `cannot snapshot at seq ${this.seq}: records after ${this.settledSeq} are not settled`,
+        { details: { seq: this.seq, settledSeq: this.settledSeq } },
+      );
+    }
+    return {
+      format: TEAM_STATE_SNAPSHOT_FORMAT,
+      version: TEAM_STATE_SNAPSHOT_VERSION,
+      teamId: this.teamId,
+      seq: this.seq,
+      members: this.roster.stored(),
+      tasks: [...this.board.values()],
+      nextTaskNumber: this.board.nextTaskNumber,
+      pending: this.mailbox.pendingAll(),
+      delivered: this.mailbox.deliveredIds().join('\n'),
+    };
+  }
+
+  /**
+   * Rebuilds the state a snapshot (already schema-checked) describes, checking what spans its
+   * parts: `SNAPSHOT_INVALID` naming the first problem. Journaling is off, as after a fold.
+   */
+  static restore(teamId: string, snapshot: TeamStateSnapshot): TeamModel {
+    if (snapshot.teamId !== teamId) {
+      throw snapshotInvalid(`snapshot belongs to team ${snapshot.teamId}, not ${teamId}`, {
+        teamId: snapshot.teamId,
+      });
+    }
+    const model = new TeamModel(teamId);
+    const delivered = snapshot.delivered === '' ? [] : snapshot.delivered.split('\n');
+    const problem =
+      model.roster.restore(snapshot.members) ??
+      model.board.restore(snapshot.tasks, snapshot.nextTaskNumber) ??
+      model.mailbox.restore(snapshot.pending, delivered) ??
+      model.checkRestored(snapshot);
+    if (problem !== undefined) {
+      throw snapshotInvalid(`invalid snapshot at seq ${snapshot.seq}: ${problem.message}`, {
+        seq: snapshot.seq,
+      });
+    }
+    model.seq = snapshot.seq;
+    return model;
+  }
+
+  private checkRestored(snapshot: TeamStateSnapshot): Problem | undefined {
+    for (const task of snapshot.tasks) {
+      const problem = this.checkTaskMembers(task);
+      if (problem !== undefined) return problem;
+    }
+    for (const message of snapshot.pending) {
+      const sender = this.roster.get(message.senderId);
+      if (sender === undefined || sender.name !== message.senderName) {
+        return invariant(`message ${message.id} sender ${message.senderId} is not its member`);
+      }
+      const target = checkMessageTarget(this.roster, message.targetId);
+      if (target !== undefined) return target;
+    }
+    if (snapshot.members.length > 0 && this.roster.leadId === undefined) {
+      return invariant('the team has members but no lead');
+    }
+    return undefined;
+  }
 
   /** The seq of the last applied record of any team. */
   get lastSeq(): number {

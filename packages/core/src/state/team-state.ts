@@ -22,6 +22,7 @@ import {
   decideSpawnMember,
   type SpawnMemberInput,
 } from './roster-commands.js';
+import { parseTeamStateSnapshot, type TeamStateSnapshot } from './snapshot.js';
 import type { TaskListFilter, TaskView } from './task-board.js';
 import {
   type CreateTaskInput,
@@ -73,7 +74,7 @@ export class TeamState {
   /** The limits commands enforce (defaults with the overrides). */
   readonly limits: TeamLimits;
   private readonly clock: Clock;
-  private readonly model: TeamModel;
+  private model: TeamModel;
 
   constructor(options: TeamStateOptions) {
     if (typeof options?.teamId !== 'string' || options.teamId.length === 0) {
@@ -96,13 +97,33 @@ export class TeamState {
     return state;
   }
 
-  /** The seq of the last applied record of any team; the next record must carry `lastSeq + 1`. */
+  /**
+   * The state a stored snapshot describes (see {@link TeamStateSnapshot}), validated: its shape
+   * (`SNAPSHOT_INVALID`, or `UNSUPPORTED_SCHEMA_VERSION` for a newer version), its team, and the
+   * invariants that span its parts (unique ids and names, task numbering, members behind every
+   * task and message, blockers that exist and form no cycle). Apply the records after its `seq`
+   * to bring it up to date: the result equals the strict fold of the whole log.
+   */
+  static fromSnapshot(snapshot: unknown, options: TeamStateOptions): TeamState {
+    const checked = parseTeamStateSnapshot(snapshot);
+    const state = new TeamState(options);
+    state.model = TeamModel.restore(state.teamId, checked);
+    return state;
+  }
+
+  /**
+   * The state as a {@link TeamStateSnapshot} at {@link lastSeq}; `INVALID_ARGUMENT` while records
+   * applied speculatively are not yet settled. Shares the stored (immutable) values.
+   */
+  snapshot(): TeamStateSnapshot {
+    return this.model.snapshot();
+  }
+
   /** The seq of the last record applied (0 for a new team); the next record takes the one after. */
   get lastSeq(): number {
     return this.model.lastSeq;
   }
 
-  /** The id of the member named `lead`, once it exists. */
   /** The lead's member id, once the lead record exists. */
   get leadId(): string | undefined {
     return this.model.roster.leadId;

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { TeamError } from '../errors.js';
+import { Member, QueuedMessage, Task } from '../records.js';
+
+/** The `format` of a {@link TeamStateSnapshot}. */
+export const TEAM_STATE_SNAPSHOT_FORMAT = 'teamwire.team-state';
+/** The version of {@link TeamStateSnapshot} this code writes and reads. */
+export const TEAM_STATE_SNAPSHOT_VERSION = 1;
+
+/**
+ * The folded state of a team after one seq, as plain JSON: what a snapshot store keeps so that
+ * opening a team folds only the records after `seq`. Everything the strict fold keeps is here:
+ * every member and every task ever recorded (tombstones included), the pending mail in queue
+ * order, and the ids of every message already delivered (a message id is queued once in a team's
+ * whole life). Indexes (names, dependents, live counts) are derived when it is restored.
+ */
+export interface TeamStateSnapshot {
+  /** Always {@link TEAM_STATE_SNAPSHOT_FORMAT}. */
+  format: typeof TEAM_STATE_SNAPSHOT_FORMAT;
+  /** {@link TEAM_STATE_SNAPSHOT_VERSION}; a newer version is refused, never misread. */
+  version: typeof TEAM_STATE_SNAPSHOT_VERSION;
+  /** The team the state belongs to. */
+  teamId: string;
+  /** The seq of the last record folded into it (records of any team count). */
+  seq: number;
+  /** Every member ever recorded, in the order of their first record. */
+  members: Member[];
+  /** Every task, tombstones included, in creation order. */
+  tasks: Task[];
+  /** The number the next created task takes. */
+  nextTaskNumber: number;
+  /** Queued and not yet delivered, in queue order. */
+  pending: QueuedMessage[];
+  /** Ids of the messages queued and delivered, joined by `\n` (one string parses fastest). */
+  delivered: string;
+}
+
+/** Schema of {@link TeamStateSnapshot}, checked whenever one is read. */
+const Snapshot = z.object({
+  format: z.literal(TEAM_STATE_SNAPSHOT_FORMAT),
+  version: z.literal(TEAM_STATE_SNAPSHOT_VERSION),
+  teamId: z.string().min(1),
+  seq: z.number().int().min(0),
+  members: z.array(Member),
+  tasks: z.array(Task),
+  nextTaskNumber: z.number().int().min(1),
+  pending: z.array(QueuedMessage),
+  delivered: z.string(),
+});
+
+/**
+ * Validates a stored snapshot's shape: `SNAPSHOT_INVALID` (with the problem) for anything this
+ * version did not write, `UNSUPPORTED_SCHEMA_VERSION` for a newer snapshot version.
+ */
+export function parseTeamStateSnapshot(value: unknown): TeamStateSnapshot {
+  const header = value as { format?: unknown; version?: unknown } | null;
+  if (
+    header?.format === TEAM_STATE_SNAPSHOT_FORMAT &&
+    typeof header.version === 'number' &&
+    header.version > TEAM_STATE_SNAPSHOT_VERSION
+  ) {
+    throw new TeamError(
+      'UNSUPPORTED_SCHEMA_VERSION',
+      `team state snapshot version ${header.version} is newer than this version of teamwire reads (${TEAM_STATE_SNAPSHOT_VERSION})`,
+      { details: { version: header.version, supported: TEAM_STATE_SNAPSHOT_VERSION } },
+    );
+  }
+  const parsed = Snapshot.safeParse(value);
+  if (!parsed.success) {
+    throw snapshotInvalid(`not a team state snapshot: ${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data as TeamStateSnapshot;
+}
+
+/** The error every inconsistent snapshot gets. */
+export function snapshotInvalid(message: string, details?: Record<string, unknown>): TeamError {
+  return new TeamError('SNAPSHOT_INVALID', message, details ? { details } : {});
+}
