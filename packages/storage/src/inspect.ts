@@ -1,13 +1,22 @@
 import { basename, join, resolve } from 'node:path';
 import type { TeamRecord } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
+import { TeamError, TeamState } from '@teamwire/core';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, nodeFs } from './fs-seam.js';
 import { scanJsonl } from './jsonl-lines.js';
 import { checkLogLine } from './jsonl-team-log.js';
 import type { LockOwner } from './lock.js';
 import { readLockOwner } from './lock.js';
-import { DEFAULT_TEAMS_ROOT, LOG_FILE } from './team-store.js';
+import type { SegmentFile } from './log-layout.js';
+import { LOG_FILE, listSegments } from './log-layout.js';
+import {
+  listSnapshotSeqs,
+  readSnapshotHeader,
+  readSnapshotState,
+  SNAPSHOTS_DIR,
+  snapshotFileName,
+} from './snapshot-files.js';
+import { DEFAULT_TEAMS_ROOT } from './team-store.js';
 
 /** A team folder found under a root. */
 export interface TeamListing {
@@ -15,7 +24,7 @@ export interface TeamListing {
   teamId: string;
   /** The team folder, as an absolute path. */
   dir: string;
-  /** Size of `log.jsonl` in bytes. */
+  /** Size of the log's segments on disk, in bytes. */
   logBytes: number;
   /** The owner named by the folder's lock file, if one is present (it may be stale). */
   owner?: LockOwner;
@@ -43,15 +52,21 @@ export async function listTeams(
   for (const name of [...names].sort()) {
     if (name.startsWith('.')) continue;
     const dir = join(absolute, name);
-    let logBytes: number;
+    let logBytes = 0;
+    let segments: SegmentFile[];
     try {
-      const stat = await fs.stat(join(dir, LOG_FILE));
-      if (!stat.isFile()) continue;
-      logBytes = stat.size;
+      segments = await listSegments(fs, dir);
     } catch (error) {
-      const code = errnoCode(error);
-      if (code === 'ENOENT' || code === 'ENOTDIR') continue;
-      throw ioError('reading', join(dir, LOG_FILE), error);
+      if (TeamError.hasCode(error, 'STORAGE_IO') && error.details?.errno === 'ENOTDIR') continue;
+      throw error;
+    }
+    if (segments.length === 0) continue;
+    for (const segment of segments) {
+      try {
+        logBytes += (await fs.stat(segment.path)).size;
+      } catch (error) {
+        if (errnoCode(error) !== 'ENOENT') throw ioError('reading', segment.path, error);
+      }
     }
     const owner = await readLockOwner(fs, dir);
     teams.push({ teamId: name, dir, logBytes, ...(owner ? { owner } : {}) });
@@ -63,50 +78,224 @@ export async function listTeams(
 export interface TeamLogSnapshot {
   /** From the records; the folder name when the log is empty. */
   teamId: string;
-  /** The absolute path of the `log.jsonl` that was read. */
+  /** The absolute path of the log's first segment, `log.jsonl` (gone once retention removed it). */
   path: string;
-  /** Every whole record of the log, validated, in seq order. */
+  /** The segment files read, oldest first. */
+  segments: SegmentFile[];
+  /** The seq of the first record on disk (1 unless retention removed segments). */
+  firstSeq: number;
+  /** Every whole record on disk, validated, in seq order. */
   records: TeamRecord[];
   /** Bytes of a torn final line that the owner's next open will cut away (left in place here). */
   tornBytes: number;
 }
 
 /**
- * Reads and validates a team's `log.jsonl` without taking the lock or repairing anything, for
- * inspection tools; safe while the owner is running (a half-written final line shows up as
- * `tornBytes`). Fails like opening does: `CORRUPT_LOG` or `UNSUPPORTED_SCHEMA_VERSION` naming the
- * line, `TEAM_NOT_FOUND` when there is no log.
+ * Reads and validates a team's log (every segment on disk) without taking the lock or repairing
+ * anything, for inspection tools; safe while the owner is running (a half-written final line
+ * shows up as `tornBytes`). Fails like opening does: `CORRUPT_LOG` or `UNSUPPORTED_SCHEMA_VERSION`
+ * naming the file and line, `TEAM_NOT_FOUND` when there is no log.
  */
 export async function readTeamLog(
   dir: string,
   options: { fs?: StorageFs } = {},
 ): Promise<TeamLogSnapshot> {
   const fs = options.fs ?? nodeFs;
-  const path = join(resolve(dir), LOG_FILE);
-  let handle: StorageFileHandle;
-  try {
-    handle = await fs.open(path, 'r');
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') {
-      throw new TeamError('TEAM_NOT_FOUND', `no team log at ${path}`, { details: { path } });
-    }
-    throw ioError('opening', path, error);
-  }
+  const folder = resolve(dir);
   const records: TeamRecord[] = [];
   let teamId: string | undefined;
-  try {
-    const outcome = await scanJsonl(handle, path, (value, line) => {
-      const record = checkLogLine(value, line, teamId);
-      teamId ??= record.teamId;
-      records.push(record);
-    });
-    return {
-      teamId: teamId ?? basename(resolve(dir)),
-      path,
-      records,
-      tornBytes: outcome.tornBytes,
-    };
-  } finally {
-    await handle.close().catch(() => undefined);
+  const scan = await scanSegments(fs, folder, (record) => {
+    teamId ??= record.teamId;
+    records.push(record);
+  });
+  return {
+    teamId: teamId ?? basename(folder),
+    path: join(folder, LOG_FILE),
+    segments: scan.segments,
+    firstSeq: scan.firstSeq,
+    records,
+    tornBytes: scan.tornBytes,
+  };
+}
+
+/**
+ * Streams every record of every segment of `folder` to `visit`, validated (schema, seq order
+ * across segments, one team); a torn final line of the last segment is reported, not read.
+ */
+async function scanSegments(
+  fs: StorageFs,
+  folder: string,
+  visit: (record: TeamRecord, line: Buffer | undefined) => void,
+): Promise<{ segments: SegmentFile[]; firstSeq: number; tornBytes: number; lastSeq: number }> {
+  const segments = await listSegments(fs, folder);
+  if (segments.length === 0) {
+    const path = join(folder, LOG_FILE);
+    throw new TeamError('TEAM_NOT_FOUND', `no team log at ${path}`, { details: { path } });
   }
+  const firstSeq = (segments[0] as SegmentFile).first;
+  let seq = firstSeq;
+  let teamId: string | undefined;
+  let tornBytes = 0;
+  for (const [i, segment] of segments.entries()) {
+    if (segment.first !== seq) {
+      throw new TeamError(
+        'CORRUPT_LOG',
+        `${segment.path} starts at seq ${segment.first}, but the segment before it ends at seq ${seq - 1}`,
+        { details: { file: segment.path } },
+      );
+    }
+    let handle: StorageFileHandle;
+    try {
+      handle = await fs.open(segment.path, 'r');
+    } catch (error) {
+      throw ioError('opening', segment.path, error);
+    }
+    try {
+      const base = seq;
+      const outcome = await scanJsonl(handle, segment.path, (value, line, _offset) => {
+        const record = checkLogLine(value, base + line - 1, teamId);
+        teamId ??= record.teamId;
+        visit(record, undefined);
+      });
+      seq += outcome.lines;
+      if (outcome.tornBytes > 0 && i < segments.length - 1) {
+        throw new TeamError(
+          'CORRUPT_LOG',
+          `${segment.path} is a closed segment but its last line is torn`,
+          {
+            details: { file: segment.path },
+          },
+        );
+      }
+      tornBytes = outcome.tornBytes;
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  }
+  return { segments, firstSeq, tornBytes, lastSeq: seq - 1 };
+}
+
+/** What {@link verifyTeam} found about one snapshot file. */
+export interface SnapshotVerification {
+  /** The seq it was written at. */
+  seq: number;
+  path: string;
+  /**
+   * `matches`: its state, and its state brought up to date with the records after it, equal the
+   * full fold at the same seqs; `differs`: they do not (`problem` says where); `invalid`: it would
+   * be skipped on open (torn, altered, not this log's, failed validation).
+   */
+  status: 'matches' | 'differs' | 'invalid';
+  problem?: string;
+}
+
+/** What {@link verifyTeam} found. */
+export interface TeamVerification {
+  teamId: string;
+  /** Records folded (all of them, from seq 1). */
+  records: number;
+  lastSeq: number;
+  /** Bytes of a torn final line (an owner is writing, or the next open cuts it). */
+  tornBytes: number;
+  snapshots: SnapshotVerification[];
+  /** Every snapshot matches (an invalid one is skipped on open, so it does not count against). */
+  ok: boolean;
+}
+
+/**
+ * Verifies a team folder without the lock: folds the whole log strictly (which needs every
+ * segment from seq 1: `HISTORY_UNAVAILABLE` after retention removed some) and checks every
+ * snapshot file against it: at its seq, the snapshot's state must equal the full fold's, and
+ * after the records that follow, so must the snapshot brought up to date. This is what opening
+ * from a snapshot relies on; opening itself checks only a snapshot's envelope and consistency.
+ */
+export async function verifyTeam(
+  dir: string,
+  options: { fs?: StorageFs; teamId?: string } = {},
+): Promise<TeamVerification> {
+  const fs = options.fs ?? nodeFs;
+  const folder = resolve(dir);
+  const segments = await listSegments(fs, folder);
+  const first = segments[0];
+  if (first !== undefined && first.first !== 1) {
+    throw new TeamError(
+      'HISTORY_UNAVAILABLE',
+      `a full fold of ${folder} needs the log from seq 1, but it starts at seq ${first.first}: older segments were removed under the retention policy`,
+      { details: { dir: folder, firstSeq: first.first } },
+    );
+  }
+  const teamId = options.teamId ?? basename(folder);
+  const snapshotDir = join(folder, SNAPSHOTS_DIR);
+  const results: SnapshotVerification[] = [];
+  const pending = new Map<number, { result: SnapshotVerification; state: TeamState }>();
+  for (const seq of await listSnapshotSeqs(fs, snapshotDir)) {
+    const path = join(snapshotDir, snapshotFileName(seq));
+    const result: SnapshotVerification = { seq, path, status: 'invalid' };
+    results.push(result);
+    try {
+      const file = await readSnapshotHeader(fs, path, teamId, seq);
+      const state = TeamState.fromSnapshot(await readSnapshotState(fs, file), { teamId });
+      pending.set(seq, { result, state });
+    } catch (error) {
+      if (!TeamError.isInstance(error)) throw error;
+      result.problem = error.message;
+    }
+  }
+  const full = new TeamState({ teamId });
+  const live: { result: SnapshotVerification; state: TeamState }[] = [];
+  const compareAt = (entry: { result: SnapshotVerification; state: TeamState }) => {
+    if (entry.result.status === 'differs') return;
+    if (canonicalState(entry.state) !== canonicalState(full)) {
+      entry.result.status = 'differs';
+      entry.result.problem = `its state differs from the full fold at seq ${full.lastSeq}`;
+    } else {
+      entry.result.status = 'matches';
+    }
+  };
+  const atStart = pending.get(0);
+  if (atStart) {
+    compareAt(atStart);
+    live.push(atStart);
+  }
+  const scan = await scanSegments(fs, folder, (record) => {
+    full.apply(record);
+    for (const entry of live) {
+      if (entry.result.status === 'differs') continue;
+      try {
+        entry.state.apply(record);
+      } catch (error) {
+        entry.result.status = 'differs';
+        entry.result.problem = `the record at seq ${record.seq} does not apply to it: ${(error as Error).message}`;
+      }
+    }
+    const entry = pending.get(record.seq);
+    if (entry) {
+      compareAt(entry);
+      live.push(entry);
+    }
+  });
+  for (const entry of live) {
+    if (entry.result.status === 'matches') compareAt(entry);
+  }
+  for (const [seq, entry] of pending) {
+    if (seq > scan.lastSeq) {
+      entry.result.status = 'invalid';
+      entry.result.problem = `its seq ${seq} is past the end of the log (${scan.lastSeq})`;
+    }
+  }
+  return {
+    teamId,
+    records: scan.lastSeq,
+    lastSeq: scan.lastSeq,
+    tornBytes: scan.tornBytes,
+    snapshots: results,
+    ok: results.every((result) => result.status !== 'differs'),
+  };
+}
+
+/** The state as a string that two equal states give: the snapshot with delivered ids sorted. */
+function canonicalState(state: TeamState): string {
+  const snapshot = state.snapshot();
+  const delivered = snapshot.delivered === '' ? [] : snapshot.delivered.split('\n').sort();
+  return JSON.stringify({ ...snapshot, delivered });
 }

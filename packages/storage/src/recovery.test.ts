@@ -39,7 +39,15 @@ const logPath = () => join(dir, 'log.jsonl');
 describe('opening a team folder', () => {
   it('creates the folder layout on first open and reports it', async () => {
     const store = await open('fsync');
-    expect(store.recovered).toEqual({ created: true, records: 0, lastSeq: 0, tornBytes: 0 });
+    expect(store.recovered).toEqual({
+      created: true,
+      records: 0,
+      lastSeq: 0,
+      tornBytes: 0,
+      snapshotSeq: 0,
+      snapshotsSkipped: 0,
+      firstSeq: 1,
+    });
     expect((await stat(logPath())).size).toBe(0);
     expect(JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8'))).toMatchObject({
       pid: process.pid,

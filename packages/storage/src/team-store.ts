@@ -6,6 +6,11 @@ import type { StorageFs } from './fs-seam.js';
 import { errnoCode, exists, ioError, nodeFs, syncDirectory } from './fs-seam.js';
 import type { JsonlTeamLog } from './jsonl-team-log.js';
 import { openJsonlTeamLog } from './jsonl-team-log.js';
+import type { SegmentRetention, SnapshotPolicy } from './log-layout.js';
+import { LOG_FILE, listSegments, resolveLayout } from './log-layout.js';
+
+export { LOG_FILE } from './log-layout.js';
+
 import type { JsonlTranscriptStore } from './jsonl-transcript-store.js';
 import {
   checkSafeId,
@@ -17,8 +22,6 @@ import { acquireOwnerLock, currentProcess } from './lock.js';
 
 /** The folder under which teams live by default, relative to the working directory. */
 export const DEFAULT_TEAMS_ROOT = join('.teamwire', 'teams');
-/** The team log's file name inside a team folder. */
-export const LOG_FILE = 'log.jsonl';
 /** The folder of per-member transcripts inside a team folder. */
 export const TRANSCRIPTS_DIR = 'transcripts';
 
@@ -48,16 +51,41 @@ export interface OpenJsonlTeamStoreOptions {
    * make room. Default 128.
    */
   maxOpenTranscripts?: number | undefined;
+  /**
+   * The active log segment moves on to a new file (`segments/<first seq>.jsonl`) once it would
+   * pass this many bytes. Default 64 MiB; at least 4096.
+   */
+  segmentBytes?: number | undefined;
+  /**
+   * When snapshots of the folded team state are written (the team service writes them as the
+   * log grows; see `SnapshotPolicy`), or `false` for none: every open then validates and folds the
+   * whole log. Default `{ everyRecords: 4096, everyBytes: 4 MiB, keep: 2 }`.
+   */
+  snapshots?: Partial<SnapshotPolicy> | false | undefined;
+  /**
+   * What happens to segments wholly covered by the oldest kept snapshot: `'keep'` (default),
+   * `'delete'`, or `{ archiveDir }` to move them there. Needs snapshots.
+   */
+  retention?: SegmentRetention | undefined;
 }
 
 /** What opening a team folder found and repaired. */
 export interface RecoveryReport {
   /** The log did not exist and was created empty. */
   created: boolean;
-  /** Records read (and validated) from the log. */
+  /**
+   * Records validated on open: those after the newest snapshot whose envelope checked out, or the
+   * whole log without one.
+   */
   records: number;
   /** The last seq in the log after recovery (0 when empty). */
   lastSeq: number;
+  /** The seq of the snapshot validation started after (0: none, the whole log was validated). */
+  snapshotSeq: number;
+  /** Snapshot files skipped because they were torn, altered, newer or not this log's. */
+  snapshotsSkipped: number;
+  /** The oldest seq still on disk (above 1 once retention removed segments). */
+  firstSeq: number;
   /** Bytes of a torn final line cut from the log (0 when the log ended cleanly). */
   tornBytes: number;
   /** The owner of a stale lock (a dead process on this host) that was taken over, if any. */
@@ -119,12 +147,13 @@ export async function openJsonlTeamStore(
       details: { lockWaitMs },
     });
   }
+  const layout = resolveLayout(options);
   const fs = options.fs ?? nodeFs;
   const sync = durability === 'fsync';
   const dir = resolve(options.dir ?? join(DEFAULT_TEAMS_ROOT, teamId));
   const logPath = join(dir, LOG_FILE);
 
-  const logExists = await exists(fs, logPath);
+  const logExists = (await listSegments(fs, dir)).length > 0;
   if (!logExists) {
     if (options.create === false) {
       throw new TeamError(
@@ -145,7 +174,7 @@ export async function openJsonlTeamStore(
     waitMs: lockWaitMs,
   });
   try {
-    if (!(await exists(fs, logPath))) {
+    if ((await listSegments(fs, dir)).length === 0) {
       try {
         await (await fs.open(logPath, 'a')).close();
       } catch (error) {
@@ -161,10 +190,11 @@ export async function openJsonlTeamStore(
     };
     const opened = await openJsonlTeamLog({
       fs,
-      path: logPath,
+      dir,
       teamId,
       durability,
       onClosed: partClosed,
+      ...layout,
     });
     const transcripts = createJsonlTranscriptStore({
       fs,
@@ -183,8 +213,11 @@ export async function openJsonlTeamStore(
     const recovered: RecoveryReport = {
       created: !logExists,
       records: opened.records,
-      lastSeq: opened.records,
+      lastSeq: opened.lastSeq,
       tornBytes: opened.tornBytes,
+      snapshotSeq: opened.snapshotSeq,
+      snapshotsSkipped: opened.snapshotsSkipped,
+      firstSeq: opened.log.firstSeq(),
       ...(lock.takenOverFrom ? { staleLock: lock.takenOverFrom } : {}),
     };
     return {

@@ -27,6 +27,8 @@ export type { ExternalPresenceOptions } from './external-members.js';
 export { entriesText, INBOX_PAGE_MAX } from './external-members.js';
 export type { OpenTeamOptions } from './open-team.js';
 export { openTeam } from './open-team.js';
+export type { LoadedState } from './snapshots.js';
+export { loadTeamState } from './snapshots.js';
 export type {
   AckInboxResult,
   AgentRef,

@@ -231,7 +231,7 @@ function assemble(
   let pool: RunnerPool | undefined;
   let service: TeamServiceFacade | undefined;
   const snapshots = new SnapshotScheduler(
-    options.log.snapshots,
+    options.log,
     state,
     events,
     () => state.member(state.leadId ?? '')?.name ?? 'lead',

@@ -50,7 +50,8 @@ export async function loadTeamState(log: TeamLog, options: TeamStateOptions): Pr
 
 /**
  * Writes snapshots in the background as the log grows: after a commit, when the store says one
- * is due and every applied record is settled (durable, never to be reverted), the state is
+ * is due and every applied record is settled and durable (none applied ahead of an append still
+ * in flight, none that could be reverted), the state is
  * captured (O(state) references, no copies: stored values are immutable) and handed to the store.
  * One write at a time; a failed write is reported as an `error` event and retried when the next
  * one is due, and never stops the team.
@@ -59,19 +60,24 @@ export class SnapshotScheduler {
   #writing: Promise<void> | undefined;
   #closed = false;
 
+  private readonly snapshots: TeamLogSnapshots | undefined;
+
   constructor(
-    private readonly snapshots: TeamLogSnapshots | undefined,
+    private readonly log: TeamLog,
     private readonly state: TeamState,
     private readonly events: EventSink,
     private readonly agentName: () => string,
-  ) {}
+  ) {
+    this.snapshots = log.snapshots;
+  }
 
   /** Called after records were applied (committed here or read from another process). */
   afterApplied(): void {
     const { snapshots, state } = this;
     if (snapshots === undefined || this.#writing !== undefined || this.#closed) return;
     const seq = state.lastSeq;
-    if (seq === 0 || state.settledSeq !== seq || !snapshots.due(seq)) return;
+    if (seq === 0 || state.settledSeq !== seq || this.log.lastSeq() !== seq) return;
+    if (!snapshots.due(seq)) return;
     const snapshot = state.snapshot();
     this.#writing = snapshots
       .write(snapshot)
