@@ -13,7 +13,7 @@
 // It reports to the parent over IPC: {type: 'ready', recovered} once openTeam returned (recovery
 // done), {type: 'drained', rounds} before a clean exit. Any runtime error is fatal (exit 2).
 
-import { fdatasyncSync, openSync, writeSync } from 'node:fs';
+import { appendFileSync, fdatasyncSync, openSync, writeSync } from 'node:fs';
 import {
   createAgentRegistry,
   deterministicSummary,
@@ -23,8 +23,10 @@ import {
 } from '@teamwire/core';
 import { createScriptedModel, createSimpleFormat } from '@teamwire/core/testing';
 import { createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
-import { openJsonlTeamStore } from '../dist/index.js';
+import { nodeFs, openJsonlTeamStore } from '../dist/index.js';
 import {
+  CRASH_SEGMENT_BYTES,
+  CRASH_SNAPSHOTS,
   CRASH_WINDOW_TOKENS,
   createRng,
   LEAD_TYPE,
@@ -44,6 +46,7 @@ try {
     acks: { type: 'string' },
     seed: { type: 'string' },
     drain: { type: 'boolean' },
+    'kill-at': { type: 'string' },
   });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
@@ -56,7 +59,10 @@ const drain = args.drain === true;
 const rng = createRng(Number(args.seed ?? 1));
 
 function fatal(why, detail) {
-  const text = detail instanceof Error ? (detail.stack ?? detail.message) : String(detail);
+  let text = detail instanceof Error ? (detail.stack ?? detail.message) : String(detail);
+  for (let cause = detail?.cause; cause instanceof Error; cause = cause.cause) {
+    text += `\ncaused by: ${cause.stack ?? cause.message}`;
+  }
   process.stderr.write(`crash child: ${why}: ${text}\n`);
   process.exit(2);
 }
@@ -107,12 +113,16 @@ const scripts = createCrashTeamScripts({
 const { model, members, activeNames } = scripts;
 
 // Fewer open transcript files than members, so the kills also land while files are being closed
-// to make room and reopened.
+// to make room and reopened; small segments and frequent snapshots, so they also land while the
+// log moves to a new segment and while a snapshot is written.
 const store = await openJsonlTeamStore({
   teamId,
   dir,
   durability: 'fsync',
   maxOpenTranscripts: 2,
+  segmentBytes: CRASH_SEGMENT_BYTES,
+  snapshots: CRASH_SNAPSHOTS,
+  fs: killingFs(args['kill-at']),
 });
 team = await openTeam({
   teamId,
@@ -203,4 +213,46 @@ async function drainMail() {
       acknowledge(sent.messageId);
     }
   }
+}
+
+/**
+ * With `--kill-at`, the file system kills this process (SIGKILL, as the parent would) at an exact
+ * moment: `snapshot` halfway through writing a snapshot file, `segment` right after a new log
+ * segment was created (before anything is written to it), `segment-write` halfway through the
+ * first write to a new segment. A line naming the point goes to `<acks>.kill-points` first.
+ */
+function killingFs(point) {
+  if (point === undefined || point === 'none') return nodeFs;
+  const die = () => {
+    appendFileSync(`${String(args.acks)}.kill-points`, `${point}\n`);
+    process.kill(process.pid, 'SIGKILL');
+  };
+  const halfWriteThenDie = (handle) => ({
+    read: (...a) => handle.read(...a),
+    stat: () => handle.stat(),
+    truncate: (n) => handle.truncate(n),
+    datasync: () => handle.datasync(),
+    sync: () => handle.sync(),
+    close: () => handle.close(),
+    async write(buffer, offset, length, position) {
+      const half = Math.max(1, Math.floor(length / 2));
+      await handle.write(buffer, offset, half, position);
+      await handle.datasync();
+      die();
+      return new Promise(() => {});
+    },
+  });
+  return {
+    ...nodeFs,
+    async open(path, flags) {
+      const handle = await nodeFs.open(path, flags);
+      if (flags !== 'wx') return handle;
+      if (point === 'snapshot' && path.endsWith('.snapshot')) return halfWriteThenDie(handle);
+      if (path.includes('/segments/')) {
+        if (point === 'segment') die();
+        if (point === 'segment-write') return halfWriteThenDie(handle);
+      }
+      return handle;
+    },
+  };
 }

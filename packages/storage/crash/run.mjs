@@ -13,11 +13,11 @@
 
 import { fork } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRng, parseArgs, UsageError } from './shared.mjs';
+import { createRng, KILL_POINTS, parseArgs, UsageError } from './shared.mjs';
 import { checkTeamFolder, readAcknowledged } from './verify.mjs';
 
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'child.mjs');
@@ -83,6 +83,11 @@ const totals = {
   compactions: 0,
   tasks: 0,
   taskRecords: 0,
+  openedFromSnapshot: 0,
+  snapshotsSkipped: 0,
+  invalidSnapshots: 0,
+  segments: 0,
+  snapshots: 0,
 };
 
 for (let team = 1; totals.kills < kills; team++) {
@@ -94,9 +99,14 @@ for (let team = 1; totals.kills < kills; team++) {
     const killAfterMs = rng.int(minMs, maxMs);
     const childSeed = rng.int(0, 2 ** 31 - 1);
     const where = `team ${team}, kill ${totals.kills + 1} (child seed ${childSeed}, ${killAfterMs} ms)`;
-    const run = await runChild({ dir, teamId, acks, seed: childSeed, killAfterMs });
+    // One run in two dies at an exact moment of its own (inside a snapshot write, at a new
+    // segment), unless the timer comes first.
+    const killAt = rng.int(0, 1) === 0 ? KILL_POINTS[rng.int(0, KILL_POINTS.length - 1)] : 'none';
+    const run = await runChild({ dir, teamId, acks, seed: childSeed, killAfterMs, killAt });
     if (run.problem !== undefined) fail(where, [run.problem]);
     totals.kills++;
+    if ((run.recovered?.snapshotSeq ?? 0) > 0) totals.openedFromSnapshot++;
+    totals.snapshotsSkipped += run.recovered?.snapshotsSkipped ?? 0;
     if (run.recovered?.staleLock !== undefined) totals.staleLocks++;
     if ((run.recovered?.tornBytes ?? 0) > 0) {
       totals.tornRepairs++;
@@ -106,7 +116,13 @@ for (let team = 1; totals.kills < kills; team++) {
     totals.checks++;
     totals.recordsChecked += check.counts.records;
     if (check.violations.length > 0) fail(`after ${where}`, check.violations);
-    for (const key of ['heldUndelivered', 'pending', 'inProgress', 'provisioning']) {
+    for (const key of [
+      'heldUndelivered',
+      'pending',
+      'inProgress',
+      'provisioning',
+      'invalidSnapshots',
+    ]) {
       totals[key] += check.counts[key];
     }
     if (totals.kills % 25 === 0 || totals.kills === kills) {
@@ -140,6 +156,8 @@ for (let team = 1; totals.kills < kills; team++) {
     'compactions',
     'tasks',
     'taskRecords',
+    'segments',
+    'snapshots',
   ]) {
     totals[key] += final.counts[key];
   }
@@ -169,6 +187,16 @@ console.log(
 console.log(
   `  tasks: ${t.tasks} tasks, ${t.taskRecords} task records, revisions contiguous, no task with two owners`,
 );
+const points = countKillPoints(root);
+console.log(
+  `  snapshots and segments: ${points.snapshot ?? 0} kills inside a snapshot write, ${points.segment ?? 0} right after a new segment was created, ${points['segment-write'] ?? 0} inside a new segment's first write; ${t.openedFromSnapshot} restarts opened from a snapshot, ${t.snapshotsSkipped} torn snapshots skipped; ${t.snapshots} snapshots and ${t.segments} segments in the final folders, every snapshot equal to the full fold`,
+);
+if (t.openedFromSnapshot === 0 || (points.snapshot ?? 0) === 0) {
+  console.error(
+    'crash test FAILED: no restart opened from a snapshot, or no kill landed inside one',
+  );
+  process.exit(1);
+}
 if (!keep) rmSync(root, { recursive: true, force: true });
 process.exit(0);
 
@@ -176,10 +204,11 @@ process.exit(0);
  * Starts the child on the team folder. Normal runs are killed `killAfterMs` after the child says
  * it recovered; a drain run must exit 0 by itself. `problem` says what went wrong, if anything.
  */
-function runChild({ dir, teamId, acks, seed: childSeed, killAfterMs, drain = false }) {
+function runChild({ dir, teamId, acks, seed: childSeed, killAfterMs, killAt, drain = false }) {
   return new Promise((done) => {
     const argv = ['--dir', dir, '--team-id', teamId, '--acks', acks, '--seed', String(childSeed)];
     if (drain) argv.push('--drain');
+    if (killAt !== undefined && killAt !== 'none') argv.push('--kill-at', killAt);
     const child = fork(CHILD, argv, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let output = '';
     const collect = (chunk) => {
@@ -216,7 +245,7 @@ function runChild({ dir, teamId, acks, seed: childSeed, killAfterMs, drain = fal
       if (outcome.problem === undefined) {
         if (drain && (code !== 0 || outcome.rounds === undefined)) {
           outcome.problem = `the drain run exited with ${signal ?? `code ${code}`}`;
-        } else if (!drain && !killedByUs) {
+        } else if (!drain && !killedByUs && !(killAt !== 'none' && signal === 'SIGKILL')) {
           outcome.problem = `the child exited by itself with ${signal ?? `code ${code}`}`;
         }
       }
@@ -250,4 +279,16 @@ function integer(name, value, min) {
 
 function secondsSince(start) {
   return ((Date.now() - start) / 1000).toFixed(1);
+}
+
+/** How many self-kills each kill point made, from the children's `.kill-points` files. */
+function countKillPoints(folder) {
+  const counts = {};
+  for (const name of readdirSync(folder)) {
+    if (!name.endsWith('.kill-points')) continue;
+    for (const line of readFileSync(join(folder, name), 'utf8').split('\n')) {
+      if (line !== '') counts[line] = (counts[line] ?? 0) + 1;
+    }
+  }
+  return counts;
 }

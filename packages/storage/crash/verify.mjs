@@ -10,7 +10,7 @@ import {
   repairTranscript,
   transcriptContext,
 } from '@teamwire/core';
-import { LOG_FILE, readTeamLog, TRANSCRIPTS_DIR } from '../dist/index.js';
+import { LOG_FILE, readTeamLog, TRANSCRIPTS_DIR, verifyTeam } from '../dist/index.js';
 
 /**
  * The message ids of the acknowledgement file, one per complete line. An unterminated last
@@ -94,6 +94,9 @@ export async function checkTeamFolder({ dir, teamId, acknowledged, final = false
   const counts = {
     records: 0,
     tornLogBytes: 0,
+    segments: 0, // log segment files
+    snapshots: 0, // snapshot files equal to the full fold
+    invalidSnapshots: 0, // snapshot files a kill tore (skipped on open)
     queued: 0,
     delivered: 0,
     acknowledged: acknowledged.length,
@@ -121,12 +124,27 @@ export async function checkTeamFolder({ dir, teamId, acknowledged, final = false
   }
   counts.records = snapshot.records.length;
   counts.tornLogBytes = snapshot.tornBytes;
+  counts.segments = snapshot.segments.length;
   let folded;
   try {
     folded = foldTeam(snapshot.records, { teamId });
   } catch (error) {
     violations.push(`the log does not fold: ${describe(error)}`);
     return result();
+  }
+  // Every snapshot on disk is either skipped on open (torn by a kill) or equal to the full fold,
+  // at its seq and brought up to date with the records after it.
+  try {
+    const verified = await verifyTeam(dir, { teamId });
+    for (const checked of verified.snapshots) {
+      if (checked.status === 'differs') {
+        violations.push(`snapshot ${checked.path} differs from the full fold: ${checked.problem}`);
+      }
+      if (checked.status === 'invalid') counts.invalidSnapshots++;
+      else counts.snapshots++;
+    }
+  } catch (error) {
+    violations.push(`the snapshots do not verify: ${describe(error)}`);
   }
 
   const queued = new Map();

@@ -465,7 +465,9 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
   }
 
   async append({ records }: { records: readonly TeamRecord[] }): Promise<void> {
-    this.#writer.assertWritable();
+    // The writer is closed for a moment while the log moves to a new segment; only a failure
+    // or the log's own close refuses appends.
+    if (this.#writer.failure) this.#writer.assertWritable();
     if (this.#closing) throw closedError(this.path);
     if (records.length === 0) return;
     const copies: TeamRecord[] = [];

@@ -214,6 +214,18 @@ describe('the segmented log', () => {
     await store.close();
   });
 
+  it('keeps call order for appends issued while the log moves to a new segment', async () => {
+    const records = randomTeamRecords(TEAM, 300, 12);
+    const store = await open({ segmentBytes: 4096 });
+    // every append issued at once: several land while a segment is being closed and started
+    await Promise.all(records.map((record) => store.log.append({ records: [record] })));
+    expect(store.log.lastSeq()).toBe(300);
+    await store.close();
+    const inspected = await readTeamLog(dir);
+    expect(inspected.segments.length).toBeGreaterThan(5);
+    expect(inspected.records).toEqual(records);
+  });
+
   it('deletes segments covered by the oldest kept snapshot under retention delete', async () => {
     const records = randomTeamRecords(TEAM, 600, 8);
     const layout: Layout = { segmentBytes: 8192, retention: 'delete' };
