@@ -2,10 +2,10 @@ import { appendFile, mkdir, readdir, readFile, stat, truncate, writeFile } from 
 import { join } from 'node:path';
 import type { TeamRecord } from '@teamwire/core';
 import { loadTeamState, TeamState } from '@teamwire/core';
+import { randomTeamRecords } from '@teamwire/core/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readTeamLog, verifyTeam } from './inspect.js';
-import { randomTeamRecords } from './random-team.js';
 import { SNAPSHOTS_DIR, snapshotFileName } from './snapshot-files.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
 import { openJsonlTeamStore } from './team-store.js';

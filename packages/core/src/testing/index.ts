@@ -21,7 +21,11 @@ export type {
   MemorySharedTeam,
 } from './memory-shared.js';
 export { createMemorySharedTeam } from './memory-shared.js';
-export type { MemoryTeamLog, MemoryTranscriptStore } from './memory-stores.js';
+export type {
+  MemorySnapshotOptions,
+  MemoryTeamLog,
+  MemoryTranscriptStore,
+} from './memory-stores.js';
 export { createMemoryTeamLog, createMemoryTranscriptStore } from './memory-stores.js';
 export type {
   MemoryWorkspaceCall,
@@ -30,6 +34,7 @@ export type {
   MemoryWorkspaceWork,
 } from './memory-workspaces.js';
 export { createMemoryWorkspaces } from './memory-workspaces.js';
+export { randomTeamRecords } from './random-team.js';
 export type {
   AgentScript,
   RecordedRequest,

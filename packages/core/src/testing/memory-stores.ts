@@ -1,6 +1,6 @@
 import type { TranscriptEntry } from '../chat.js';
 import { TeamError } from '../errors.js';
-import type { TeamLog } from '../ports/team-log.js';
+import type { TeamLog, TeamLogSnapshots } from '../ports/team-log.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { TeamRecord } from '../records.js';
 import { parseTeamRecord } from '../records.js';
@@ -10,14 +10,54 @@ import { repairTranscript } from '../transcript-repair.js';
 export interface MemoryTeamLog extends TeamLog {
   /** Every record appended so far (validated copies). */
   records(): readonly TeamRecord[];
+  /** The snapshots written so far (with `snapshots` on), oldest first, as stored JSON text. */
+  storedSnapshots(): readonly { seq: number; text: string }[];
+}
+
+/** Options of {@link createMemoryTeamLog}'s snapshot store. */
+export interface MemorySnapshotOptions {
+  /** A snapshot is due after this many records since the last one. */
+  everyRecords: number;
+  /** Snapshots present before the log is opened, e.g. from an earlier log of the same records. */
+  stored?: readonly { seq: number; text: string }[];
+  /** Every write fails with `STORAGE_IO` (to test that the team carries on). */
+  failWrites?: boolean;
 }
 
 /** Creates a {@link MemoryTeamLog} for `teamId`, optionally seeded with `records` (validated, as a store would on read). */
 export function createMemoryTeamLog(options: {
   teamId: string;
   records?: readonly TeamRecord[];
+  /** Keep snapshots of the folded state (`TeamLog.snapshots`), as a durable store would. */
+  snapshots?: MemorySnapshotOptions;
 }): MemoryTeamLog {
   const stored: TeamRecord[] = [];
+  const snapshotTexts = [...(options.snapshots?.stored ?? [])];
+  const rejected = new Set<number>();
+  const snapshots: TeamLogSnapshots | undefined = options.snapshots && {
+    async *list() {
+      for (const { seq, text } of [...snapshotTexts].reverse()) {
+        if (rejected.has(seq) || seq > stored.length) continue;
+        yield { seq, state: JSON.parse(text), source: `memory snapshot ${seq}` };
+      }
+    },
+    due(seq) {
+      const last = snapshotTexts[snapshotTexts.length - 1]?.seq ?? 0;
+      return seq - last >= (options.snapshots as MemorySnapshotOptions).everyRecords;
+    },
+    async write(snapshot) {
+      if (options.snapshots?.failWrites) {
+        throw new TeamError('STORAGE_IO', 'writing the snapshot failed: disk full');
+      }
+      if (snapshot.seq > stored.length) {
+        throw new TeamError('INVALID_ARGUMENT', `seq ${snapshot.seq} is not durable yet`);
+      }
+      snapshotTexts.push({ seq: snapshot.seq, text: JSON.stringify(snapshot) });
+    },
+    rejected(snapshot) {
+      rejected.add(snapshot.seq);
+    },
+  };
   const listeners = new Set<(record: TeamRecord) => void>();
   let closed = false;
   for (const record of options.records ?? []) stored.push(parseTeamRecord(structuredClone(record)));
@@ -66,6 +106,8 @@ export function createMemoryTeamLog(options: {
       listeners.clear();
     },
     records: () => stored,
+    storedSnapshots: () => snapshotTexts,
+    ...(snapshots ? { snapshots } : {}),
   };
 }
 

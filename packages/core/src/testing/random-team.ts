@@ -1,9 +1,10 @@
-import type { TeamRecord } from '@teamwire/core';
-import { TeamError, TeamState } from '@teamwire/core';
-import { createManualClock } from '@teamwire/core/testing';
+import { TeamError } from '../errors.js';
+import type { TeamRecord } from '../records.js';
+import { TeamState } from '../state/index.js';
+import { createManualClock } from './manual-clock.js';
 
 /** A small seeded generator (mulberry32), so a failing case can be replayed from its seed. */
-export function seeded(seed: number): () => number {
+function seeded(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
