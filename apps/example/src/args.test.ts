@@ -96,12 +96,18 @@ describe('parseArgs', () => {
       command: 'inspect',
       teamId: 'T1',
       stateDir: '.teamwire',
+      verify: false,
     });
     expect(parseArgs(['--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
     expect(parseArgs(['inspect', '--state-dir', 's', 'T2'], { cwd })).toEqual({
       command: 'inspect',
       teamId: 'T2',
       stateDir: 's',
+      verify: false,
+    });
+    expect(parseArgs(['inspect', 'T3', '--verify'], { cwd })).toMatchObject({
+      teamId: 'T3',
+      verify: true,
     });
     expect(parseArgs(['inspect', 'T1', '-h'], { cwd })).toEqual({ command: 'help' });
   });
@@ -122,6 +128,7 @@ describe('parseArgs', () => {
       command: 'inspect',
       teamId: 'T1',
       stateDir: '.teamwire',
+      verify: false,
     });
     expect(parseArgs(['--', '--help'], { cwd })).toEqual({ command: 'help' });
     expect(parseArgs(['--teammates=2', '--pace=5'], { cwd })).toMatchObject({

@@ -42,7 +42,7 @@ export type Command =
        */
       conflictFile?: string | undefined;
     } & TeamOptions)
-  | { command: 'inspect'; teamId: string; stateDir: string }
+  | { command: 'inspect'; teamId: string; stateDir: string; verify: boolean }
   | {
       command: 'web';
       teamId: string;
@@ -80,7 +80,10 @@ Usage:
   teamwire-example fix [options]        write and commit each folder's REVIEW.md, each reviewer
                                         in its own git worktree of a scratch clone of --dir,
                                         and merge them into the branch teamwire-fix/<teamId>
-  teamwire-example inspect <teamId>     print a team's roster, board and transcripts
+  teamwire-example inspect <teamId> [--verify]
+                                        print a team's roster, board and transcripts; with
+                                        --verify, fold the whole log and check every snapshot
+                                        against it
   teamwire-example web --team <teamId> [--store <url>] [--port <port>]
                                         watch a team's dashboard, read-only, from another
                                         process (a running or a stopped team)
@@ -222,6 +225,7 @@ const MCP_OPTIONS = {
 
 const INSPECT_OPTIONS = {
   'state-dir': { type: 'string' },
+  verify: { type: 'boolean' },
   ...HELP_OPTION,
 } as const satisfies OptionsConfig;
 
@@ -490,7 +494,12 @@ function inspectCommand(args: string[]): Command {
   const [teamId, extra] = parsed.positionals;
   if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
   if (!teamId) throw new UsageError('inspect needs a team id: teamwire-example inspect <teamId>');
-  return { command: 'inspect', teamId, stateDir: parsed.values['state-dir'] ?? '.teamwire' };
+  return {
+    command: 'inspect',
+    teamId,
+    stateDir: parsed.values['state-dir'] ?? '.teamwire',
+    verify: parsed.values.verify === true,
+  };
 }
 
 function wholeNumber(

@@ -26,8 +26,9 @@ async function main(): Promise<number> {
     return 0;
   }
   if (command.command === 'inspect') {
-    process.stdout.write(await inspectTeam(command, { cwd }));
-    return 0;
+    const inspected = await inspectTeam(command, { cwd });
+    process.stdout.write(inspected.text);
+    return inspected.ok ? 0 : 1;
   }
   if (command.command === 'worker') return worker(command, cwd);
   if (command.command === 'web') {

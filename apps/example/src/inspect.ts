@@ -3,25 +3,33 @@ import path from 'node:path';
 import {
   type ChatMessage,
   contentText,
-  foldTeam,
   parseTranscriptEntry,
   repairTranscript,
   type TranscriptEntry,
 } from '@teamwire/core';
-import { readTeamLog, TRANSCRIPTS_DIR } from '@teamwire/storage';
+import { readTeamState, TRANSCRIPTS_DIR, verifyTeam } from '@teamwire/storage';
 import type { Command } from './args.js';
 
-/** Prints a team's roster, task board and every member's transcript, without taking its lock. */
+/**
+ * Prints a team's roster, task board and every member's transcript, without taking its lock. With
+ * `verify`, it also folds the whole log and checks every snapshot against it (`ok` false when one
+ * differs).
+ */
 export async function inspectTeam(
   command: Extract<Command, { command: 'inspect' }>,
   options: { cwd: string },
-): Promise<string> {
+): Promise<{ text: string; ok: boolean }> {
   const teamDir = path.join(path.resolve(options.cwd, command.stateDir), 'teams', command.teamId);
-  const snapshot = await readTeamLog(teamDir);
-  const state = foldTeam(snapshot.records, { teamId: command.teamId });
+  const reading = await readTeamState(teamDir, { teamId: command.teamId });
+  const state = {
+    roster: reading.state.members(),
+    tasks: reading.state.allTasks(),
+    pendingMail: reading.state.pendingMail(),
+  };
   const names = new Map(state.roster.map((m) => [m.id, m.name]));
+  const from = reading.snapshotSeq > 0 ? `, from the snapshot at seq ${reading.snapshotSeq}` : '';
   const out: string[] = [
-    `Team ${command.teamId} (${snapshot.records.length} records, ${teamDir})`,
+    `Team ${command.teamId} (${reading.state.lastSeq} records${from}, ${teamDir})`,
     '',
     'Roster:',
   ];
@@ -43,7 +51,18 @@ export async function inspectTeam(
     out.push('', `Transcript of ${m.name} (${entries.length} entries):`);
     for (const entry of entries) out.push(`  ${describe(entry.message)}`);
   }
-  return `${out.join('\n')}\n`;
+  let ok = true;
+  if (command.verify) {
+    const verified = await verifyTeam(teamDir, { teamId: command.teamId });
+    ok = verified.ok;
+    out.push('', `Verification: a full fold of ${verified.records} records`);
+    if (verified.snapshots.length === 0) out.push('  no snapshots');
+    for (const s of verified.snapshots) {
+      out.push(`  snapshot at seq ${s.seq}: ${s.status}${s.problem ? ` (${s.problem})` : ''}`);
+    }
+    out.push(ok ? '  ok: every snapshot equals the full fold' : '  FAILED: a snapshot differs');
+  }
+  return { text: `${out.join('\n')}\n`, ok };
 }
 
 async function readTranscript(file: string): Promise<TranscriptEntry[]> {

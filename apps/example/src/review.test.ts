@@ -67,10 +67,15 @@ describe('a review on the offline policy model', () => {
       expect(out.text()).toContain('reviewer-1 list_files');
 
       // inspect prints the same team from its folder, without taking the lock
-      const printed = await inspectTeam(
-        { command: 'inspect', teamId: summary.teamId, stateDir: '.teamwire' },
+      const inspected = await inspectTeam(
+        { command: 'inspect', teamId: summary.teamId, stateDir: '.teamwire', verify: true },
         { cwd: work },
       );
+      const printed = inspected.text;
+      // a full fold of the log agrees with every snapshot the run wrote
+      expect(inspected.ok).toBe(true);
+      expect(printed).toMatch(/^Verification: a full fold of \d+ records$/m);
+      expect(printed).toMatch(/^ {2}snapshot at seq \d+: matches$/m);
       expect(printed).toMatch(/^ {2}reviewer-2 +retired +reviewer$/m);
       expect(printed).toMatch(/^ {2}task-5 +completed +lead +r3 Write the team report$/m);
       expect(printed).toContain('Pending mail: 0');
@@ -154,8 +159,8 @@ describe('a review whose reviewers compact their context', () => {
           .map((c) => [c.tokensBefore, c.tokensAfter]),
       );
     }
-    const inspected = await inspectTeam(
-      { command: 'inspect', teamId: summary.teamId, stateDir: '.teamwire' },
+    const { text: inspected } = await inspectTeam(
+      { command: 'inspect', teamId: summary.teamId, stateDir: '.teamwire', verify: false },
       { cwd: work },
     );
     expect(inspected).toMatch(

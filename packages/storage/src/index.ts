@@ -5,9 +5,10 @@ export type {
   SnapshotVerification,
   TeamListing,
   TeamLogSnapshot,
+  TeamStateReading,
   TeamVerification,
 } from './inspect.js';
-export { listTeams, readTeamLog, verifyTeam } from './inspect.js';
+export { listTeams, readTeamLog, readTeamState, verifyTeam } from './inspect.js';
 export type { JsonlTeamLog } from './jsonl-team-log.js';
 export type { JsonlTranscriptStore, TranscriptRepair } from './jsonl-transcript-store.js';
 export type { LockOwner, ProcessProbe } from './lock.js';

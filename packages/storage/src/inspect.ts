@@ -175,6 +175,65 @@ async function scanSegments(
   return { segments, firstSeq, tornBytes, lastSeq: seq - 1 };
 }
 
+/** The folded state of a team folder, as {@link readTeamState} read it. */
+export interface TeamStateReading {
+  state: TeamState;
+  /** The seq of the snapshot it started from (0: a full fold of the log). */
+  snapshotSeq: number;
+  /** Records read from the log (all of them; those after the snapshot were applied). */
+  records: number;
+  /** Bytes of a torn final line left in place (the owner may be writing it). */
+  tornBytes: number;
+}
+
+/**
+ * The team state of a folder without the lock, for inspection tools: a full strict fold when the
+ * log starts at seq 1, else the newest snapshot that validates with the records after it applied
+ * (`HISTORY_UNAVAILABLE` when none does). Every line on disk is validated either way.
+ */
+export async function readTeamState(
+  dir: string,
+  options: { fs?: StorageFs; teamId?: string } = {},
+): Promise<TeamStateReading> {
+  const fs = options.fs ?? nodeFs;
+  const folder = resolve(dir);
+  const teamId = options.teamId ?? basename(folder);
+  const segments = await listSegments(fs, folder);
+  const firstSeq = segments[0]?.first ?? 1;
+  let state: TeamState | undefined;
+  if (firstSeq > 1) {
+    const snapshotDir = join(folder, SNAPSHOTS_DIR);
+    for (const seq of await listSnapshotSeqs(fs, snapshotDir)) {
+      if (seq < firstSeq - 1) break;
+      try {
+        const file = await readSnapshotHeader(fs, join(snapshotDir, snapshotFileName(seq)), teamId, seq);
+        state = TeamState.fromSnapshot(await readSnapshotState(fs, file), { teamId });
+        break;
+      } catch (error) {
+        if (!TeamError.isInstance(error)) throw error;
+      }
+    }
+    if (state === undefined) {
+      throw new TeamError(
+        'HISTORY_UNAVAILABLE',
+        `the log of ${folder} starts at seq ${firstSeq} and no valid snapshot covers the records before it`,
+        { details: { dir: folder, firstSeq } },
+      );
+    }
+  }
+  const folded = state ?? new TeamState({ teamId });
+  const snapshotSeq = state?.lastSeq ?? 0;
+  const scan = await scanSegments(fs, folder, (record) => {
+    if (record.seq > folded.lastSeq) folded.apply(record);
+  });
+  return {
+    state: folded,
+    snapshotSeq,
+    records: scan.lastSeq - firstSeq + 1,
+    tornBytes: scan.tornBytes,
+  };
+}
+
 /** What {@link verifyTeam} found about one snapshot file. */
 export interface SnapshotVerification {
   /** The seq it was written at. */
