@@ -5,7 +5,7 @@ import { loadTeamState, TeamState } from '@teamwire/core';
 import { randomTeamRecords } from '@teamwire/core/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readTeamLog, verifyTeam } from './inspect.js';
+import { readTeamLog, readTeamState, verifyTeam } from './inspect.js';
 import { SNAPSHOTS_DIR, snapshotFileName } from './snapshot-files.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
 import { openJsonlTeamStore } from './team-store.js';
@@ -243,6 +243,10 @@ describe('the segmented log', () => {
     expect(canonical(loaded.state)).toBe(fullFold(records));
     await store.close();
     expect((await caught(verifyTeam(dir, { teamId: TEAM }))).code).toBe('HISTORY_UNAVAILABLE');
+    // inspection reads the state from a snapshot and the segments after it
+    const reading = await readTeamState(dir, { teamId: TEAM });
+    expect(reading.snapshotSeq).toBeGreaterThan(0);
+    expect(canonical(reading.state)).toBe(fullFold(records));
   });
 
   it('archives covered segments, byte for byte, under retention archiveDir', async () => {
