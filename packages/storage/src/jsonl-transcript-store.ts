@@ -1,11 +1,12 @@
 import { dirname, join } from 'node:path';
-import type { TranscriptEntry, TranscriptStore } from '@teamwire/core';
-import { parseTranscriptEntry, repairTranscript, TeamError } from '@teamwire/core';
+import type { CompactionSource, TranscriptEntry, TranscriptStore } from '@teamwire/core';
+import { isCompaction, parseTranscriptEntry, repairTranscript, TeamError } from '@teamwire/core';
 import type { Durability } from './append-writer.js';
 import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, exists, ioError, syncDirectory } from './fs-seam.js';
-import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
+import type { JsonlLine, ScanOutcome } from './jsonl-lines.js';
+import { decodeLine, iterateLines, lineError } from './jsonl-lines.js';
 import { repairTail, toLine } from './jsonl-team-log.js';
 
 /** A torn transcript tail cut away when the member's file was first opened. */
@@ -24,6 +25,11 @@ export interface JsonlTranscriptStore extends TranscriptStore {
   readonly dir: string;
   /** Torn tails repaired so far (files are opened, and repaired, on first use). */
   repairs(): readonly TranscriptRepair[];
+  /**
+   * The context the member's last compaction applied to (entry by entry), that compaction and the
+   * entries after it, read from the end of the file: folded, exactly what `load` folds to.
+   */
+  loadContext(options: { memberId: string }): Promise<TranscriptEntry[]>;
 }
 
 /**
@@ -156,6 +162,25 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   }
 
   async load({ memberId }: { memberId: string }): Promise<TranscriptEntry[]> {
+    return this.#read(memberId, (handle, file) => readWhole(handle, file.path, file.writer.length));
+  }
+
+  /**
+   * The context the member's last compaction applied to, entry by entry, then that compaction and
+   * every entry after it, read from the end of the file: see {@link readContext}. Without a
+   * compaction it is `load`.
+   */
+  async loadContext({ memberId }: { memberId: string }): Promise<TranscriptEntry[]> {
+    return this.#read(memberId, async (handle, file) => {
+      const length = file.writer.length;
+      return (await readContext(handle, file.path, length)) ?? readWhole(handle, file.path, length);
+    });
+  }
+
+  async #read(
+    memberId: string,
+    read: (handle: StorageFileHandle, file: MemberFile) => Promise<TranscriptEntry[]>,
+  ): Promise<TranscriptEntry[]> {
     if (this.#closing) throw this.#closedError();
     checkSafeId('memberId', memberId);
     const file = this.#open.get(memberId) ?? (await this.#member(memberId, false));
@@ -166,21 +191,11 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     } catch (error) {
       throw ioError('opening', file.path, error);
     }
-    const entries: TranscriptEntry[] = [];
     try {
-      let line = 0;
-      for await (const raw of iterateLines(handle, file.path, 0, file.writer.length)) {
-        line++;
-        try {
-          entries.push(parseTranscriptEntry(JSON.parse(decodeLine(raw))));
-        } catch (error) {
-          throw lineError(file.path, line, error);
-        }
-      }
+      return await read(handle, file);
     } finally {
       await handle.close().catch(() => undefined);
     }
-    return repairTranscript(entries);
   }
 
   repairs(): readonly TranscriptRepair[] {
@@ -261,9 +276,7 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
       }
     }
     try {
-      const outcome = await scanJsonl(handle, path, (value) => {
-        parseTranscriptEntry(value);
-      });
+      const outcome = await scanTail(handle, path);
       const length = await repairTail(handle, path, outcome, this.#durability);
       if (outcome.tornBytes > 0) {
         this.#repairs.push({ memberId, path, tornBytes: outcome.tornBytes });
@@ -342,3 +355,416 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
 }
 
 function noop(): void {}
+
+const NEWLINE = 0x0a;
+/** Reads from the end of a transcript go back this many bytes at a time. */
+const BACKWARD_CHUNK = 64 * 1024;
+
+/** Every line of a transcript, validated, repaired as `load` promises. */
+async function readWhole(
+  handle: StorageFileHandle,
+  path: string,
+  length: number,
+): Promise<TranscriptEntry[]> {
+  const entries: TranscriptEntry[] = [];
+  let line = 0;
+  for await (const raw of iterateLines(handle, path, 0, length)) {
+    line++;
+    try {
+      entries.push(parseTranscriptEntry(JSON.parse(decodeLine(raw))));
+    } catch (error) {
+      throw lineError(path, line, error);
+    }
+  }
+  return repairTranscript(entries);
+}
+
+/** Reads exactly `length` bytes at `position` into `buffer` (short reads continued). */
+async function readExactly(
+  handle: StorageFileHandle,
+  path: string,
+  buffer: Buffer,
+  length: number,
+  position: number,
+): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    let bytesRead: number;
+    try {
+      ({ bytesRead } = await handle.read(buffer, done, length - done, position + done));
+    } catch (error) {
+      throw ioError('reading', path, error);
+    }
+    if (bytesRead === 0) {
+      throw ioError('reading', path, new Error(`the file ended before byte ${position + length}`));
+    }
+    done += bytesRead;
+  }
+}
+
+/**
+ * Streams the lines between byte offsets `start` and `end` from the last to the first, a chunk of
+ * at most `chunkSize` bytes at a time. `start` must be a line start. A final line with no newline
+ * is given with `terminated: false`. A line longer than a chunk is kept as pieces and joined once,
+ * so memory stays one chunk plus the longest line read. `bytes` is only valid until the next line.
+ */
+export async function* linesBackward(
+  handle: StorageFileHandle,
+  path: string,
+  start: number,
+  end: number,
+  chunkSize = BACKWARD_CHUNK,
+): AsyncGenerator<JsonlLine> {
+  if (end <= start) return;
+  const buffer = Buffer.allocUnsafe(Math.min(chunkSize, end - start));
+  let position = end;
+  // Pieces of the line being assembled, last piece first.
+  let pieces: Buffer[] = [];
+  let piecesLength = 0;
+  let first = true;
+  let terminated = true;
+  while (position > start) {
+    const want = Math.min(buffer.length, position - start);
+    const from = position - want;
+    await readExactly(handle, path, buffer, want, from);
+    let to = want;
+    if (first) {
+      first = false;
+      if (buffer[want - 1] === NEWLINE) to = want - 1;
+      else terminated = false;
+    }
+    for (;;) {
+      const newline = to > 0 ? buffer.lastIndexOf(NEWLINE, to - 1) : -1;
+      if (newline === -1) break;
+      const piece = buffer.subarray(newline + 1, to);
+      const bytes =
+        pieces.length === 0
+          ? piece
+          : Buffer.concat([piece, ...pieces.reverse()], piece.length + piecesLength);
+      pieces = [];
+      piecesLength = 0;
+      yield { bytes, offset: from + newline + 1, terminated };
+      terminated = true;
+      to = newline;
+    }
+    if (to > 0) {
+      pieces.push(Buffer.from(buffer.subarray(0, to)));
+      piecesLength += to;
+    }
+    position = from;
+  }
+  // The first line: what is left before the earliest newline (empty when the region starts
+  // with one).
+  yield { bytes: Buffer.concat(pieces.reverse(), piecesLength), offset: start, terminated };
+}
+
+/** The 1-based number of the line starting at byte `offset` (counts newlines before it). */
+async function lineNumberAt(
+  handle: StorageFileHandle,
+  path: string,
+  offset: number,
+): Promise<number> {
+  const buffer = Buffer.allocUnsafe(Math.min(BACKWARD_CHUNK, Math.max(1, offset)));
+  let count = 1;
+  for (let position = 0; position < offset; ) {
+    const want = Math.min(buffer.length, offset - position);
+    await readExactly(handle, path, buffer, want, position);
+    for (let i = buffer.indexOf(NEWLINE, 0); i !== -1 && i < want; ) {
+      count++;
+      i = buffer.indexOf(NEWLINE, i + 1);
+    }
+    position += want;
+  }
+  return count;
+}
+
+/**
+ * What opening a member file must know, read from its end only: a torn final line (an
+ * unterminated line that is not UTF-8 JSON) is reported for repair, a final line that parses but
+ * lacks its newline gets it, and the last complete line (the one appends continue after) must be
+ * a valid entry. Lines before it are validated by whoever reads them (`load`: every line;
+ * `loadContext`: the lines it needs). An invalid line found here is `CORRUPT_LOG` naming its line
+ * number, as `load` names it.
+ */
+async function scanTail(handle: StorageFileHandle, path: string): Promise<ScanOutcome> {
+  let fileLength: number;
+  try {
+    fileLength = (await handle.stat()).size;
+  } catch (error) {
+    throw ioError('reading', path, error);
+  }
+  const outcome: ScanOutcome = {
+    lines: 0,
+    fileLength,
+    validLength: fileLength,
+    tornBytes: 0,
+    missingNewline: false,
+  };
+  let failure: { offset: number; error: unknown } | undefined;
+  for await (const line of linesBackward(handle, path, 0, fileLength)) {
+    let value: unknown;
+    try {
+      value = JSON.parse(decodeLine(line));
+    } catch (error) {
+      if (!line.terminated) {
+        outcome.tornBytes = line.bytes.length;
+        outcome.validLength = line.offset;
+        continue;
+      }
+      failure = { offset: line.offset, error };
+      break;
+    }
+    try {
+      parseTranscriptEntry(value);
+    } catch (error) {
+      failure = { offset: line.offset, error };
+      break;
+    }
+    outcome.lines++;
+    if (!line.terminated) {
+      outcome.missingNewline = true;
+      continue;
+    }
+    break;
+  }
+  if (failure !== undefined) {
+    throw lineError(path, await lineNumberAt(handle, path, failure.offset), failure.error);
+  }
+  return outcome;
+}
+
+/** A transcript line read while loading a context, with where it starts. */
+interface Located {
+  entry: TranscriptEntry;
+  offset: number;
+}
+
+/** A message of the context being rebuilt: position `p` of the context before compaction `at`. */
+interface Ref {
+  slot: number;
+  p: number;
+}
+
+/** Raised inside {@link readContext} when only a whole read can answer. */
+class ReadWhole extends Error {}
+
+function compactionOf(entry: TranscriptEntry): CompactionSource | undefined {
+  return isCompaction(entry.message) ? entry.message.source : undefined;
+}
+
+/** `lead` and the tool results after it, repaired as in a whole transcript (`nextAt`: the entry after). */
+function repairGroup(
+  lead: TranscriptEntry,
+  results: readonly TranscriptEntry[],
+  nextAt: number,
+): TranscriptEntry[] {
+  const after: TranscriptEntry = {
+    schemaVersion: 1,
+    at: nextAt,
+    message: { role: 'user', content: [] },
+  };
+  return repairTranscript([lead, ...results, after]).slice(0, -1);
+}
+
+/** True when the shape of `source` is one `applyCompaction` could accept (indices in range). */
+function plausible(source: CompactionSource): boolean {
+  if (source.head + source.replaced > source.contextLength) return false;
+  let previous = -1;
+  for (const offset of source.retained) {
+    if (offset <= previous || offset >= source.replaced) return false;
+    previous = offset;
+  }
+  return true;
+}
+
+/**
+ * `loadContext` of one file, or undefined when only reading it whole can answer (no compaction
+ * needs that: the function then reads every line anyway; a line it needs is invalid, so `load`
+ * must name it; compactions that do not fit together; a summary the last compaction keeps).
+ *
+ * The lines are read from the end, in chunks: the entries after the last compaction `K`, then,
+ * going back, those the context before `K` is made of. That context `C` is the one after the
+ * previous compaction `J` (`head` messages, `J`'s summary, its retained prompts, the messages after
+ * the range it replaced) followed by the entries between `J` and `K`, so each position of `C` is
+ * either one of those entries or, through `J`'s shape, a position of the context before `J`, and
+ * so on back. Only the runs of entries holding a position still needed are read, each from its end
+ * and only as far back as the earliest such position. Positions inside a compaction's `head` are
+ * the transcript's first entries (read from the start): every compaction keeps as head at most
+ * the messages the earlier ones kept, which is checked against each compaction read. An older
+ * summary that `K` replaces is given without its `source` (it is replaced either way). Every entry
+ * read is validated; runs are repaired as `load` repairs them in place.
+ */
+async function readContext(
+  handle: StorageFileHandle,
+  path: string,
+  length: number,
+): Promise<TranscriptEntry[] | undefined> {
+  const lines = linesBackward(handle, path, 0, length);
+  const previous = async (): Promise<Located | undefined> => {
+    const next = await lines.next();
+    if (next.done) return undefined;
+    const line = next.value;
+    if (!line.terminated) throw new ReadWhole();
+    try {
+      return { entry: parseTranscriptEntry(JSON.parse(decodeLine(line))), offset: line.offset };
+    } catch {
+      throw new ReadWhole();
+    }
+  };
+  try {
+    const after: TranscriptEntry[] = [];
+    let last: Located | undefined;
+    for (let got = await previous(); got !== undefined; got = await previous()) {
+      if (compactionOf(got.entry) !== undefined) {
+        last = got;
+        break;
+      }
+      after.push(got.entry);
+    }
+    after.reverse();
+    if (last === undefined) return repairTranscript(after);
+    const lastSource = compactionOf(last.entry) as CompactionSource;
+    if (!plausible(lastSource)) return undefined;
+    const keptByLast = (slot: number) =>
+      slot < lastSource.head ||
+      slot >= lastSource.head + lastSource.replaced ||
+      lastSource.retained.includes(slot - lastSource.head);
+
+    const slots: (TranscriptEntry | undefined)[] = new Array(lastSource.contextLength);
+    const fromStart: Ref[] = [];
+    let startMax = -1;
+    let refs: Ref[] = Array.from({ length: lastSource.contextLength }, (_, p) => ({ slot: p, p }));
+    let at = last;
+    for (;;) {
+      const source = compactionOf(at.entry) as CompactionSource;
+      // the positions already sent to the start must lie in this compaction's head too
+      if (startMax >= source.head) return undefined;
+      const rest: Ref[] = [];
+      for (const ref of refs) {
+        if (ref.p < source.head) {
+          fromStart.push({ slot: ref.slot, p: ref.p });
+          startMax = Math.max(startMax, ref.p);
+        } else rest.push(ref);
+      }
+      if (rest.length === 0) break;
+      let lowest = source.contextLength;
+      for (const ref of rest) lowest = Math.min(lowest, ref.p);
+      // The run before `at`, from its end, a group (a message and its tool results) at a time.
+      const groups: TranscriptEntry[][] = [];
+      let count = 0;
+      let results: TranscriptEntry[] = [];
+      let nextAt = at.entry.at;
+      let before: Located | undefined;
+      while (count < source.contextLength - lowest) {
+        const got = await previous();
+        if (got === undefined) break;
+        if (compactionOf(got.entry) !== undefined) {
+          before = got;
+          break;
+        }
+        if (got.entry.message.role === 'tool') {
+          results.push(got.entry);
+          continue;
+        }
+        const group = repairGroup(got.entry, results.reverse(), nextAt);
+        results = [];
+        groups.push(group);
+        count += group.length;
+        nextAt = got.entry.at;
+      }
+      const run = groups.reverse().flat();
+      const base = source.contextLength - count;
+      const deeper: Ref[] = [];
+      for (const ref of rest) {
+        if (ref.p >= base) slots[ref.slot] = run[ref.p - base];
+        else deeper.push(ref);
+      }
+      if (deeper.length === 0) break;
+      // The run was read whole: what precedes it is the context after `before`.
+      if (before === undefined) return undefined;
+      const shape = compactionOf(before.entry) as CompactionSource;
+      if (!plausible(shape)) return undefined;
+      const kept = shape.retained.length;
+      if (base !== shape.contextLength - shape.replaced + 1 + kept) return undefined;
+      refs = [];
+      for (const ref of deeper) {
+        const q = ref.p;
+        if (q < shape.head) refs.push(ref);
+        else if (q === shape.head) {
+          // an older summary: replaced by the last compaction, or the context cannot be given
+          if (keptByLast(ref.slot)) return undefined;
+          const { source: _replaced, ...message } = before.entry.message;
+          slots[ref.slot] = { ...before.entry, message: message as TranscriptEntry['message'] };
+        } else if (q <= shape.head + kept) {
+          refs.push({
+            slot: ref.slot,
+            p: shape.head + (shape.retained[q - shape.head - 1] as number),
+          });
+        } else {
+          refs.push({
+            slot: ref.slot,
+            p: shape.head + shape.replaced + (q - shape.head - 1 - kept),
+          });
+        }
+      }
+      at = before;
+    }
+
+    if (fromStart.length > 0) {
+      const head = await readHead(handle, path, at.offset, at.entry.at, startMax + 1);
+      if (head === undefined) return undefined;
+      for (const ref of fromStart) slots[ref.slot] = head[ref.p];
+    }
+    const context: TranscriptEntry[] = [];
+    for (const slot of slots) {
+      if (slot === undefined) return undefined;
+      context.push(slot);
+    }
+    return [...context, last.entry, ...repairTranscript(after)];
+  } catch (error) {
+    if (error instanceof ReadWhole) return undefined;
+    throw error;
+  } finally {
+    await lines.return(undefined);
+  }
+}
+
+/**
+ * The first `count` entries of the transcript, repaired, read from its start and never past
+ * `end` (the earliest compaction read, whose `at` is `endAt`). Undefined when a compaction comes
+ * first or a line is invalid.
+ */
+async function readHead(
+  handle: StorageFileHandle,
+  path: string,
+  end: number,
+  endAt: number,
+  count: number,
+): Promise<TranscriptEntry[] | undefined> {
+  const head: TranscriptEntry[] = [];
+  let lead: TranscriptEntry | undefined;
+  let results: TranscriptEntry[] = [];
+  const close = (nextAt: number) => {
+    if (lead !== undefined) head.push(...repairGroup(lead, results, nextAt));
+    lead = undefined;
+    results = [];
+  };
+  for await (const line of iterateLines(handle, path, 0, end, BACKWARD_CHUNK)) {
+    let entry: TranscriptEntry;
+    try {
+      entry = parseTranscriptEntry(JSON.parse(decodeLine(line)));
+    } catch {
+      return undefined;
+    }
+    if (entry.message.role === 'tool') {
+      if (lead !== undefined) results.push(entry);
+      continue;
+    }
+    close(entry.at);
+    if (head.length >= count) return head;
+    if (compactionOf(entry) !== undefined) return undefined;
+    lead = entry;
+  }
+  close(endAt);
+  return head.length >= count ? head : undefined;
+}

@@ -12,11 +12,14 @@ export interface TranscriptStore {
    */
   load(options: { memberId: string }): Promise<TranscriptEntry[]>;
   /**
-   * Optional: what a member's context folds to, read without the history before its last
-   * compaction: the entries from the last compaction entry on, preceded by the first entries the
-   * compaction kept (its `head`). Folding it (`transcriptContext`) gives exactly what folding
-   * {@link load}'s result gives, and the ids of team messages it holds cover every message the
-   * member could still find pending. Repaired like `load`. Without it, the runtime calls `load`.
+   * Optional: what a member's context folds to, read without the history its compactions replaced:
+   * the context the last compaction applied to, entry by entry (an older summary among the
+   * messages it replaces is given without its `source`), then that compaction and every entry
+   * after it; without a compaction, what `load` returns. Folding it (`transcriptContext`) gives
+   * exactly what folding {@link load}'s result gives. The team-message ids it holds (its messages'
+   * and the last compaction's `deliveredIds`) cover every message the member could still find
+   * pending, given compactions that list held mail still pending (the runtime's do). Repaired
+   * like `load`. Without it, the runtime calls `load`.
    */
   loadContext?(options: { memberId: string }): Promise<TranscriptEntry[]>;
   /** Flushes and releases the store; later appends fail with `STORE_CLOSED`. Idempotent. */

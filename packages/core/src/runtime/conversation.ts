@@ -1,4 +1,4 @@
-import type { ChatMessage, TranscriptEntry } from '../chat.js';
+import { type ChatMessage, COMPACTION_DELIVERED_MAX, type TranscriptEntry } from '../chat.js';
 import type { Clock } from '../clock.js';
 import { contentText } from '../content.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
@@ -11,11 +11,38 @@ import {
 } from '../transcript-context.js';
 
 /**
+ * Reads what a member's conversation is rebuilt from: `loadContext` when the store has it (the
+ * context the last compaction applied to, the compaction and the entries after it: not the
+ * history before), `load` otherwise. Both fold (`transcriptContext`) to the same context.
+ */
+export function loadTranscript(
+  store: TranscriptStore,
+  memberId: string,
+): Promise<TranscriptEntry[]> {
+  return typeof store.loadContext === 'function'
+    ? store.loadContext({ memberId })
+    : store.load({ memberId });
+}
+
+/** Options of a {@link Conversation}. */
+export interface ConversationOptions {
+  /**
+   * The ids of the member's team messages still pending in the team log. A compaction lists,
+   * besides the team messages it replaces, those the transcript holds that are still pending, so
+   * a revival that reads the transcript from the last compaction on still recognises them.
+   */
+  pendingIds?: () => Iterable<string>;
+}
+
+/**
  * One member's conversation: the in-memory context the model is sent, kept equal to what its
  * durable transcript folds to (see `transcriptContext`: compactions applied). A message enters
- * memory only after the store made it durable, and the ids of every team message the transcript
- * ever held are indexed, those a compaction replaced included, so a message is never recorded
- * twice.
+ * memory only after the store made it durable, and the ids of the team messages the loaded
+ * entries hold are indexed, those their compactions replaced included, so a message is never
+ * recorded twice: a whole transcript (`load`) gives every id it ever held; a `loadContext` result
+ * (the context the last compaction applied to, that compaction, the entries after it) gives every
+ * id that can still be pending, since each compaction also lists the held messages still pending
+ * when it was written.
  */
 export class Conversation {
   private context: ChatMessage[];
@@ -31,6 +58,7 @@ export class Conversation {
     /** Called before every write; throws to refuse it (the service is disposed or broken). */
     private readonly guard: () => void,
     entries: readonly TranscriptEntry[] = [],
+    private readonly options: ConversationOptions = {},
   ) {
     for (const entry of entries) this.index(entry.message);
     this.context = transcriptContext(entries);
@@ -72,14 +100,50 @@ export class Conversation {
    * Records a compaction durably (one entry: written whole or not at all), then applies it to
    * memory exactly as loading the transcript will.
    */
-  async compact(summary: CompactionMessage): Promise<void> {
-    const next = applyCompaction(this.context, summary);
+  async compact(compaction: CompactionMessage): Promise<void> {
+    let next = applyCompaction(this.context, compaction);
+    const summary = this.withPendingIds(compaction, next);
+    if (summary !== compaction) next = applyCompaction(this.context, summary);
     await this.write([summary]);
     this.index(summary);
     this.context = next;
     this.sizes = next.map(messageBytes);
     this.total = 0;
     for (const size of this.sizes) this.total += size;
+  }
+
+  /**
+   * `compaction` listing also the team messages still pending that this conversation holds and
+   * `next` (the context after it) no longer shows: otherwise only an entry before the compaction
+   * would say they are held. At most `COMPACTION_DELIVERED_MAX` ids in all.
+   */
+  private withPendingIds(
+    compaction: CompactionMessage,
+    next: readonly ChatMessage[],
+  ): CompactionMessage {
+    const pending = this.options.pendingIds?.();
+    if (pending === undefined) return compaction;
+    const listed = new Set(compaction.source.deliveredIds);
+    for (const message of next) {
+      if (message.source?.kind === 'team-message') listed.add(message.source.messageId);
+    }
+    const carried: string[] = [];
+    let room = COMPACTION_DELIVERED_MAX - compaction.source.deliveredIds.length;
+    for (const id of pending) {
+      if (room <= 0) break;
+      if (!this.deliveredIds.has(id) || listed.has(id)) continue;
+      listed.add(id);
+      carried.push(id);
+      room--;
+    }
+    if (carried.length === 0) return compaction;
+    return {
+      ...compaction,
+      source: {
+        ...compaction.source,
+        deliveredIds: [...compaction.source.deliveredIds, ...carried],
+      },
+    };
   }
 
   /** The text of the last assistant message ('' when there is none). */

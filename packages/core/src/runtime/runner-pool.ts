@@ -19,7 +19,7 @@ import { createToolSet, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition, AgentRegistry } from './agents.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import type { ResolvedContextBudget } from './context-budget.js';
-import { conversationMessages, forkSeed } from './conversation.js';
+import { conversationMessages, forkSeed, loadTranscript } from './conversation.js';
 import type { Credentials } from './credentials.js';
 import { ExternalMembers, type ExternalPresenceOptions } from './external-members.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
@@ -546,8 +546,7 @@ export class RunnerPool implements RunnerHost {
       // An external member needs nothing prepared: its spawn had only its activation left.
       const external = this.external.isExternal(member);
       const isolated = !external && this.workspaces.isIsolated(member);
-      const entries =
-        isolated || external ? [] : await this.transcripts.load({ memberId: member.id });
+      const entries = isolated || external ? [] : await loadTranscript(this.transcripts, member.id);
       await this.pipeline.commit(
         member.name,
         () => {
@@ -578,7 +577,7 @@ export class RunnerPool implements RunnerHost {
   /** A fork's seed from the lead's stored conversation (its messages up to a settled step). */
   private async leadSeed(): Promise<ChatMessage[]> {
     const leadId = this.state.leadId as string;
-    const entries = await this.transcripts.load({ memberId: leadId });
+    const entries = await loadTranscript(this.transcripts, leadId);
     return forkSeed(conversationMessages(entries));
   }
 

@@ -9,7 +9,7 @@ import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
 import { isWriteFailure } from './commit-pipeline.js';
 import { ContextKeeper, resolveContextBudget } from './context-budget.js';
-import { Conversation } from './conversation.js';
+import { Conversation, loadTranscript } from './conversation.js';
 import type { CutTextHome } from './idle-notice.js';
 import {
   appendToTranscript,
@@ -139,13 +139,16 @@ export class AgentRunner {
   prepare(seed?: readonly ChatMessage[] | (() => Promise<readonly ChatMessage[]>)): Promise<void> {
     this.preparing ??= (async () => {
       this.place = await this.host.workspaces.placeOf(this.member);
-      const entries = await this.host.transcripts.load({ memberId: this.member.id });
+      const entries = await loadTranscript(this.host.transcripts, this.member.id);
       const conversation = new Conversation(
         this.member.id,
         this.host.transcripts,
         this.host.clock,
         () => this.host.guard(),
         entries,
+        {
+          pendingIds: () => this.host.state.pending(this.member.id).map((message) => message.id),
+        },
       );
       if (entries.length === 0 && seed !== undefined) {
         await conversation.append(typeof seed === 'function' ? await seed() : seed);

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TeamError } from '../errors.js';
-import type { TeamRecord } from '../records.js';
+import type { Member, Task, TeamRecord } from '../records.js';
 import { randomTeamRecords } from '../testing/random-team.js';
 import type { TeamStateSnapshot } from './index.js';
 import { TEAM_STATE_SNAPSHOT_VERSION, TeamState } from './index.js';
@@ -86,8 +86,8 @@ describe('team state snapshots', () => {
     );
     expect(refuse({ ...copy(), teamId: 'another-team' }).code).toBe('SNAPSHOT_INVALID');
     const cases: [string, (s: TeamStateSnapshot) => void][] = [
-      ['a member twice', (s) => s.members.push({ ...(s.members[1] as never), name: 'other' })],
-      ['a name twice', (s) => s.members.push({ ...(s.members[1] as never), id: 'other-id' })],
+      ['a member twice', (s) => s.members.push({ ...(s.members[1] as Member), name: 'other' })],
+      ['a name twice', (s) => s.members.push({ ...(s.members[1] as Member), id: 'other-id' })],
       ['tasks out of order', (s) => s.tasks.reverse()],
       ['a wrong next task number', (s) => (s.nextTaskNumber += 1)],
       [
@@ -105,10 +105,7 @@ describe('team state snapshots', () => {
         'a blocker cycle',
         (s) => {
           const live = s.tasks.filter((t) => t.status !== 'deleted');
-          const [a, b] = live as [
-            { id: string; blockedBy: string[] },
-            { id: string; blockedBy: string[] },
-          ];
+          const [a, b] = live as [Task, Task];
           a.blockedBy = [b.id];
           b.blockedBy = [a.id];
         },
