@@ -28,7 +28,10 @@ import { TeamServiceFacade } from './team-service.js';
 export interface OpenTeamOptions {
   /** The team id: the lead's session id. The lead's member id is the team id. */
   teamId: string;
-  /** The team's durable record log; read whole once on open. */
+  /**
+   * The team's durable record log, read once on open: from its newest valid snapshot when it
+   * offers `snapshots`, else whole.
+   */
   log: TeamLog;
   /** Where every member's conversation is kept. */
   transcripts: TranscriptStore;
@@ -119,7 +122,8 @@ export interface OpenTeamOptions {
 }
 
 /**
- * Opens (or creates) a team over the given ports. Reads the whole log once and folds it strictly,
+ * Opens (or creates) a team over the given ports. Restores the log's newest valid snapshot and
+ * folds the records after it strictly (without snapshots, the whole log),
  * creates the lead when the log is empty, settles members left `provisioning` by a crash (a
  * transcript with entries -> `active`, else `failed`), then revives lazily: only teammates with
  * pending wakeup mail, teammates owning `in_progress` tasks (a turn resuming the task) and, with

@@ -10,6 +10,23 @@ function canonical(state: TeamState): string {
   return JSON.stringify({ ...snapshot, delivered: snapshot.delivered.split('\n').sort() });
 }
 
+describe('the README example', () => {
+  it('restores a snapshot, folds the records after it, and gets the full fold', async () => {
+    const records = randomTeamRecords(TEAM_ID, 300, 11);
+    const teamId = TEAM_ID;
+    const log = createMemoryTeamLog({ teamId, records });
+    const state = TeamState.fromRecords(records.slice(0, 200), { teamId });
+    // as in the README:
+    const snapshot = state.snapshot();
+    const restored = TeamState.fromSnapshot(JSON.parse(JSON.stringify(snapshot)), { teamId });
+    for await (const record of log.read({ fromSeq: restored.lastSeq + 1 })) restored.apply(record);
+    expect(canonical(restored)).toBe(canonical(TeamState.fromRecords(records, { teamId })));
+    const loaded = await loadTeamState(log, { teamId });
+    expect(loaded).toMatchObject({ snapshotSeq: 0, rejected: 0 });
+    expect(canonical(loaded.state)).toBe(canonical(restored));
+  });
+});
+
 describe('snapshots written by a running team', () => {
   it('writes them in the background, each equal to the fold of the log up to its seq', async () => {
     const log = createMemoryTeamLog({ teamId: TEAM_ID, snapshots: { everyRecords: 5 } });
