@@ -1,9 +1,12 @@
 // The PostgreSQL crash test's checks: what must hold in the database after every fault, and after
-// the final drain. Reads the tables directly (never through a worker or the store under test) and
+// the final drain (snapshots included: each restored plus the records after it must equal the
+// strict fold). Reads the tables directly (never through a worker or the store under test) and
 // incrementally: each check reads only the rows added since the previous one, so a check after
 // kill 5000 costs what a check after kill 50 does. The final check adds full-table SQL scans.
 
+import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import { parseTranscriptEntry, TeamState } from '@teamwire/core';
 
 /** A double-quoted SQL identifier (schema names are generated, this is a second guard). */
@@ -78,7 +81,11 @@ export class TeamChecker {
     pending: 0,
     fenceTokens: 0,
     unfencedWrites: 0,
+    snapshots: 0,
   };
+
+  /** The newest snapshot checked. */
+  #snapshotSeq = 0;
 
   constructor({ pool, schema, teamId, ackFiles }) {
     this.#pool = pool;
@@ -88,6 +95,7 @@ export class TeamChecker {
       log: `${ident(schema)}.team_log`,
       transcript: `${ident(schema)}.transcript`,
       placements: `${ident(schema)}.placements`,
+      snapshots: `${ident(schema)}.team_snapshots`,
     };
   }
 
@@ -112,6 +120,7 @@ export class TeamChecker {
     const heldNow = await this.#readTranscripts(violations);
     await this.#readLog(violations);
     if (this.#broken) return violations;
+    await this.#checkSnapshots(violations);
 
     // 2. Transcripts hold only messages queued in the log for that very member.
     for (const { memberId, messageId, idx } of heldNow) {
@@ -332,6 +341,54 @@ export class TeamChecker {
     for (const held of this.#held.values()) messages += held.size;
     this.counts.transcriptMessages = messages;
     return found;
+  }
+
+  /**
+   * 5. Snapshots written since the last check (up to the seq folded): the envelope checks out, and
+   * the state restored from it plus the log's records after it equals the strict fold.
+   */
+  async #checkSnapshots(violations) {
+    const found = await this.#pool.query(
+      `SELECT seq::text AS seq, format_version, state, checksum, bytes::text AS bytes
+         FROM ${this.#t.snapshots} WHERE team_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
+      [this.#teamId, this.#snapshotSeq, this.#lastSeq],
+    );
+    for (const row of found.rows) {
+      const seq = Number(row.seq);
+      this.#snapshotSeq = seq;
+      this.counts.snapshots++;
+      const where = `the snapshot at seq ${seq}`;
+      if (createHash('sha256').update(row.state, 'utf8').digest('hex') !== row.checksum) {
+        violations.push(`${where} does not match its checksum`);
+        continue;
+      }
+      if (Buffer.byteLength(row.state, 'utf8') !== Number(row.bytes) || row.format_version !== 1) {
+        violations.push(`${where} records ${row.bytes} bytes of format ${row.format_version}`);
+        continue;
+      }
+      let restored;
+      try {
+        restored = TeamState.fromSnapshot(JSON.parse(row.state), { teamId: this.#teamId });
+        const tail = await this.#pool.query(
+          `SELECT record FROM ${this.#t.log} WHERE team_id = $1 AND seq > $2 AND seq <= $3
+            ORDER BY seq`,
+          [this.#teamId, seq, this.#lastSeq],
+        );
+        for (const { record } of tail.rows) restored.apply(JSON.parse(record));
+      } catch (error) {
+        violations.push(`${where} does not restore: ${describe(error)}`);
+        continue;
+      }
+      const view = (state) => ({
+        lastSeq: state.lastSeq,
+        members: state.members(),
+        tasks: state.allTasks(),
+        pending: state.pendingMail(),
+      });
+      if (!isDeepStrictEqual(view(restored), view(this.#state))) {
+        violations.push(`${where} plus the records after it differs from the strict fold`);
+      }
+    }
   }
 
   /** Log rows after the last seq folded: folds them strictly and checks fencing and tasks. */

@@ -13,7 +13,7 @@
 //
 //   node crash/run.mjs [--kills N] [--seed S] [--min-ms 20] [--max-ms 800] [--lease-ms 600]
 //                      [--workers 3] [--teammates 4] [--cut-every 3] [--pause-every 6]
-//                      [--kills-per-team 250] [--drain-ms 120000]
+//                      [--kills-per-team 250] [--drain-ms 120000] [--snapshot-every 50]
 //                      [--url postgres://...] [--keep] [--quiet]
 //
 // --kills (env CRASH_PG_KILLS, default 50): SIGKILLs to deal; cuts and pauses come on top.
@@ -27,6 +27,10 @@
 //   each ending with its own drain and final check, so that a worker's start (it reads the whole
 //   log) and a check cost the same at kill 5000 as at kill 50.
 // --drain-ms: how long the final drain of a team may take.
+// --snapshot-every N: the workers' stores write a snapshot of the team state every N records (0:
+//   none), so workers that restart open from a snapshot and the records after it. Every check
+//   compares each new snapshot plus the records after it with the strict fold of the whole log;
+//   after each team's final check, every member's loadContext must fold to what load folds to.
 // --url (env TEAMWIRE_PG_URL): the database, default postgres://postgres@127.0.0.1:5432/test.
 // --keep: keep the schema and the folder of ack files; both are kept anyway after a failure.
 // --quiet: do not echo the workers' stderr (runtime errors they report are still counted).
@@ -40,6 +44,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import { transcriptContext } from '@teamwire/core';
 import pg from 'pg';
 import { openPostgresTeamStore } from '../dist/index.js';
 import { TeamChecker } from './checks.mjs';
@@ -77,6 +83,7 @@ try {
     'kills-per-team': { type: 'string' },
     'pause-every': { type: 'string' },
     'drain-ms': { type: 'string' },
+    'snapshot-every': { type: 'string' },
     url: { type: 'string' },
     keep: { type: 'boolean' },
     quiet: { type: 'boolean' },
@@ -104,6 +111,7 @@ if (cutChance + pauseChance >= 1) {
 }
 const drainMs = integer('drain-ms', args['drain-ms'] ?? 120_000, 1);
 const perTeam = integer('kills-per-team', args['kills-per-team'] ?? 250, 1);
+const snapshotEvery = integer('snapshot-every', args['snapshot-every'] ?? 50, 0);
 const url = String(args.url ?? process.env.TEAMWIRE_PG_URL ?? DEFAULT_PG_URL);
 const keep = args.keep === true;
 const quiet = args.quiet === true;
@@ -111,7 +119,8 @@ const quiet = args.quiet === true;
 const replay =
   `node crash/run.mjs --kills ${kills} --seed ${seed} --min-ms ${minMs} --max-ms ${maxMs}` +
   ` --lease-ms ${leaseMs} --workers ${workerCount} --teammates ${teammates}` +
-  ` --cut-every ${cutEvery} --pause-every ${pauseEvery} --kills-per-team ${perTeam}`;
+  ` --cut-every ${cutEvery} --pause-every ${pauseEvery} --kills-per-team ${perTeam}` +
+  ` --snapshot-every ${snapshotEvery}`;
 
 const rng = createRng(seed);
 const started = Date.now();
@@ -218,6 +227,9 @@ console.log(
   `  transcripts: ${c.transcriptRows} rows, ${c.transcriptMessages} team messages, no message twice or split over appends; ${c.compactions} compactions`,
 );
 console.log(`  tasks: ${c.tasks}, revisions contiguous, never two owners`);
+console.log(
+  `  snapshots: ${c.snapshots} checked, each restored plus the records after it equal to the strict fold; ${c.contexts ?? 0} members' loadContext folded to what load folds to, from ${c.contextEntries ?? 0} of their ${c.transcriptEntries ?? 0} entries`,
+);
 const refused = [...refusals]
   .sort(([a], [b]) => a.localeCompare(b))
   .map(([code, n]) => `${code} x${n}`)
@@ -337,6 +349,7 @@ async function runTeam(number, killsHere) {
   await Promise.all(workers.map((w) => stopWorker(w)));
   where = `the final check of team ${number}`;
   const violations = [...takeProblems(), ...(await checker.final())];
+  violations.push(...(await checkContexts(teamId, checker)));
   totals.checks++;
   if (violations.length > 0) fail(where, violations);
   totals.teams++;
@@ -368,6 +381,8 @@ function startWorker(slot) {
     String(leaseMs),
     '--teammates',
     String(teammates),
+    '--snapshot-every',
+    String(snapshotEvery),
   ];
   const child = fork(WORKER, argv, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const w = {
@@ -440,6 +455,41 @@ function startWorker(slot) {
 }
 
 /** Waits until the current worker of every slot reported ready (each has its own timeout). */
+/**
+ * Every member's context as loadContext reads it (from its last compaction's context on) must
+ * fold to what its whole transcript folds to. Run once the team's workers stopped.
+ */
+async function checkContexts(id, teamChecker) {
+  const violations = [];
+  const store = await openPostgresTeamStore({
+    teamId: id,
+    connectionString: url,
+    schema,
+    processId: 'crash-driver',
+    runs: { lead: false, agentTypes: [] },
+    snapshots: false,
+  });
+  try {
+    for (const member of teamChecker.state?.members() ?? []) {
+      const entries = await store.transcripts.load({ memberId: member.id });
+      const context = await store.transcripts.loadContext({ memberId: member.id });
+      sums.contextEntries = (sums.contextEntries ?? 0) + context.length;
+      sums.transcriptEntries = (sums.transcriptEntries ?? 0) + entries.length;
+      const whole = transcriptContext(entries);
+      const loaded = transcriptContext(context);
+      if (!isDeepStrictEqual(loaded, whole)) {
+        violations.push(
+          `loadContext of ${member.name} folds to ${loaded.length} messages that differ from what load folds to (${whole.length})`,
+        );
+      }
+      sums.contexts = (sums.contexts ?? 0) + 1;
+    }
+  } finally {
+    await store.close();
+  }
+  return violations;
+}
+
 async function allReady() {
   for (;;) {
     const waiting = workers.filter((w) => !w.ready);

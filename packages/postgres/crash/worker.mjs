@@ -63,6 +63,7 @@ try {
     seed: { type: 'string' },
     'lease-ms': { type: 'string' },
     teammates: { type: 'string' },
+    'snapshot-every': { type: 'string' },
   });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
@@ -72,6 +73,7 @@ try {
 const teamId = String(args['team-id']);
 const processId = `${PROCESS_PREFIX}${args.slot}-${process.pid}`;
 const teammates = Number(args.teammates ?? 4);
+const snapshotEvery = Number(args['snapshot-every'] ?? 50);
 const rng = createRng(Number(args.seed ?? 1));
 
 function log(line) {
@@ -356,6 +358,8 @@ try {
     leaseMs: Number(args['lease-ms'] ?? 600),
     processId,
     reconnect: { initialDelayMs: 10, maxDelayMs: 250 },
+    // Small, so snapshots are written (and opened from) many times during a run.
+    snapshots: snapshotEvery === 0 ? false : { everyRecords: snapshotEvery },
   });
   team = await openTeam({
     teamId,

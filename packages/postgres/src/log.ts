@@ -18,6 +18,8 @@ import { checkAppendSize, checkId, PAGE_SIZE, toJsonText } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 import { query } from './retry.js';
 import type { Tables } from './schema.js';
+import type { SnapshotPolicy } from './snapshots.js';
+import { PostgresSnapshots } from './snapshots.js';
 
 /** What the log shares with the rest of the store. */
 export interface LogContext {
@@ -54,6 +56,8 @@ export class PostgresTeamLog implements TeamLog {
   readonly specificationVersion = 'v1' as const;
   readonly teamId: string;
   readonly shared: SharedTeamLog;
+  /** Snapshots of the folded state, unless the store was opened with `snapshots: false`. */
+  readonly snapshots: PostgresSnapshots | undefined;
   readonly #ctx: LogContext;
   readonly #stop = new AbortController();
   readonly #subscribers = new Set<(record: TeamRecord) => void>();
@@ -74,8 +78,12 @@ export class PostgresTeamLog implements TeamLog {
   #pumpAgain = false;
   #closing: Promise<void> | undefined;
 
-  constructor(ctx: LogContext, lastSeq: number) {
+  constructor(ctx: LogContext, lastSeq: number, snapshots: SnapshotPolicy | false = false) {
     this.#ctx = ctx;
+    this.snapshots =
+      snapshots === false
+        ? undefined
+        : new PostgresSnapshots({ ...ctx, stop: this.#stop.signal }, snapshots);
     this.teamId = ctx.teamId;
     this.#lastSeq = lastSeq;
     this.#ownedSeq = lastSeq;
@@ -163,6 +171,7 @@ export class PostgresTeamLog implements TeamLog {
         signal?.throwIfAborted();
         const record = this.#decode(row, next);
         if (record.seq > this.#lastSeq) this.#lastSeq = record.seq;
+        this.snapshots?.noteRecord(record.seq, row.record.length);
         next++;
         yield record;
       }
@@ -309,6 +318,9 @@ export class PostgresTeamLog implements TeamLog {
 
     if (last > this.#ownedSeq) this.#ownedSeq = last;
     if (last > this.#lastSeq) this.#lastSeq = last;
+    for (const [i, copy] of copies.entries()) {
+      this.snapshots?.noteRecord(copy.seq, texts[i]!.length);
+    }
     this.#ctx.doorbell.announce(last);
     await this.#publish(copies);
   }
@@ -398,6 +410,7 @@ export class PostgresTeamLog implements TeamLog {
             for (const row of rows) {
               const record = this.#decode(row, this.#delivered + 1);
               if (record.seq > this.#lastSeq) this.#lastSeq = record.seq;
+              this.snapshots?.noteRecord(record.seq, row.record.length);
               this.#emit(record);
             }
             if (rows.length < PAGE_SIZE || this.#subscribers.size === 0) break;

@@ -8,7 +8,7 @@ import { execute, quoteIdent, transaction } from './connection.js';
  * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
  * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** The SQL schema used when `schema` is not given. */
 export const DEFAULT_SCHEMA = 'teamwire';
@@ -36,6 +36,8 @@ export interface Tables {
   readonly processes: string;
   readonly placements: string;
   readonly tokens: string;
+  /** Snapshots of the folded team state (from schema version 2). */
+  readonly snapshots: string;
   /** The LISTEN/NOTIFY channel appends ring (unquoted; at most 63 bytes). */
   readonly channel: string;
 }
@@ -52,6 +54,7 @@ export function tablesOf(schema: string): Tables {
     processes: q('processes'),
     placements: q('placements'),
     tokens: q('placement_token'),
+    snapshots: q('team_snapshots'),
     // Channel names are identifiers (63 bytes at most); a long schema name is hashed to fit.
     channel:
       channel.length <= 63
@@ -116,7 +119,62 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
       `CREATE SEQUENCE ${t.tokens} AS bigint`,
     ],
   },
+  {
+    // Snapshots of the folded team state, and what finding a member's compactions needs.
+    version: 2,
+    statements: (t) => [
+      `CREATE TABLE ${t.snapshots} (
+        team_id        text        NOT NULL,
+        seq            bigint      NOT NULL CHECK (seq >= 1),
+        format_version integer     NOT NULL CHECK (format_version >= 1),
+        state          text        NOT NULL,
+        checksum       text        NOT NULL,
+        bytes          bigint      NOT NULL CHECK (bytes >= 0),
+        process_id     text,
+        created_at     timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (team_id, seq)
+      )`,
+      // The shape of each compaction entry (contextLength, head, replaced, retained, at); NULL for
+      // every other entry. Filled when the entry is appended.
+      `ALTER TABLE ${t.transcript} ADD COLUMN compaction jsonb`,
+      `CREATE INDEX transcript_compactions ON ${t.transcript} (team_id, member_id, idx)
+        WHERE compaction IS NOT NULL`,
+      // Entries a version-1 store wrote: found by text first, so only compaction entries are parsed;
+      // one that does not parse is left NULL (loading that transcript reports it as CORRUPT_LOG).
+      `DO $migrate$
+       DECLARE
+         r record;
+       BEGIN
+         FOR r IN SELECT team_id, member_id, idx, entry FROM ${t.transcript}
+                   WHERE entry LIKE '%"kind":"compaction"%'
+         LOOP
+           BEGIN
+             UPDATE ${t.transcript}
+                SET compaction = ${compactionShapeSql('r.entry::jsonb')}
+              WHERE team_id = r.team_id AND member_id = r.member_id AND idx = r.idx
+                AND r.entry::jsonb #>> '{message,source,kind}' = 'compaction';
+           EXCEPTION WHEN others THEN
+             NULL;
+           END;
+         END LOOP;
+       END
+       $migrate$`,
+    ],
+  },
 ];
+
+/**
+ * SQL building the `compaction` column's value from an entry's JSON: the same shape
+ * {@link compactionShape} gives when the entry is appended.
+ */
+function compactionShapeSql(entry: string): string {
+  return `jsonb_build_object(
+    'contextLength', ${entry} #> '{message,source,contextLength}',
+    'head', ${entry} #> '{message,source,head}',
+    'replaced', ${entry} #> '{message,source,replaced}',
+    'retained', ${entry} #> '{message,source,retained}',
+    'at', ${entry} -> 'at')`;
+}
 
 /** A 64-bit advisory lock key for migrating `schema`, the same in every process. */
 function migrationLockKey(schema: string): string {

@@ -8,6 +8,9 @@ import { adminPool, describePg, PG_URL, Scratch } from './test-support.js';
 
 const TEAM = '01JTEAMSTORE00000000000000';
 
+/** The rows of `schema_version` after migrating a new schema: one per migration. */
+const allVersions = () => Array.from({ length: SCHEMA_VERSION }, (_, i) => ({ version: i + 1 }));
+
 async function refused(options: OpenPostgresTeamStoreOptions): Promise<TeamError> {
   try {
     const store = await openPostgresTeamStore(options);
@@ -37,6 +40,14 @@ describe('openPostgresTeamStore options', () => {
     [
       'a reconnect delay of 0',
       { teamId: TEAM, connectionString: url, reconnect: { initialDelayMs: 0 } },
+    ],
+    [
+      'a snapshot policy of 0 records',
+      { teamId: TEAM, connectionString: url, snapshots: { everyRecords: 0 } },
+    ],
+    [
+      'a snapshot policy that is not an object',
+      { teamId: TEAM, connectionString: url, snapshots: true },
     ],
     [
       'a max delay below the initial one',
@@ -98,7 +109,9 @@ describePg('schema and migrations', () => {
         'processes',
         'schema_version',
         'team_log',
+        'team_snapshots',
         'transcript',
+        'transcript_compactions',
       ]),
     );
     await first.log.append({ records: [conformanceRecord(TEAM, 1)] });
@@ -106,8 +119,10 @@ describePg('schema and migrations', () => {
     const again = await scratch.open(TEAM);
     expect(again.migrated).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
     expect(again.log.lastSeq()).toBe(1);
-    const versions = await scratch.sql(`SELECT version FROM "${scratch.schema}".schema_version`);
-    expect(versions.rows).toEqual([{ version: SCHEMA_VERSION }]);
+    const versions = await scratch.sql(
+      `SELECT version FROM "${scratch.schema}".schema_version ORDER BY version`,
+    );
+    expect(versions.rows).toEqual(allVersions());
   });
 
   it('lets many processes open a new database at once', async () => {
@@ -116,8 +131,10 @@ describePg('schema and migrations', () => {
       Array.from({ length: 4 }, (_, i) => scratch.open(`${TEAM}-${i}`, { pool: scratch.pool() })),
     );
     expect(stores.filter((store) => store.migrated.from === 0)).toHaveLength(1);
-    const versions = await scratch.sql(`SELECT version FROM "${scratch.schema}".schema_version`);
-    expect(versions.rows).toEqual([{ version: SCHEMA_VERSION }]);
+    const versions = await scratch.sql(
+      `SELECT version FROM "${scratch.schema}".schema_version ORDER BY version`,
+    );
+    expect(versions.rows).toEqual(allVersions());
   });
 
   it('refuses a schema of a newer version without changing anything', async () => {
@@ -136,7 +153,7 @@ describePg('schema and migrations', () => {
     const versions = await scratch.sql(
       `SELECT version FROM "${scratch.schema}".schema_version ORDER BY version`,
     );
-    expect(versions.rows).toEqual([{ version: SCHEMA_VERSION }, { version: newer }]);
+    expect(versions.rows).toEqual([...allVersions(), { version: newer }]);
   });
 
   it('uses a caller-owned pool without ending it', async () => {

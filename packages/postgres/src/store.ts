@@ -12,6 +12,8 @@ import type { PlacementRuns, ResolvedRuns } from './placement.js';
 import { PostgresPlacement } from './placement.js';
 import type { MigrationOutcome } from './schema.js';
 import { checkSchemaName, DEFAULT_SCHEMA, migrate, tablesOf } from './schema.js';
+import type { SnapshotOptions, SnapshotPolicy, SnapshotReport } from './snapshots.js';
+import { resolveSnapshotPolicy } from './snapshots.js';
 import { PostgresTranscriptStore } from './transcripts.js';
 
 /** How to open a team in PostgreSQL. */
@@ -52,6 +54,12 @@ export interface OpenPostgresTeamStoreOptions {
   pollMs?: number | undefined;
   /** Backoff between attempts while the database cannot be reached. Default 50 ms doubling to 2 s. */
   reconnect?: ReconnectOptions | undefined;
+  /**
+   * When snapshots of the team state are written (`log.snapshots`), so a process opening the team
+   * reads the newest one and the records after it rather than the whole log; `false` turns them
+   * off (nothing is read or written). Default `{ everyRecords: 4096, everyBytes: 4 MiB, keep: 2 }`.
+   */
+  snapshots?: SnapshotOptions | false | undefined;
 }
 
 /** An open team in PostgreSQL: its shared log, its transcripts and this process's placement. */
@@ -70,6 +78,11 @@ export interface PostgresTeamStore {
   readonly transcripts: TranscriptStore;
   /** Which members this process runs: the same object as `log.shared.placement`. */
   readonly placement: MemberPlacement;
+  /**
+   * What the snapshots did in this process: those skipped (a bad checksum, size or version) or
+   * rejected as invalid when the team opened, and those written. `undefined` with `snapshots: false`.
+   */
+  readonly snapshots: SnapshotReport | undefined;
   /**
    * Closes the log and transcripts (queued appends get their attempt), hands this process's
    * members back, stops listening and ends the pool if the store created it. Idempotent.
@@ -171,7 +184,7 @@ export async function openPostgresTeamStore(
     });
     const context = { pool, tables, teamId, processId, policy: settings.reconnect, placement };
     const bell = doorbell as Doorbell;
-    const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq);
+    const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq, settings.snapshots);
     const transcripts = new PostgresTranscriptStore(context);
     let closing: Promise<void> | undefined;
     return {
@@ -182,6 +195,9 @@ export async function openPostgresTeamStore(
       log,
       transcripts,
       placement,
+      get snapshots() {
+        return log.snapshots?.report;
+      },
       close() {
         closing ??= (async () => {
           const results = await Promise.allSettled([log.close(), transcripts.close()]);
@@ -244,6 +260,7 @@ interface Settings {
   leaseMs: number;
   pollMs: number;
   reconnect: RetryPolicy;
+  snapshots: SnapshotPolicy | false;
 }
 
 function invalid(message: string, details?: Record<string, unknown>): TeamError {
@@ -318,5 +335,6 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
     leaseMs,
     pollMs,
     reconnect: { initialDelayMs, maxDelayMs },
+    snapshots: resolveSnapshotPolicy(options.snapshots),
   };
 }

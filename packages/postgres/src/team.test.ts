@@ -15,7 +15,7 @@ import {
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { PlacementRuns } from './placement.js';
-import type { PostgresTeamStore } from './store.js';
+import type { OpenPostgresTeamStoreOptions, PostgresTeamStore } from './store.js';
 import { describePg, eventually, Scratch } from './test-support.js';
 
 /*
@@ -60,8 +60,9 @@ describePg('one team in several processes on PostgreSQL', () => {
     runs: PlacementRuns,
     scripts: Record<string, AgentScript>,
     sink?: (agent: string, event: AgentEvent) => void,
+    options: Partial<OpenPostgresTeamStoreOptions> = {},
   ): Promise<Proc> {
-    const store = await scratch.open(TEAM, { runs, leaseMs: 2000 });
+    const store = await scratch.open(TEAM, { runs, leaseMs: 2000, ...options });
     const model = createScriptedModel({ scripts });
     const events: Proc['events'] = [];
     const service = await openTeam({
@@ -207,5 +208,36 @@ describePg('one team in several processes on PostgreSQL', () => {
     expect(observer.events.some((e) => e.event.type === 'turn.start')).toBe(false);
     hub.close();
     await reading;
+  });
+  it('writes snapshots as the team works; a joining process opens from the newest and the records after it', async () => {
+    const scripts = { lead: () => ({ text: 'Noted.' }) };
+    const snapshots = { everyRecords: 10, everyBytes: 1_000_000 };
+    const a = await open({ lead: true, agentTypes: [] }, scripts, undefined, { snapshots });
+    for (let i = 0; i < 40; i++) {
+      await a.service.createTask(a.service.lead, { subject: `task ${i}`, description: 'work' });
+    }
+    const table = `"${scratch.schema}".team_snapshots`;
+    const newest = async () =>
+      Number(
+        (await scratch.sql<{ seq: string | null }>(`SELECT max(seq) AS seq FROM ${table}`)).rows[0]!
+          .seq ?? 0,
+      );
+    await eventually(async () => (await newest()) >= 30, 'a snapshot of the recent state');
+    expect(a.store.snapshots!.written).toBeGreaterThanOrEqual(2);
+    const rows = await scratch.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+    expect(rows.rows[0]!.n).toBe(2);
+    const full = foldTeam(await records(), { teamId: TEAM });
+    // The history under the newest snapshot is gone: opening must not need it.
+    const at = await newest();
+    await scratch.sql(`DELETE FROM "${scratch.schema}".team_log WHERE seq <= $1`, [at]);
+    const b = await open({ lead: false }, scripts, undefined, { snapshots });
+    expect(b.store.snapshots).toMatchObject({ newestSeq: at, skipped: 0, rejected: 0 });
+    const tasks = (proc: Proc) => proc.service.listTasks(proc.service.lead, { limit: 100 }).tasks;
+    expect(tasks(b)).toEqual(tasks(a));
+    expect(tasks(b)).toHaveLength(40);
+    expect(full.tasks).toHaveLength(40);
+    // and it keeps up with what the first process does next
+    await a.service.createTask(a.service.lead, { subject: 'one more', description: 'work' });
+    await eventually(() => tasks(b).length === 41, 'the new task in the joining process');
   });
 });

@@ -35,6 +35,21 @@ interface EntryRow {
   entry: string;
   messageId: string | null;
   messagePart: number | null;
+  /** For a compaction entry, its {@link CompactionShape} as JSON. */
+  compaction: string | null;
+}
+
+/**
+ * The `compaction` column of a compaction entry: what placing the compaction in the context
+ * takes, without reading the (possibly large) entry.
+ */
+interface CompactionShape {
+  contextLength: number;
+  head: number;
+  replaced: number;
+  retained: number[];
+  /** The entry's `at`: repairing the entries before it closes their tool calls with it. */
+  at: number;
 }
 
 /**
@@ -89,37 +104,107 @@ export class PostgresTranscriptStore implements TranscriptStore {
   async load({ memberId }: { memberId: string }): Promise<TranscriptEntry[]> {
     if (this.#closing) throw closedError('the transcript store');
     checkId('memberId', memberId);
-    const { pool, tables: t, teamId, policy } = this.#ctx;
-    const entries: TranscriptEntry[] = [];
-    let after = 0;
-    for (;;) {
-      const page = await query<{ idx: string; entry: string }>(
-        pool,
-        `SELECT idx, entry FROM ${t.transcript}
-          WHERE team_id = $1 AND member_id = $2 AND idx > $3 ORDER BY idx LIMIT ${PAGE_SIZE}`,
-        [teamId, memberId, after],
-        {
-          policy,
-          stop: this.#stop.signal,
-          stopped: () => closedError('the transcript store'),
-          action: `loading the transcript of ${memberId}`,
-        },
-      );
-      for (const row of page.rows) {
-        after = Number(row.idx);
-        try {
-          entries.push(parseTranscriptEntry(JSON.parse(row.entry)));
-        } catch (error) {
-          throw corruptRow(
-            `transcript row ${after} of member ${memberId} (team ${teamId})`,
-            { table: 'transcript', teamId, memberId, idx: after },
-            error,
-          );
+    return repairTranscript(await this.#rows(memberId, 0, undefined));
+  }
+
+  /**
+   * What the member's context folds to, read without the history its compactions replaced. The
+   * `compaction` column (filled at append, indexed for compaction entries only) gives the shape of
+   * every compaction; from it alone follows which stored entries make up the context the last
+   * compaction applied to. Those are read (each run between two compactions that holds one of
+   * them whole, as repairing needs, except a run of which only the start is needed, such as the
+   * head: it is read as far as that), then the last compaction and every entry after it. The result: that context's entries, the
+   * last compaction, the entries after it. Folded with `transcriptContext` it gives exactly what
+   * `load` folds to; an older summary among the messages the last compaction replaced is given
+   * without its `source` (it is replaced either way). Entries the context never holds again are
+   * not read, so a corrupt one is not reported here (`load` reports it). A transcript whose
+   * compactions do not fit together is loaded whole.
+   */
+  async loadContext({ memberId }: { memberId: string }): Promise<TranscriptEntry[]> {
+    if (this.#closing) throw closedError('the transcript store');
+    checkId('memberId', memberId);
+    const { tables: t, teamId } = this.#ctx;
+    const found = await this.#query<{ idx: string; compaction: string }>(
+      `SELECT idx::text AS idx, compaction::text AS compaction FROM ${t.transcript}
+        WHERE team_id = $1 AND member_id = $2 AND compaction IS NOT NULL
+        ORDER BY ${t.transcript}.idx`,
+      [teamId, memberId],
+      `finding the compactions of ${memberId}`,
+    );
+    const compactions: StoredCompaction[] = [];
+    for (const row of found.rows) {
+      const shape = parseShape(row.compaction);
+      if (shape === undefined) return this.load({ memberId });
+      compactions.push({ idx: Number(row.idx), ...shape });
+    }
+    if (compactions.length === 0) return this.load({ memberId });
+    const plan = planContext(compactions);
+    if (plan === undefined) return this.load({ memberId });
+    const last = compactions.length - 1;
+
+    // The runs of entries the context holds, each repaired as `load` repairs it in place: a run
+    // ends at a compaction (a prompt), which closes the run's open tool calls with its `at`.
+    const runs = new Map<number, TranscriptEntry[]>();
+    for (const [gap, needed] of plan.gaps) {
+      const from = gap === 0 ? 0 : compactions[gap - 1]!.idx;
+      const until = compactions[gap]!;
+      let run: TranscriptEntry[] | undefined;
+      if (needed < plan.gapLengths[gap]!) {
+        // Only its start (the head): read until the first `needed` entries are final, that is,
+        // followed by an entry that is not a tool result (repairing what follows cannot move them).
+        const size = Math.min(PAGE_SIZE, Math.max(32, 2 * needed));
+        const raw: TranscriptEntry[] = [];
+        for (let after = from; ; ) {
+          const page = await this.#page(memberId, after, until.idx, size);
+          raw.push(...page.entries);
+          after = page.last;
+          const repaired = repairTranscript([...raw]);
+          const final = repaired.findLastIndex((entry) => entry.message.role !== 'tool') + 1;
+          if (final >= needed) {
+            run = repaired.slice(0, needed);
+            break;
+          }
+          if (page.entries.length < size) break;
+        }
+        if (run?.some((entry) => entry.message.source?.kind === 'compaction')) {
+          return this.load({ memberId });
         }
       }
-      if (page.rows.length < PAGE_SIZE) break;
+      if (run === undefined) {
+        const raw = await this.#rows(memberId, from, until.idx);
+        if (raw.some((entry) => entry.message.source?.kind === 'compaction')) {
+          return this.load({ memberId });
+        }
+        const closing: TranscriptEntry = {
+          schemaVersion: 1,
+          at: until.at,
+          message: { role: 'user', content: [] },
+        };
+        run = repairTranscript([...raw, closing]).slice(0, -1);
+        if (run.length !== plan.gapLengths[gap]) return this.load({ memberId });
+      }
+      runs.set(gap, run);
     }
-    return repairTranscript(entries);
+    const summaries = new Map<number, TranscriptEntry>();
+    for (const index of plan.summaries) {
+      const idx = compactions[index]!.idx;
+      const [entry] = await this.#rows(memberId, idx - 1, idx + 1);
+      if (entry === undefined || !sameShape(entry, compactions[index]!)) {
+        return this.load({ memberId });
+      }
+      summaries.set(index, entry);
+    }
+    const tail = await this.#rows(memberId, compactions[last]!.idx - 1, undefined);
+    if (tail[0] === undefined || !sameShape(tail[0], compactions[last]!)) {
+      return this.load({ memberId });
+    }
+    const context = plan.before.map((slot): TranscriptEntry => {
+      if (slot.kind === 'entry') return runs.get(slot.gap)![slot.offset]!;
+      const summary = summaries.get(slot.index)!;
+      const { source: _replaced, ...message } = summary.message;
+      return { ...summary, message: message as TranscriptEntry['message'] };
+    });
+    return [...context, ...repairTranscript(tail)];
   }
 
   close(): Promise<void> {
@@ -128,6 +213,67 @@ export class PostgresTranscriptStore implements TranscriptStore {
       await Promise.all(this.#queues.values());
     })();
     return this.#closing;
+  }
+
+  /** The member's entries with `after < idx < before` (no upper bound without `before`), validated. */
+  async #rows(
+    memberId: string,
+    after: number,
+    before: number | undefined,
+  ): Promise<TranscriptEntry[]> {
+    const entries: TranscriptEntry[] = [];
+    for (let from = after; ; ) {
+      const page = await this.#page(memberId, from, before, PAGE_SIZE);
+      entries.push(...page.entries);
+      if (page.entries.length < PAGE_SIZE) return entries;
+      from = page.last;
+    }
+  }
+
+  /** Up to `size` entries with `after < idx < before`, validated, and the idx of the last. */
+  async #page(
+    memberId: string,
+    after: number,
+    before: number | undefined,
+    size: number,
+  ): Promise<{ entries: TranscriptEntry[]; last: number }> {
+    const { tables: t, teamId } = this.#ctx;
+    const page = await this.#query<{ idx: string; entry: string }>(
+      `SELECT idx, entry FROM ${t.transcript}
+        WHERE team_id = $1 AND member_id = $2 AND idx > $3 AND ($4::bigint IS NULL OR idx < $4)
+        ORDER BY idx LIMIT $5`,
+      [teamId, memberId, after, before ?? null, size],
+      `loading the transcript of ${memberId}`,
+    );
+    const entries: TranscriptEntry[] = [];
+    let last = after;
+    for (const row of page.rows) {
+      last = Number(row.idx);
+      try {
+        entries.push(parseTranscriptEntry(JSON.parse(row.entry)));
+      } catch (error) {
+        throw corruptRow(
+          `transcript row ${last} of member ${memberId} (team ${teamId})`,
+          { table: 'transcript', teamId, memberId, idx: last },
+          error,
+        );
+      }
+    }
+    return { entries, last };
+  }
+
+  #query<R extends pg.QueryResultRow>(
+    text: string,
+    values: (string | number | null)[],
+    action: string,
+  ): Promise<pg.QueryResult<R>> {
+    const { pool, policy } = this.#ctx;
+    return query<R>(pool, text, values, {
+      policy,
+      stop: this.#stop.signal,
+      stopped: () => closedError('the transcript store'),
+      action,
+    });
   }
 
   /** Writes one append: fence check, next idx and rows in one statement. */
@@ -147,10 +293,12 @@ export class PostgresTranscriptStore implements TranscriptStore {
          WHERE team_id = $1 AND member_id = $2
       ), ins AS (
         INSERT INTO ${t.transcript}
-               (team_id, member_id, idx, entry, message_id, message_part, process_id, fence, batch_id)
-        SELECT $1, $2, base.last + u.ord, u.entry, u.message_id, u.message_part, $7, $8, $6
-          FROM base, unnest($3::text[], $4::text[], $5::int[])
-                     WITH ORDINALITY AS u(entry, message_id, message_part, ord)
+               (team_id, member_id, idx, entry, message_id, message_part, process_id, fence, batch_id,
+                compaction)
+        SELECT $1, $2, base.last + u.ord, u.entry, u.message_id, u.message_part, $7, $8, $6,
+               u.compaction::jsonb
+          FROM base, unnest($3::text[], $4::text[], $5::int[], $9::text[])
+                     WITH ORDINALITY AS u(entry, message_id, message_part, compaction, ord)
          WHERE ($8::bigint IS NULL OR EXISTS (SELECT 1 FROM fence))
         RETURNING idx
       )
@@ -165,6 +313,7 @@ export class PostgresTranscriptStore implements TranscriptStore {
       batchId,
       processId,
       token,
+      rows.map((row) => row.compaction),
     ];
     const messageIds = [
       ...new Set(rows.flatMap((row) => (row.messageId === null ? [] : [row.messageId]))),
@@ -258,7 +407,23 @@ function toRows(entries: readonly TranscriptEntry[]): EntryRow[] {
       messagePart = parts.get(messageId) ?? 0;
       parts.set(messageId, messagePart + 1);
     }
-    return { entry: toJsonText(copy, `transcript entry ${i}`), messageId, messagePart };
+    let compaction: string | null = null;
+    if (source?.kind === 'compaction') {
+      const shape: CompactionShape = {
+        contextLength: source.contextLength,
+        head: source.head,
+        replaced: source.replaced,
+        retained: source.retained,
+        at: copy.at,
+      };
+      compaction = JSON.stringify(shape);
+    }
+    return {
+      entry: toJsonText(copy, `transcript entry ${i}`),
+      messageId,
+      messagePart,
+      compaction,
+    };
   });
 }
 
@@ -274,4 +439,111 @@ function interrupted(memberId: string, maybeSent: boolean): TeamError {
         `the transcript store was closed while PostgreSQL could not be reached; the append to ${memberId}'s transcript was not written`,
         { details: { memberId, outcome: 'not-written' } },
       );
+}
+
+/** A compaction entry's place in the transcript and its shape. */
+interface StoredCompaction extends CompactionShape {
+  idx: number;
+}
+
+/**
+ * Where a message of a context comes from: entry `offset` of the repaired run of entries before
+ * compaction `gap` (run 0 starts the transcript), or the summary of compaction `index`.
+ */
+type Slot =
+  | { readonly kind: 'entry'; readonly gap: number; readonly offset: number }
+  | { readonly kind: 'summary'; readonly index: number };
+
+/** What {@link PostgresTranscriptStore.loadContext} reads. */
+interface ContextPlan {
+  /** The context the last compaction applies to, slot by slot. */
+  before: Slot[];
+  /** Runs the context holds entries of, each with how many of its first entries it needs. */
+  gaps: Map<number, number>;
+  /** How many entries each run holds once repaired (the compactions say so). */
+  gapLengths: number[];
+  /** Older summaries among the messages the last compaction replaces. */
+  summaries: number[];
+}
+
+/**
+ * Follows the compactions' shapes from the start: the context before compaction `j` is the one
+ * after compaction `j - 1` plus the run between them, which therefore holds `contextLength` minus
+ * that many entries. Undefined when the shapes do not fit together, or when a message the last
+ * compaction keeps is an older summary: such a transcript is loaded whole.
+ */
+function planContext(compactions: readonly StoredCompaction[]): ContextPlan | undefined {
+  let context: Slot[] = [];
+  const gapLengths: number[] = [];
+  let before: Slot[] = [];
+  for (const [index, compaction] of compactions.entries()) {
+    const { contextLength, head, replaced, retained } = compaction;
+    const run = contextLength - context.length;
+    if (run < 0) return undefined;
+    gapLengths.push(run);
+    for (let offset = 0; offset < run; offset++)
+      context.push({ kind: 'entry', gap: index, offset });
+    if (head + replaced > contextLength) return undefined;
+    let previous = -1;
+    for (const offset of retained) {
+      if (offset <= previous || offset >= replaced) return undefined;
+      previous = offset;
+    }
+    before = context;
+    context = [
+      ...context.slice(0, head),
+      { kind: 'summary', index },
+      ...retained.map((offset) => context[head + offset] as Slot),
+      ...context.slice(head + replaced),
+    ];
+  }
+  const last = compactions.at(-1)!;
+  const kept = new Set(last.retained.map((offset) => last.head + offset));
+  const gaps = new Map<number, number>();
+  const summaries: number[] = [];
+  for (const [position, slot] of before.entries()) {
+    if (slot.kind === 'entry') {
+      gaps.set(slot.gap, Math.max(gaps.get(slot.gap) ?? 0, slot.offset + 1));
+      continue;
+    }
+    const replaced =
+      position >= last.head && position < last.head + last.replaced && !kept.has(position);
+    if (!replaced) return undefined;
+    summaries.push(slot.index);
+  }
+  return { before, gaps, gapLengths, summaries };
+}
+
+function parseShape(text: string): CompactionShape | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<CompactionShape>;
+    const count = (n: unknown, min: number) => Number.isSafeInteger(n) && (n as number) >= min;
+    if (
+      !count(value.contextLength, 1) ||
+      !count(value.head, 0) ||
+      !count(value.replaced, 1) ||
+      !Array.isArray(value.retained) ||
+      !value.retained.every((offset) => count(offset, 0)) ||
+      typeof value.at !== 'number'
+    ) {
+      return undefined;
+    }
+    return value as CompactionShape;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `entry` is the compaction `shape` describes. */
+function sameShape(entry: TranscriptEntry, shape: CompactionShape): boolean {
+  const source = entry.message.source;
+  return (
+    source?.kind === 'compaction' &&
+    source.contextLength === shape.contextLength &&
+    source.head === shape.head &&
+    source.replaced === shape.replaced &&
+    entry.at === shape.at &&
+    source.retained.length === shape.retained.length &&
+    source.retained.every((offset, i) => offset === shape.retained[i])
+  );
 }
