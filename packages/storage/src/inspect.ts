@@ -206,7 +206,12 @@ export async function readTeamState(
     for (const seq of await listSnapshotSeqs(fs, snapshotDir)) {
       if (seq < firstSeq - 1) break;
       try {
-        const file = await readSnapshotHeader(fs, join(snapshotDir, snapshotFileName(seq)), teamId, seq);
+        const file = await readSnapshotHeader(
+          fs,
+          join(snapshotDir, snapshotFileName(seq)),
+          teamId,
+          seq,
+        );
         state = TeamState.fromSnapshot(await readSnapshotState(fs, file), { teamId });
         break;
       } catch (error) {

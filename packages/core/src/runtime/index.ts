@@ -27,8 +27,6 @@ export type { ExternalPresenceOptions } from './external-members.js';
 export { entriesText, INBOX_PAGE_MAX } from './external-members.js';
 export type { OpenTeamOptions } from './open-team.js';
 export { openTeam } from './open-team.js';
-export type { LoadedState } from './snapshots.js';
-export { loadTeamState } from './snapshots.js';
 export type {
   AckInboxResult,
   AgentRef,
@@ -50,6 +48,8 @@ export type {
   WaitForChangeInput,
   WaitForChangeResult,
 } from './service-types.js';
+export type { LoadedState } from './snapshots.js';
+export { loadTeamState } from './snapshots.js';
 export {
   createLeadTools,
   createTeamTools,
