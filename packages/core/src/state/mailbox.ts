@@ -1,7 +1,7 @@
 import { MESSAGE_SUMMARY_MAX } from '../limits.js';
 import type { MessageKind, QueuedMessage } from '../records.js';
 import { checkTextLimit } from './input-limits.js';
-import type { Problem } from './problem.js';
+import { invariant, type Problem } from './problem.js';
 
 /** Checks a message's optional summary: up to {@link MESSAGE_SUMMARY_MAX} characters (`INVALID_ARGUMENT`). */
 export function checkMessageSummary(summary: unknown): void {
@@ -31,7 +31,15 @@ const EMPTY: readonly QueuedMessage[] = Object.freeze([]);
  * runner that polls `pending()` at every step boundary pays nothing for an unchanged inbox.
  */
 export class Mailbox {
+  /** Ids queued since the state was restored (or ever, for a fold), delivered or not. */
   private readonly queued = new Set<string>();
+  /**
+   * Ids delivered before the snapshot the state was restored from, sorted: a history-sized list
+   * kept as an array (searched by halves) rather than hashed into the set, so a restore costs a
+   * split of one string, not a hash per id. Merged with the delivered ids of `queued` by
+   * {@link deliveredIds}.
+   */
+  private historic: readonly string[] = [];
   private readonly all = new Map<string, QueuedMessage>();
   private readonly inboxes = new Map<string, Inbox>();
   /** Queue position of every pending message, so an undone delivery goes back in its place. */
@@ -40,7 +48,7 @@ export class Mailbox {
 
   /** True for any id ever queued, delivered or not. */
   wasQueued(id: string): boolean {
-    return this.queued.has(id);
+    return this.queued.has(id) || sortedHas(this.historic, id);
   }
 
   /** The pending message with that id, if it is still pending. */
@@ -50,7 +58,7 @@ export class Mailbox {
 
   /** A message id is queued once (`MESSAGE_STATE`). */
   checkNew(id: string): Problem | undefined {
-    if (!this.queued.has(id)) return undefined;
+    if (!this.wasQueued(id)) return undefined;
     return {
       code: 'MESSAGE_STATE',
       message: `message ${id} cannot be queued twice: it was already queued`,
@@ -67,7 +75,7 @@ export class Mailbox {
     if (message === undefined) {
       return {
         code: 'MESSAGE_STATE',
-        message: this.queued.has(id)
+        message: this.wasQueued(id)
           ? `message ${id} cannot be delivered twice: it was already delivered`
           : `message ${id} cannot be delivered before it was queued`,
         details: { messageId: id },
@@ -104,23 +112,31 @@ export class Mailbox {
     return [...this.all.values()];
   }
 
-  /** Ids of the messages queued and since delivered, in no particular order. */
-  deliveredIds(): string[] {
-    const out: string[] = [];
-    for (const id of this.queued) if (!this.all.has(id)) out.push(id);
-    return out;
+  /**
+   * Ids of the messages queued and since delivered, sorted (code unit order). Folds them into the
+   * sorted history as it goes, so the next call sorts only what was delivered after this one.
+   */
+  deliveredIds(): readonly string[] {
+    const recent: string[] = [];
+    for (const id of this.queued) if (!this.all.has(id)) recent.push(id);
+    if (recent.length === 0) return this.historic;
+    recent.sort(compareIds);
+    this.historic = mergeSorted(this.historic, recent);
+    for (const id of recent) this.queued.delete(id);
+    return this.historic;
   }
 
   /**
    * Fills an empty mailbox from a snapshot: `pending` in queue order, `delivered` the ids of the
-   * messages delivered before it. Every id is queued once.
+   * messages delivered before it, sorted without repeats. Every id is queued once.
    */
   restore(pending: readonly QueuedMessage[], delivered: readonly string[]): Problem | undefined {
-    for (const id of delivered) {
-      if (this.queued.has(id))
-        return { code: 'LOG_INVARIANT', message: `message ${id} appears twice` };
-      this.queued.add(id);
+    for (let i = 1; i < delivered.length; i++) {
+      if (compareIds(delivered[i - 1] as string, delivered[i] as string) >= 0) {
+        return invariant(`delivered message ids are not sorted without repeats at ${delivered[i]}`);
+      }
     }
+    this.historic = delivered;
     for (const message of pending) {
       const again = this.checkNew(message.id);
       if (again !== undefined) return again;
@@ -206,4 +222,37 @@ export class Mailbox {
     map.clear();
     for (const [id, message] of entries) map.set(id, message);
   }
+}
+
+/** Code unit order, as `Array.prototype.sort` without a comparator uses. */
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Whether the sorted `ids` hold `id` (binary search). */
+function sortedHas(ids: readonly string[], id: string): boolean {
+  let low = 0;
+  let high = ids.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const at = ids[mid] as string;
+    if (at === id) return true;
+    if (at < id) low = mid + 1;
+    else high = mid - 1;
+  }
+  return false;
+}
+
+/** The merge of two sorted lists without common elements. */
+function mergeSorted(a: readonly string[], b: readonly string[]): string[] {
+  const out: string[] = new Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) {
+    out[k++] = (a[i] as string) < (b[j] as string) ? (a[i++] as string) : (b[j++] as string);
+  }
+  while (i < a.length) out[k++] = a[i++] as string;
+  while (j < b.length) out[k++] = b[j++] as string;
+  return out;
 }

@@ -111,7 +111,17 @@ describe('team state snapshots', () => {
         },
       ],
       ['mail from nobody', (s) => ((s.pending[0] as { senderId: string }).senderId = 'nobody')],
-      ['mail both pending and delivered', (s) => (s.delivered += `\n${s.pending[0]?.id}`)],
+      [
+        'mail both pending and delivered',
+        (s) => {
+          const ids = [...s.delivered.split('\n'), s.pending[0]?.id as string].sort();
+          s.delivered = ids.join('\n');
+        },
+      ],
+      [
+        'delivered ids out of order',
+        (s) => (s.delivered = s.delivered.split('\n').reverse().join('\n')),
+      ],
       ['mail pending twice', (s) => s.pending.push(s.pending[0] as never)],
     ];
     for (const [what, change] of cases) {
