@@ -93,9 +93,17 @@ export async function urlFrom(stderr: () => string): Promise<string> {
   throw new Error(`no url on stderr: ${stderr()}`);
 }
 
-/** SIGKILLs the process `pid` and waits until it is gone. */
+/**
+ * SIGKILLs the process `pid` and waits until it is gone. A process that already exited (the
+ * server ends when its client's stdin closes) is gone already: `ESRCH` is that answer.
+ */
 export async function kill(pid: number): Promise<void> {
-  process.kill(pid, 'SIGKILL');
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return;
+    throw error;
+  }
   for (let i = 0; i < 200; i++) {
     try {
       process.kill(pid, 0);
