@@ -22,13 +22,19 @@ export interface SnapshotOptions {
 
 /** {@link SnapshotOptions} with every default applied. */
 export interface SnapshotPolicy {
+  /** Records appended since the newest snapshot after which the next is due. */
   readonly everyRecords: number;
+  /** Bytes of record text since the newest snapshot after which the next is due. */
   readonly everyBytes: number;
+  /** Snapshots kept per team; older rows are deleted by the write that makes them surplus. */
   readonly keep: number;
 }
 
+/** Default {@link SnapshotPolicy.everyRecords}. */
 export const DEFAULT_SNAPSHOT_EVERY_RECORDS = 4096;
+/** Default {@link SnapshotPolicy.everyBytes} (4 MiB). */
 export const DEFAULT_SNAPSHOT_EVERY_BYTES = 4 * 1024 * 1024;
+/** Default {@link SnapshotPolicy.keep}. */
 export const DEFAULT_SNAPSHOT_KEEP = 2;
 
 /** Validates `snapshots` of the store's options: `false` turns snapshots off. */

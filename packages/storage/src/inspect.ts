@@ -177,6 +177,7 @@ async function scanSegments(
 
 /** The folded state of a team folder, as {@link readTeamState} read it. */
 export interface TeamStateReading {
+  /** The state after the last whole record on disk. */
   state: TeamState;
   /** The seq of the snapshot it started from (0: a full fold of the log). */
   snapshotSeq: number;
@@ -243,6 +244,7 @@ export async function readTeamState(
 export interface SnapshotVerification {
   /** The seq it was written at. */
   seq: number;
+  /** The snapshot file. */
   path: string;
   /**
    * `matches`: its state, and its state brought up to date with the records after it, equal the
@@ -250,17 +252,21 @@ export interface SnapshotVerification {
    * be skipped on open (torn, altered, not this log's, failed validation).
    */
   status: 'matches' | 'differs' | 'invalid';
+  /** What is wrong, for `differs` and `invalid`. */
   problem?: string;
 }
 
 /** What {@link verifyTeam} found. */
 export interface TeamVerification {
+  /** The team the log and the snapshots were checked for. */
   teamId: string;
   /** Records folded (all of them, from seq 1). */
   records: number;
+  /** The seq of the last whole record. */
   lastSeq: number;
   /** Bytes of a torn final line (an owner is writing, or the next open cuts it). */
   tornBytes: number;
+  /** Every snapshot file, newest first. */
   snapshots: SnapshotVerification[];
   /** Every snapshot matches (an invalid one is skipped on open, so it does not count against). */
   ok: boolean;

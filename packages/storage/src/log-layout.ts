@@ -41,12 +41,19 @@ export interface SnapshotPolicy {
  * them, reading from before the oldest kept record is `HISTORY_UNAVAILABLE`; opening still works
  * from the snapshot.
  */
-export type SegmentRetention = 'keep' | 'delete' | { archiveDir: string };
+export type SegmentRetention =
+  | 'keep'
+  | 'delete'
+  | {
+      /** The folder covered segments are moved to (created when missing). */
+      archiveDir: string;
+    };
 
 /** One segment file of the log: `log.jsonl` (from seq 1) or `segments/<first seq>.jsonl`. */
 export interface SegmentFile {
   /** The seq of its first record. */
   first: number;
+  /** The segment file. */
   path: string;
 }
 

@@ -6,6 +6,7 @@ import { TeamState } from '../state/index.js';
 
 /** What opening a team read: where its state came from. */
 export interface LoadedState {
+  /** The team's state after the last record of the log. */
   state: TeamState;
   /** The seq of the snapshot it was restored from (0: a full fold). */
   snapshotSeq: number;

@@ -23,6 +23,7 @@ export type {
 export { createMemorySharedTeam } from './memory-shared.js';
 export type {
   MemorySnapshotOptions,
+  MemoryStoredSnapshot,
   MemoryTeamLog,
   MemoryTranscriptStore,
 } from './memory-stores.js';

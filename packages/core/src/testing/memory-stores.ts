@@ -11,7 +11,15 @@ export interface MemoryTeamLog extends TeamLog {
   /** Every record appended so far (validated copies). */
   records(): readonly TeamRecord[];
   /** The snapshots written so far (with `snapshots` on), oldest first, as stored JSON text. */
-  storedSnapshots(): readonly { seq: number; text: string }[];
+  storedSnapshots(): readonly MemoryStoredSnapshot[];
+}
+
+/** A snapshot as the memory log keeps it. */
+export interface MemoryStoredSnapshot {
+  /** The seq of the last record folded into it. */
+  seq: number;
+  /** The `TeamStateSnapshot` as JSON text. */
+  text: string;
 }
 
 /** Options of {@link createMemoryTeamLog}'s snapshot store. */
@@ -19,7 +27,7 @@ export interface MemorySnapshotOptions {
   /** A snapshot is due after this many records since the last one. */
   everyRecords: number;
   /** Snapshots present before the log is opened, e.g. from an earlier log of the same records. */
-  stored?: readonly { seq: number; text: string }[];
+  stored?: readonly MemoryStoredSnapshot[];
   /** Every write fails with `STORAGE_IO` (to test that the team carries on). */
   failWrites?: boolean;
 }
