@@ -58,6 +58,8 @@ export class AgentRunner {
   activity: RunnerActivity = 'starting';
   /** The runtime failure that stopped this runner, if any. */
   failure: TeamError | undefined;
+  /** The failure a turn already published as an `error` event, so `fail` does not repeat it. */
+  private published: TeamError | undefined;
   private conversation: Conversation | undefined;
   /** Keeps the conversation within the member's context budget, when it has one. */
   private keeper: ContextKeeper | undefined;
@@ -406,6 +408,7 @@ export class AgentRunner {
       if (this.host.closed || this.stopping) throw error;
       const failure = toTeamError(error);
       events.publish(this.name, { type: 'error', code: failure.code, message: failure.message });
+      this.published = failure;
       events.publish(this.name, { type: 'turn.end', stopReason: 'error', steps: 0, text: '' });
       // The lead cannot fail: the host sees the error and may prompt it again.
       if (!this.isLead) throw failure;
@@ -458,11 +461,13 @@ export class AgentRunner {
     // its transcript, and this runner just stops.
     if (this.host.closed || QUIET_STOPS.has(failure.code)) return;
     this.failure = failure;
-    this.host.events.publish(this.name, {
-      type: 'error',
-      code: failure.code,
-      message: failure.message,
-    });
+    if (failure !== this.published) {
+      this.host.events.publish(this.name, {
+        type: 'error',
+        code: failure.code,
+        message: failure.message,
+      });
+    }
     if (this.isLead) return;
     try {
       await this.host.commit(this.member, () => this.host.state.releaseTasksOf(this.member.id));
