@@ -9,7 +9,14 @@ import { type Bench, sizeLabel } from './context.js';
 import { type Figure, figure } from './report.js';
 import { collectGarbage, median, pairedRuns } from './stats.js';
 import { benchAgents } from './team-fixture.js';
-import { BENCH_TEAM_ID, generateJsonlLog, type JsonlLog, LEAD_TYPE, lineAt } from './team-log.js';
+import {
+  BENCH_TEAM_ID,
+  generateJsonlLog,
+  type JsonlLog,
+  LEAD_TYPE,
+  type LogMix,
+  lineAt,
+} from './team-log.js';
 
 /** Keeps results observable so the engine cannot drop the work that made them. */
 let sink = 0;
@@ -57,11 +64,36 @@ async function reopenTeam(dir: string): Promise<void> {
 }
 
 interface Plan {
+  mix: LogMix;
   size: number;
   repeats: number;
   warmups: number;
+  /** Also time the fold of pre-validated records (it holds every parsed record in memory). */
+  foldOnly: boolean;
   /** Also time a whole reopen from disk (store recovery + openTeam). */
   reopen: boolean;
+}
+
+const MIX_LABEL: Record<LogMix, string> = { tasks: 'task mix', chat: 'chat mix' };
+
+/** Every size for both mixes; the informational rows of the chat mix stop at 10^5. */
+function plansFor(quick: boolean): Plan[] {
+  const sizes = quick
+    ? [
+        { size: 1_000, repeats: 9, warmups: 2 },
+        { size: 10_000, repeats: 5, warmups: 1 },
+      ]
+    : [
+        { size: 10_000, repeats: 11, warmups: 2 },
+        { size: 100_000, repeats: 5, warmups: 1 },
+        { size: 1_000_000, repeats: 3, warmups: 1 },
+      ];
+  return (['tasks', 'chat'] as const).flatMap((mix) =>
+    sizes.map((size) => {
+      const extras = mix === 'tasks' || size.size <= 100_000;
+      return { mix, ...size, foldOnly: extras, reopen: extras };
+    }),
+  );
 }
 
 /**
@@ -74,23 +106,17 @@ export const replayBench: Bench = {
   name: 'replay',
   title: 'foldTeam over 10^4..10^6-record logs vs bare JSON.parse of the same lines',
   async run({ quick, log: say }) {
-    const plans: Plan[] = quick
-      ? [
-          { size: 1_000, repeats: 9, warmups: 2, reopen: true },
-          { size: 10_000, repeats: 5, warmups: 1, reopen: true },
-        ]
-      : [
-          { size: 10_000, repeats: 11, warmups: 2, reopen: true },
-          { size: 100_000, repeats: 5, warmups: 1, reopen: true },
-          { size: 1_000_000, repeats: 3, warmups: 1, reopen: true },
-        ];
+    const plans = plansFor(quick);
     const figures: Figure[] = [];
     for (const plan of plans) {
-      const label = sizeLabel(plan.size);
-      say(`replay: generating a ${label}-record log`);
-      let log: JsonlLog | undefined = generateJsonlLog({ records: plan.size });
-      const records = log.stats.records;
+      const label = `${sizeLabel(plan.size)} records, ${MIX_LABEL[plan.mix]}`;
+      say(`replay: generating a ${label} log`);
+      let log: JsonlLog | undefined = generateJsonlLog({ records: plan.size, mix: plan.mix });
+      const { stats } = log;
+      const records = stats.records;
       const mib = log.bytes.length / 2 ** 20;
+      const messages = stats.byType['message.queued'] + stats.byType['message.delivered'];
+      const mixNote = `${Math.round((100 * messages) / records)}% message records, ${stats.members} members, ${stats.tasks} tasks, ${Math.round(log.bytes.length / records)} bytes per line`;
       say(`replay: ${records} records, ${mib.toFixed(1)} MiB; parse+validate+fold vs parse`);
       const current = log;
       const full = await pairedRuns({
@@ -105,72 +131,20 @@ export const replayBench: Bench = {
       figures.push(
         figure({
           bench: 'replay',
-          name: `fold ${label} records (parse+validate+fold)`,
+          name: `fold ${label} (parse+validate+fold)`,
           subject: { label: 'fold', value: foldMs, unit: 'ms' },
           baseline: { label: 'JSON.parse', value: parseMs, unit: 'ms' },
           ratioOf: 'fold / parse',
           ratio: foldMs / parseMs,
           target: { op: '<=', value: 2 },
-          note: `${records} records, ${mib.toFixed(1)} MiB of JSONL; median of ${plan.repeats}`,
+          note: `${records} records, ${mib.toFixed(1)} MiB of JSONL (${mixNote}); median of ${plan.repeats}`,
         }),
       );
 
-      say('replay: fold of pre-validated records');
-      let parsed: TeamRecord[] | undefined = [...validatedRecords(current)];
-      const held = parsed;
-      const foldOnly = await pairedRuns({
-        repeats: plan.repeats,
-        warmups: plan.warmups,
-        subject: () => {
-          sink ^= foldTeam(held, { teamId: BENCH_TEAM_ID }).lastSeq;
-        },
-        baseline: () => bareParse(current),
-        between: collectGarbage,
-      });
-      parsed = undefined;
-      const onlyMs = median(foldOnly.subject);
-      const parseMs2 = median(foldOnly.baseline);
-      figures.push(
-        figure({
-          bench: 'replay',
-          name: `fold only ${label} records (pre-validated)`,
-          subject: { label: 'fold', value: onlyMs, unit: 'ms' },
-          baseline: { label: 'JSON.parse', value: parseMs2, unit: 'ms' },
-          ratioOf: 'fold / parse',
-          ratio: onlyMs / parseMs2,
-          note: 'TeamState.apply alone: records already parsed and validated',
-        }),
-      );
-
+      if (plan.foldOnly) await foldOnlyRow(plan, label, current, figures, say);
       if (plan.reopen) {
-        say('replay: reopen from disk (store recovery + openTeam)');
-        const dir = await mkdtemp(join(tmpdir(), 'teamwire-bench-replay-'));
-        try {
-          await writeFile(join(dir, 'log.jsonl'), current.bytes);
-          const reopen = await pairedRuns({
-            repeats: Math.max(2, Math.ceil(plan.repeats / 2)),
-            // The smaller sizes have warmed this path up already.
-            warmups: plan === plans[0] ? 1 : 0,
-            subject: () => reopenTeam(dir),
-            baseline: () => bareParse(current),
-            between: collectGarbage,
-          });
-          const reopenMs = median(reopen.subject);
-          const parseMs3 = median(reopen.baseline);
-          figures.push(
-            figure({
-              bench: 'replay',
-              name: `reopen ${label}-record team from disk`,
-              subject: { label: 'reopen', value: reopenMs, unit: 'ms' },
-              baseline: { label: 'JSON.parse', value: parseMs3, unit: 'ms' },
-              ratioOf: 'reopen / parse',
-              ratio: reopenMs / parseMs3,
-              note: 'openJsonlTeamStore (reads + validates the file) then openTeam (reads + folds)',
-            }),
-          );
-        } finally {
-          await rm(dir, { recursive: true, force: true });
-        }
+        const firstOfMix = plans.find((p) => p.mix === plan.mix) === plan;
+        await reopenRow(plan, firstOfMix, label, current, figures, say);
       }
       log = undefined;
       collectGarbage();
@@ -178,3 +152,76 @@ export const replayBench: Bench = {
     return figures;
   },
 };
+
+async function foldOnlyRow(
+  plan: Plan,
+  label: string,
+  current: JsonlLog,
+  figures: Figure[],
+  say: (message: string) => void,
+): Promise<void> {
+  say('replay: fold of pre-validated records');
+  let parsed: TeamRecord[] | undefined = [...validatedRecords(current)];
+  const held = parsed;
+  const foldOnly = await pairedRuns({
+    repeats: plan.repeats,
+    warmups: plan.warmups,
+    subject: () => {
+      sink ^= foldTeam(held, { teamId: BENCH_TEAM_ID }).lastSeq;
+    },
+    baseline: () => bareParse(current),
+    between: collectGarbage,
+  });
+  parsed = undefined;
+  const onlyMs = median(foldOnly.subject);
+  const parseMs2 = median(foldOnly.baseline);
+  figures.push(
+    figure({
+      bench: 'replay',
+      name: `fold only ${label} (pre-validated)`,
+      subject: { label: 'fold', value: onlyMs, unit: 'ms' },
+      baseline: { label: 'JSON.parse', value: parseMs2, unit: 'ms' },
+      ratioOf: 'fold / parse',
+      ratio: onlyMs / parseMs2,
+      note: 'TeamState.apply alone: records already parsed and validated',
+    }),
+  );
+}
+
+async function reopenRow(
+  plan: Plan,
+  firstOfMix: boolean,
+  label: string,
+  current: JsonlLog,
+  figures: Figure[],
+  say: (message: string) => void,
+): Promise<void> {
+  say('replay: reopen from disk (store recovery + openTeam)');
+  const dir = await mkdtemp(join(tmpdir(), 'teamwire-bench-replay-'));
+  try {
+    await writeFile(join(dir, 'log.jsonl'), current.bytes);
+    const reopen = await pairedRuns({
+      repeats: Math.max(2, Math.ceil(plan.repeats / 2)),
+      // The smaller sizes of the mix have warmed this path up already.
+      warmups: firstOfMix ? 1 : 0,
+      subject: () => reopenTeam(dir),
+      baseline: () => bareParse(current),
+      between: collectGarbage,
+    });
+    const reopenMs = median(reopen.subject);
+    const parseMs3 = median(reopen.baseline);
+    figures.push(
+      figure({
+        bench: 'replay',
+        name: `reopen ${label} team from disk`,
+        subject: { label: 'reopen', value: reopenMs, unit: 'ms' },
+        baseline: { label: 'JSON.parse', value: parseMs3, unit: 'ms' },
+        ratioOf: 'reopen / parse',
+        ratio: reopenMs / parseMs3,
+        note: 'openJsonlTeamStore (reads + validates the file) then openTeam (reads + folds)',
+      }),
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -6,7 +6,7 @@ import {
   TeamState,
   textContent,
 } from '@teamwire/core';
-import { createRandom, createUlidLike, prose } from './random.js';
+import { createRandom, createUlidLike, prose, type Random } from './random.js';
 
 /** The team every generated log belongs to; also a safe folder name for the JSONL store. */
 export const BENCH_TEAM_ID = '01JC0BENCH0TEAM0000000000A';
@@ -25,12 +25,21 @@ export interface LogStats {
   messages: number;
 }
 
+/**
+ * What a generated log is made of: `tasks`, a small team working through the task board (about
+ * ten records per task, messages of a few hundred ASCII characters), or `chat`, a large team that
+ * mostly talks (long message bodies with non-ASCII text and JSON escapes, few tasks).
+ */
+export type LogMix = 'tasks' | 'chat';
+
 /** Options of {@link generateTeamLog}. */
 export interface GenerateOptions {
   /** Records to generate; the log ends at the first work-cycle boundary at or after this. */
   records: number;
+  /** The record mix (default `tasks`). */
+  mix?: LogMix;
   seed?: number;
-  /** Live teammates at any time (default 6, inside the default limit of 8). */
+  /** Live teammates at any time (default 6 for `tasks`, 16 for `chat`). */
   teammates?: number;
   /** Work cycles a teammate serves before it is retired and replaced (default 1000). */
   cyclesPerTeammate?: number;
@@ -63,6 +72,7 @@ export function generateTeamLog(
   options: GenerateOptions,
   onRecord: (record: TeamRecord) => void,
 ): LogStats {
+  if (options.mix === 'chat') return generateChatLog(options, onRecord);
   const random = createRandom(options.seed ?? 0x7ea3);
   let time = Date.UTC(2026, 0, 5, 9, 0, 0);
   const clock: Clock = { now: () => time, setTimer: () => () => {} };
@@ -224,6 +234,214 @@ function deleteOldest(
       completed.push(taskId);
     }
   }
+}
+
+/** Words of chat bodies beyond ASCII prose: accents, Cyrillic, CJK, emoji, typography. */
+const UNICODE_WORDS = [
+  'naïve',
+  'café',
+  'Größe',
+  'déjà vu',
+  'résumé',
+  'façade',
+  'проверка',
+  'ошибка в логе',
+  'テストが通りました',
+  '日本語',
+  '数据库迁移',
+  '已修复',
+  '✅',
+  '🚀',
+  '😀',
+  '👍🏽',
+  '→',
+  '≤ 2×',
+  '—',
+  '“quoted”',
+  '½',
+  '€42',
+];
+
+/** Snippets that JSON must escape: quotes, backslashes, newlines, tabs, a control character. */
+const ESCAPED_SNIPPETS = [
+  '\n\n```ts\nconst path = "C:\\\\work\\\\main";\n\tif (line.endsWith("\\n")) return;\n```\n\n',
+  '\n- first point\n- second point, with a "quote"\n',
+  '\n\t{"seq": 12, "type": "task", "note": "a \\"nested\\" quote"}\n',
+  ' `grep -rn "foo\\\\|bar" src/` ',
+  '\r\n> quoted reply\r\n',
+  ' (bell \u0007 in captured output) ',
+];
+
+/** Chat text of about `length` characters: prose mixed with non-ASCII words and escapes. */
+function chatText(random: Random, length: number): string {
+  const parts: string[] = [];
+  let size = 0;
+  while (size < length) {
+    const roll = random.next();
+    const part =
+      roll < 0.72
+        ? prose(random, random.int(20, 120))
+        : roll < 0.93
+          ? random.pick(UNICODE_WORDS)
+          : random.pick(ESCAPED_SNIPPETS);
+    parts.push(part);
+    size += part.length + 1;
+  }
+  return parts.join(' ');
+}
+
+/**
+ * The `chat` mix: a team of `teammates` (default 16, limits raised to hold them) that mostly
+ * talks. A cycle is one to four messages between random live members (the lead included), each
+ * with a body of 100 to 1,800 characters (prose with non-ASCII words, emoji and text JSON must
+ * escape; a summary on half of them), delivered a few cycles later so mail is pending across many
+ * inboxes; a teammate sends an idle notification now and then; every 25th cycle the lead files a
+ * task that a teammate claims and completes. Teammates are retired and replaced as in the `tasks`
+ * mix. The log ends between cycles with every message delivered and no task open.
+ */
+function generateChatLog(
+  options: GenerateOptions,
+  onRecord: (record: TeamRecord) => void,
+): LogStats {
+  const random = createRandom(options.seed ?? 0xc4a7);
+  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
+  const clock: Clock = { now: () => time, setTimer: () => () => {} };
+  const ids = createUlidLike(random, () => time);
+  const teammateCount = options.teammates ?? 16;
+  const state = new TeamState({
+    teamId: BENCH_TEAM_ID,
+    clock,
+    limits: { maxMembers: teammateCount + 1 },
+  });
+  const stats: LogStats = {
+    records: 0,
+    bytes: 0,
+    byType: { member: 0, task: 0, 'message.queued': 0, 'message.delivered': 0 },
+    members: 0,
+    tasks: 0,
+    messages: 0,
+  };
+  const emit = (record: TeamRecord) => {
+    stats.records++;
+    stats.byType[record.type]++;
+    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
+    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
+    if (record.type === 'message.queued') stats.messages++;
+    time += random.int(5, 4000);
+    onRecord(record);
+  };
+  const leadId = BENCH_TEAM_ID;
+  for (const record of state.createLead({
+    id: leadId,
+    agentType: LEAD_TYPE,
+    provider: 'scripted:scripted-1',
+    description: 'Plans the work and reviews what the team hands in.',
+  })) {
+    emit(record);
+  }
+  /** Queued and not yet delivered, oldest first. */
+  const pending: string[] = [];
+  const send = (
+    from: string,
+    to: string,
+    kind: 'message' | 'idle_notification' | 'shutdown_request',
+    text: string,
+    summary?: string,
+  ) => {
+    const record = state.queueMessage({
+      id: ids.next(),
+      senderId: from,
+      targetId: to,
+      kind,
+      delivery: random.chance(0.8) ? 'wakeup' : 'quiet',
+      content: text === '' ? [] : textContent(text),
+      ...(summary === undefined ? {} : { summary }),
+    });
+    emit(record);
+    pending.push(record.message.id);
+  };
+  const deliverOldest = () => {
+    const id = pending.shift();
+    if (id !== undefined) emit(state.markDelivered({ messageId: id }));
+  };
+  let spawned = 0;
+  const spawn = (): Member => {
+    spawned++;
+    const id = ids.next();
+    emit(
+      state.spawnMember(leadId, {
+        id,
+        name: `peer-${spawned}`,
+        description: `Owns area ${spawned % 11}: ${chatText(random, random.int(40, 300))}`.slice(
+          0,
+          1000,
+        ),
+        agentType: WORKER_TYPE,
+        provider: 'scripted:scripted-1',
+        context: random.chance(0.3) ? 'fork' : 'fresh',
+        color: COLORS[spawned % COLORS.length] as string,
+      }),
+    );
+    send(leadId, id, 'message', chatText(random, random.int(300, 2000)));
+    emit(state.setMemberPhase(id, 'active'));
+    return state.member(id) as Member;
+  };
+  const teammates: Member[] = [];
+  for (let i = 0; i < teammateCount; i++) teammates.push(spawn());
+  const cyclesPerTeammate = options.cyclesPerTeammate ?? 1000;
+  let cycle = 0;
+  while (stats.records < options.records) {
+    cycle++;
+    if (cycle % cyclesPerTeammate === 0) {
+      // its mail is delivered before it goes, as a shutdown waits for the teammate's turn
+      while (pending.length > 0) deliverOldest();
+      const leaving = teammates.shift() as Member;
+      send(leadId, leaving.id, 'shutdown_request', 'Your area is done, thank you.');
+      deliverOldest();
+      emit(state.setMemberPhase(leaving.id, 'retired'));
+      teammates.push(spawn());
+    }
+    const members = [leadId, ...teammates.map((m) => m.id)];
+    for (let n = random.int(1, 4); n > 0; n--) {
+      const from = random.pick(members);
+      let to = random.pick(members);
+      while (to === from) to = random.pick(members);
+      send(
+        from,
+        to,
+        'message',
+        chatText(random, random.int(100, 1800)),
+        random.chance(0.5) ? chatText(random, 80).slice(0, 120) : undefined,
+      );
+    }
+    if (random.chance(0.1)) {
+      const idle = random.pick(teammates);
+      send(idle.id, leadId, 'idle_notification', random.chance(0.5) ? chatText(random, 80) : '');
+    }
+    if (cycle % 25 === 0) {
+      const worker = random.pick(teammates);
+      const created = state.createTask(leadId, {
+        subject: prose(random, random.int(20, 70)).slice(0, 200),
+        description: chatText(random, random.int(80, 800)),
+        blockedBy: [],
+        writeScopes: random.chance(0.5) ? [random.pick(SCOPES)] : [],
+      });
+      emit(created);
+      const taskId = created.task.id;
+      emit(state.updateTask(worker.id, { taskId, action: { type: 'claim' } }));
+      emit(state.updateTask(worker.id, { taskId, action: { type: 'complete' } }));
+      if (state.taskCount() > 100) {
+        const oldest = state.allTasks().find((task) => task.status === 'completed');
+        if (oldest !== undefined) {
+          emit(state.updateTask(leadId, { taskId: oldest.id, action: { type: 'delete' } }));
+        }
+      }
+    }
+    // mail waits a few cycles: about a dozen messages are pending across the inboxes
+    while (pending.length > 12) deliverOldest();
+  }
+  while (pending.length > 0) deliverOldest();
+  return stats;
 }
 
 /** A generated log as JSONL bytes, exactly as the JSONL store keeps it on disk. */

@@ -342,6 +342,69 @@ describe('copyValidRecord, the fast path of record validation', () => {
     expect(cases).toBeGreaterThan(1500);
   });
 
+  it('agrees with zod on optional keys that are inherited, undefined, or on other prototypes', () => {
+    // zod reads a key with `in`, so a value on the prototype counts as present; JSON.parse never
+    // makes such values, but a command's input can carry them
+    const optionalKeys: [number, string[], string, unknown[]][] = [
+      [0, ['member'], 'color', ['blue', 5]],
+      [0, ['member'], 'error', ['boom', null]],
+      [0, ['member'], 'workspace', [{ path: '/p' }, { path: '' }]],
+      [0, ['member', 'workspace'], 'branch', ['b', '']],
+      [0, ['member', 'workspace'], 'base', ['abc', 'x'.repeat(65)]],
+      [1, ['task'], 'ownerId', ['M', '']],
+      [2, ['message'], 'summary', ['one line', 7]],
+      [2, ['message'], 'taskId', ['task-3', false]],
+      [2, ['message', 'content', '1'], 'signature', ['sig', 1]],
+    ];
+    let cases = 0;
+    for (const [index, path, key, values] of optionalKeys) {
+      for (const value of [undefined, ...values]) {
+        for (const where of ['own', 'inherited'] as const) {
+          const copy = structuredClone(TYPICAL[index]) as Json;
+          const parent = path.slice(0, -1).reduce<Json>((o, k) => o[k] as Json, copy);
+          const last = path.at(-1) as string;
+          const target = { ...(parent[last] as Json) };
+          delete target[key];
+          parent[last] =
+            where === 'own'
+              ? { ...target, [key]: value }
+              : Object.assign(Object.create({ [key]: value }), target);
+          agreesWithZod(copy);
+          cases++;
+        }
+      }
+    }
+    expect(cases).toBeGreaterThan(50);
+    // null prototypes, arrays and class instances where objects are expected
+    const message = TYPICAL[2] as Json;
+    agreesWithZod(Object.assign(Object.create(null), message));
+    agreesWithZod({ ...message, message: Object.assign(Object.create(null), message.message) });
+    agreesWithZod(Object.assign([], message));
+    agreesWithZod({ ...message, message: Object.assign([], message.message) });
+    agreesWithZod({ ...message, message: new Map(Object.entries(message.message as Json)) });
+  });
+
+  it('agrees with zod on strings around twice a bound in UTF-16 units', () => {
+    const task = TYPICAL[1] as Json & { task: Json };
+    const member = TYPICAL[0] as Json & { member: Json };
+    for (const [n, place] of [
+      [200, (s: string) => ({ ...task, task: { ...task.task, subject: s } })],
+      [64, (s: string) => ({ ...member, member: { ...member.member, name: s } })],
+    ] as const) {
+      for (const s of [
+        '😀'.repeat(n),
+        `${'😀'.repeat(n - 1)}xx`,
+        `${'😀'.repeat(n)}x`,
+        'x'.repeat(2 * n),
+        'x'.repeat(2 * n + 1),
+        '\uD800'.repeat(n),
+        '\uD800'.repeat(n + 1),
+      ]) {
+        agreesWithZod(place(s));
+      }
+    }
+  });
+
   it('leaves refusals, with their codes and messages, to zod', () => {
     const bad = { seq: 1, at: 0, teamId: 'T', schemaVersion: 1, type: 'task', task: {} };
     expect(copyValidRecord(bad)).toBeUndefined();

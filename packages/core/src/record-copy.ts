@@ -26,8 +26,15 @@ import {
  * instead of a schema walk (about a third of zod's cost, measured on real logs).
  *
  * It mirrors the schemas in `records.ts` and `content.ts` rule for rule (string lengths in code
- * points, integers that are safe, numbers that are finite); a property test holds the two to the
- * same verdict and the same output, so a schema change that is not made here fails that test.
+ * points, integers that are safe, numbers that are finite, optional keys read with `in` as zod
+ * reads them); a property test holds the two to the same verdict and the same output, so a schema
+ * change that is not made here fails that test.
+ *
+ * Recovery runs it once per line, so it is written to cost little next to `JSON.parse`: every
+ * key is read once, the enum lists become `Set`s once at load, no closure is made per record, and
+ * each object of the copy is built by one literal of its final shape (one per combination of the
+ * common optional keys) rather than grown key by key, which also gives the fold objects of few
+ * shapes.
  *
  * Dependencies run one way: `records.ts` uses this module; this module never imports
  * `records.ts`. Both take their value sets from `record-values.ts`, and `records.ts` gives the
@@ -35,214 +42,246 @@ import {
  */
 type Obj = Record<string, unknown>;
 
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
 
-const str = (v: unknown): v is string => typeof v === 'string';
-const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
-
-/** zod measures string bounds in code points; a string within `max` UTF-16 units is within it. */
+/**
+ * zod measures string bounds in code points: a string of at most `max` UTF-16 units is within the
+ * bound, one of more than `2 * max` units is not, and only the strings between are counted.
+ */
 function withinCodePoints(s: string, max: number): boolean {
   if (s.length <= max) return true;
+  if (s.length > 2 * max) return false;
   let n = 0;
   for (const _ of s) if (++n > max) return false;
   return true;
 }
-const bounded = (v: unknown, max: number): v is string =>
-  typeof v === 'string' && v.length > 0 && withinCodePoints(v, max);
-const safeIntAtLeast1 = (v: unknown): v is number =>
-  typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
-const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
-const has = (v: Obj, key: string) => Object.hasOwn(v, key);
-const oneOf =
-  <T extends string>(values: readonly T[]) =>
-  (v: unknown): v is T =>
-    typeof v === 'string' && (values as readonly string[]).includes(v);
 
-const memberPhase = oneOf(MEMBER_PHASES);
-const memberContext = oneOf(MEMBER_CONTEXTS);
-const taskStatus = oneOf(TASK_STATUSES);
-const messageKind = oneOf(MESSAGE_KINDS);
-const messageDelivery = oneOf(MESSAGE_DELIVERIES);
-
-/** An optional key passes when absent, or present (even as `undefined`, which zod keeps). */
-function optional(v: Obj, key: string, ok: (x: unknown) => boolean): boolean {
-  return !has(v, key) || v[key] === undefined || ok(v[key]);
-}
-function copyOptional(from: Obj, to: Obj, key: string): void {
-  if (has(from, key)) to[key] = from[key];
+function bounded(v: unknown, max: number): v is string {
+  return typeof v === 'string' && v.length > 0 && (v.length <= max || withinCodePoints(v, max));
 }
 
-const workspaceBranch = (v: unknown) => bounded(v, WORKSPACE_BRANCH_MAX);
-const workspaceBase = (v: unknown) => bounded(v, WORKSPACE_BASE_MAX);
+function nonEmpty(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0;
+}
+
+function safeIntAtLeast1(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
+}
+
+function isTaskId(v: unknown): v is string {
+  return typeof v === 'string' && TASK_ID_PATTERN.test(v);
+}
+
+/** A membership test against one of the value lists of `record-values.ts`. */
+function valueSet(values: readonly string[]): (v: unknown) => boolean {
+  const set = new Set(values);
+  return (v) => typeof v === 'string' && set.has(v);
+}
+const isMemberPhase = valueSet(MEMBER_PHASES);
+const isMemberContext = valueSet(MEMBER_CONTEXTS);
+const isTaskStatus = valueSet(TASK_STATUSES);
+const isMessageKind = valueSet(MESSAGE_KINDS);
+const isMessageDelivery = valueSet(MESSAGE_DELIVERIES);
+
+const ABSENT = 0;
+const PRESENT = 1;
+const INVALID = 2;
+/**
+ * An optional string key, as zod reads it (`key in v`, so an inherited value counts): absent,
+ * present (a string, or `undefined` that zod keeps), or invalid.
+ */
+function optionalString(v: Obj, key: string): number {
+  const x = v[key];
+  if (x === undefined) return key in v ? PRESENT : ABSENT;
+  return typeof x === 'string' ? PRESENT : INVALID;
+}
 
 function copyWorkspace(v: unknown): Obj | undefined {
-  if (
-    !isObj(v) ||
-    !bounded(v.path, WORKSPACE_PATH_MAX) ||
-    !optional(v, 'branch', workspaceBranch) ||
-    !optional(v, 'base', workspaceBase)
-  ) {
-    return undefined;
-  }
+  if (!isObj(v) || !bounded(v.path, WORKSPACE_PATH_MAX)) return undefined;
   const out: Obj = { path: v.path };
-  copyOptional(v, out, 'branch');
-  copyOptional(v, out, 'base');
+  for (const [key, max] of [
+    ['branch', WORKSPACE_BRANCH_MAX],
+    ['base', WORKSPACE_BASE_MAX],
+  ] as const) {
+    const x = v[key];
+    if (x === undefined && !(key in v)) continue;
+    if (x !== undefined && !bounded(x, max)) return undefined;
+    out[key] = x;
+  }
   return out;
 }
 
-function copyMember(v: unknown): Obj | undefined {
+/** The fast path of one part of a record (see the module comment); `undefined` where zod must decide. */
+export function copyMember(v: unknown): Obj | undefined {
   if (!isObj(v)) return undefined;
+  const { id, name, description, agentType, provider, context, phase } = v;
   if (
-    !nonEmpty(v.id) ||
-    !bounded(v.name, MEMBER_NAME_MAX) ||
-    !str(v.description) ||
-    !nonEmpty(v.agentType) ||
-    !str(v.provider) ||
-    !memberContext(v.context) ||
-    !memberPhase(v.phase) ||
-    !optional(v, 'color', str) ||
-    !optional(v, 'error', str)
+    !nonEmpty(id) ||
+    !bounded(name, MEMBER_NAME_MAX) ||
+    typeof description !== 'string' ||
+    !nonEmpty(agentType) ||
+    typeof provider !== 'string' ||
+    !isMemberContext(context) ||
+    !isMemberPhase(phase)
   ) {
     return undefined;
   }
-  const out: Obj = {
-    id: v.id,
-    name: v.name,
-    description: v.description,
-    agentType: v.agentType,
-    provider: v.provider,
-    context: v.context,
-    phase: v.phase,
-  };
-  copyOptional(v, out, 'color');
-  copyOptional(v, out, 'error');
-  if (has(v, 'workspace')) {
-    if (v.workspace === undefined) out.workspace = undefined;
-    else {
-      const workspace = copyWorkspace(v.workspace);
-      if (workspace === undefined) return undefined;
-      out.workspace = workspace;
-    }
+  const color = optionalString(v, 'color');
+  const error = optionalString(v, 'error');
+  if (color === INVALID || error === INVALID) return undefined;
+  const out: Obj =
+    color === PRESENT
+      ? { id, name, description, agentType, provider, context, phase, color: v.color }
+      : { id, name, description, agentType, provider, context, phase };
+  if (error === PRESENT) out.error = v.error;
+  const workspace = v.workspace;
+  if (workspace !== undefined) {
+    const copy = copyWorkspace(workspace);
+    if (copy === undefined) return undefined;
+    out.workspace = copy;
+  } else if ('workspace' in v) {
+    out.workspace = undefined;
   }
   return out;
 }
 
-const taskId = (v: unknown): v is string => typeof v === 'string' && TASK_ID_PATTERN.test(v);
-
-function copyStrings(v: unknown, ok: (x: unknown) => boolean): string[] | undefined {
+function copyTaskIds(v: unknown): string[] | undefined {
   if (!Array.isArray(v)) return undefined;
   const out: string[] = new Array(v.length);
   for (let i = 0; i < v.length; i++) {
     const item = v[i];
-    if (!ok(item)) return undefined;
-    out[i] = item as string;
+    if (!isTaskId(item)) return undefined;
+    out[i] = item;
   }
   return out;
 }
 
-function copyTask(v: unknown): Obj | undefined {
+function copyNonEmpty(v: unknown): string[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const out: string[] = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const item = v[i];
+    if (!nonEmpty(item)) return undefined;
+    out[i] = item;
+  }
+  return out;
+}
+
+/** The fast path of one part of a record (see the module comment); `undefined` where zod must decide. */
+export function copyTask(v: unknown): Obj | undefined {
   if (!isObj(v)) return undefined;
+  const { id, revision, subject, description, status, creatorId } = v;
   if (
-    !taskId(v.id) ||
-    !safeIntAtLeast1(v.revision) ||
-    !bounded(v.subject, TASK_SUBJECT_MAX) ||
-    !bounded(v.description, TASK_DESCRIPTION_MAX) ||
-    !taskStatus(v.status) ||
-    !nonEmpty(v.creatorId) ||
-    !optional(v, 'ownerId', nonEmpty)
+    !isTaskId(id) ||
+    !safeIntAtLeast1(revision) ||
+    !bounded(subject, TASK_SUBJECT_MAX) ||
+    !bounded(description, TASK_DESCRIPTION_MAX) ||
+    !isTaskStatus(status) ||
+    !nonEmpty(creatorId)
   ) {
     return undefined;
   }
-  const blockedBy = copyStrings(v.blockedBy, taskId);
-  const writeScopes = copyStrings(v.writeScopes, nonEmpty);
-  if (!blockedBy || !writeScopes) return undefined;
-  const out: Obj = {
-    id: v.id,
-    revision: v.revision,
-    subject: v.subject,
-    description: v.description,
-    status: v.status,
-    creatorId: v.creatorId,
-  };
-  copyOptional(v, out, 'ownerId');
-  out.blockedBy = blockedBy;
-  out.writeScopes = writeScopes;
-  return out;
+  const ownerId = v.ownerId;
+  const owner = ownerId === undefined ? ('ownerId' in v ? PRESENT : ABSENT) : PRESENT;
+  if (ownerId !== undefined && !nonEmpty(ownerId)) return undefined;
+  const blockedBy = copyTaskIds(v.blockedBy);
+  if (blockedBy === undefined) return undefined;
+  const writeScopes = copyNonEmpty(v.writeScopes);
+  if (writeScopes === undefined) return undefined;
+  return owner === PRESENT
+    ? { id, revision, subject, description, status, creatorId, ownerId, blockedBy, writeScopes }
+    : { id, revision, subject, description, status, creatorId, blockedBy, writeScopes };
 }
 
 function copyBlock(v: unknown): ContentBlock | undefined {
   if (!isObj(v)) return undefined;
-  switch (v.type) {
-    case 'text':
-      return str(v.text) ? { type: 'text', text: v.text } : undefined;
-    case 'thinking': {
-      if (!str(v.thinking) || !optional(v, 'signature', str)) {
-        return undefined;
-      }
-      const out: Obj = { type: 'thinking', thinking: v.thinking };
-      copyOptional(v, out, 'signature');
-      return out as ContentBlock;
-    }
-    case 'redacted_thinking':
-      return str(v.data) ? { type: 'redacted_thinking', data: v.data } : undefined;
-    default:
-      // a block of a type this version does not know is kept whole (zod's loose object)
-      return nonEmpty(v.type) ? ({ type: v.type, ...v } as ContentBlock) : undefined;
+  const type = v.type;
+  if (type === 'text') {
+    const text = v.text;
+    return typeof text === 'string' ? { type: 'text', text } : undefined;
   }
+  if (type === 'thinking') {
+    const thinking = v.thinking;
+    if (typeof thinking !== 'string') return undefined;
+    const signature = optionalString(v, 'signature');
+    if (signature === INVALID) return undefined;
+    return signature === PRESENT
+      ? { type: 'thinking', thinking, signature: v.signature as string }
+      : { type: 'thinking', thinking };
+  }
+  if (type === 'redacted_thinking') {
+    const data = v.data;
+    return typeof data === 'string' ? { type: 'redacted_thinking', data } : undefined;
+  }
+  // a block of a type this version does not know is kept whole (zod's loose object)
+  return nonEmpty(type) ? ({ type, ...v } as ContentBlock) : undefined;
 }
 
-function copyMessage(v: unknown): Obj | undefined {
-  if (!isObj(v)) return undefined;
-  if (
-    !nonEmpty(v.id) ||
-    !nonEmpty(v.senderId) ||
-    !nonEmpty(v.senderName) ||
-    !nonEmpty(v.targetId) ||
-    !messageKind(v.kind) ||
-    !messageDelivery(v.delivery) ||
-    !Array.isArray(v.content) ||
-    !optional(v, 'summary', str) ||
-    !optional(v, 'taskId', str)
-  ) {
-    return undefined;
+function copyContent(v: unknown[]): ContentBlock[] | undefined {
+  const out: ContentBlock[] = new Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const block = copyBlock(v[i]);
+    if (block === undefined) return undefined;
+    out[i] = block;
   }
-  const content: ContentBlock[] = new Array(v.content.length);
-  for (let i = 0; i < v.content.length; i++) {
-    const block = copyBlock(v.content[i]);
-    if (!block) return undefined;
-    content[i] = block;
-  }
-  const out: Obj = {
-    id: v.id,
-    senderId: v.senderId,
-    senderName: v.senderName,
-    targetId: v.targetId,
-    kind: v.kind,
-    delivery: v.delivery,
-    content,
-  };
-  copyOptional(v, out, 'summary');
-  copyOptional(v, out, 'taskId');
   return out;
 }
 
-/**
- * What zod's `TeamRecord` schema returns for `value`, or `undefined` where it refuses it. The copy
- * is untyped here; `records.ts` types it.
- */
-export function copyValidRecord(value: unknown): Record<string, unknown> | undefined {
+/** The fast path of one part of a record (see the module comment); `undefined` where zod must decide. */
+export function copyMessage(v: unknown): Obj | undefined {
+  if (!isObj(v)) return undefined;
+  const { id, senderId, senderName, targetId, kind, delivery } = v;
   if (
-    !isObj(value) ||
-    !safeIntAtLeast1(value.seq) ||
-    !finite(value.at) ||
-    !nonEmpty(value.teamId) ||
-    value.schemaVersion !== SCHEMA_VERSION
+    !nonEmpty(id) ||
+    !nonEmpty(senderId) ||
+    !nonEmpty(senderName) ||
+    !nonEmpty(targetId) ||
+    !isMessageKind(kind) ||
+    !isMessageDelivery(delivery) ||
+    !Array.isArray(v.content)
   ) {
     return undefined;
   }
-  // object literals, not spreads: V8 builds these shapes several times faster
-  const { seq, at, teamId } = value;
-  switch (value.type) {
+  const summary = optionalString(v, 'summary');
+  const taskId = optionalString(v, 'taskId');
+  if (summary === INVALID || taskId === INVALID) return undefined;
+  const content = copyContent(v.content);
+  if (content === undefined) return undefined;
+  if (taskId === PRESENT) {
+    return summary === PRESENT
+      ? {
+          id,
+          senderId,
+          senderName,
+          targetId,
+          kind,
+          delivery,
+          content,
+          summary: v.summary,
+          taskId: v.taskId,
+        }
+      : { id, senderId, senderName, targetId, kind, delivery, content, taskId: v.taskId };
+  }
+  return summary === PRESENT
+    ? { id, senderId, senderName, targetId, kind, delivery, content, summary: v.summary }
+    : { id, senderId, senderName, targetId, kind, delivery, content };
+}
+
+export function copyValidRecord(value: unknown): Record<string, unknown> | undefined {
+  if (!isObj(value)) return undefined;
+  const { seq, at, teamId, schemaVersion, type } = value;
+  if (
+    !safeIntAtLeast1(seq) ||
+    typeof at !== 'number' ||
+    !Number.isFinite(at) ||
+    !nonEmpty(teamId) ||
+    schemaVersion !== SCHEMA_VERSION
+  ) {
+    return undefined;
+  }
+  switch (type) {
     case 'member': {
       const member = copyMember(value.member);
       return member && { seq, at, teamId, schemaVersion: SCHEMA_VERSION, type: 'member', member };
