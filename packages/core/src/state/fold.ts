@@ -1,4 +1,5 @@
 import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
+import { TeamModel } from './team-model.js';
 import { TeamState } from './team-state.js';
 
 /** What a team log folds into. */
@@ -20,11 +21,15 @@ export interface FoldedTeam {
  * replay: a log written under higher limits still folds.
  */
 export function foldTeam(records: Iterable<TeamRecord>, options: { teamId: string }): FoldedTeam {
-  const state = TeamState.fromRecords(records, { teamId: options.teamId });
+  // Checks the team id as the state does; the model lives only in this call, so its stored
+  // values are handed out without copies.
+  new TeamState({ teamId: options?.teamId });
+  const model = new TeamModel(options.teamId);
+  for (const record of records) model.apply(record);
   return {
-    roster: state.members(),
-    tasks: state.allTasks(),
-    pendingMail: state.pendingMail(),
-    lastSeq: state.lastSeq,
+    roster: model.roster.list(),
+    tasks: [...model.board.values()],
+    pendingMail: model.mailbox.pendingAll(),
+    lastSeq: model.lastSeq,
   };
 }

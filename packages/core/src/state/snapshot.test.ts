@@ -85,6 +85,20 @@ describe('team state snapshots', () => {
       'UNSUPPORTED_SCHEMA_VERSION',
     );
     expect(refuse({ ...copy(), teamId: 'another-team' }).code).toBe('SNAPSHOT_INVALID');
+    // shapes the fast check hands to zod, which refuses them
+    expect(refuse({ ...copy(), members: {} }).code).toBe('SNAPSHOT_INVALID');
+    expect(refuse({ ...copy(), delivered: [] }).code).toBe('SNAPSHOT_INVALID');
+    expect(refuse({ ...copy(), seq: -1 }).code).toBe('SNAPSHOT_INVALID');
+    const badStatus = copy();
+    (badStatus.tasks[0] as { status: string }).status = 'archived';
+    expect(refuse(badStatus).code).toBe('SNAPSHOT_INVALID');
+    const longName = copy();
+    (longName.members[0] as { name: string }).name = 'x'.repeat(65);
+    expect(refuse(longName).message).toMatch(/not a team state snapshot/);
+    // what is accepted is read exactly: restoring and snapshotting again gives the same JSON
+    expect(JSON.stringify(TeamState.fromSnapshot(copy(), { teamId: TEAM }).snapshot())).toBe(
+      JSON.stringify(good),
+    );
     const cases: [string, (s: TeamStateSnapshot) => void][] = [
       ['a member twice', (s) => s.members.push({ ...(s.members[1] as Member), name: 'other' })],
       ['a name twice', (s) => s.members.push({ ...(s.members[1] as Member), id: 'other-id' })],

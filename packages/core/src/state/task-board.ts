@@ -206,6 +206,8 @@ export class TaskBoard {
     blockedBy: readonly string[],
     previous?: readonly string[],
   ): Problem | undefined {
+    // No blockers: nothing to look up, and no edge that could close a cycle.
+    if (blockedBy.length === 0) return undefined;
     const seen = new Set<string>();
     for (const blocker of blockedBy) {
       if (blocker === taskId) {
@@ -299,7 +301,9 @@ export class TaskBoard {
     if (task.status === 'in_progress' && task.ownerId === undefined) {
       return invariant(`in-progress task ${task.id} has no owner`);
     }
-    if (!isNormalizedWriteScopeList(task.writeScopes)) {
+    // A list equal to the previous revision's was checked with it.
+    const scopesKept = previous !== undefined && sameList(previous.writeScopes, task.writeScopes);
+    if (!scopesKept && !isNormalizedWriteScopeList(task.writeScopes)) {
       return invariant(`task ${task.id} write scopes are not normalized`);
     }
     const blockers = this.checkBlockedBy(task.id, task.blockedBy, previous?.blockedBy);
@@ -492,5 +496,13 @@ export class TaskBoard {
 function sameSet(list: readonly string[], set: ReadonlySet<string>): boolean {
   if (list.length !== set.size) return false;
   for (const item of list) if (!set.has(item)) return false;
+  return true;
+}
+
+/** Two lists with the same strings in the same order. */
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
