@@ -17,11 +17,13 @@ import {
   writeReport,
 } from './report.js';
 import { scaleBench } from './scale.js';
+import { snapshotsBench } from './snapshots.js';
 import { tokenEconomyBench } from './token-economy.js';
 
 /** Every benchmark, in the order of the issue that asked for them. */
 export const BENCHES: readonly Bench[] = [
   replayBench,
+  snapshotsBench,
   opCostBench,
   durableMessagingBench,
   eventHubBench,
