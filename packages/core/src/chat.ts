@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ContentBlock } from './content.js';
 import { TeamError } from './errors.js';
+import { copyValidUserEntry } from './record-copy.js';
 import { checkSchemaVersion, SCHEMA_VERSION } from './records.js';
 
 /** A tool call requested by the model. `input` is the parsed JSON arguments. */
@@ -192,6 +193,9 @@ export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
 
 /** Validates an untrusted transcript line (newer schema versions are refused clearly). */
 export function parseTranscriptEntry(value: unknown): TranscriptEntry {
+  // The entry every delivery writes takes the fast path (see `record-copy.ts`).
+  const fast = copyValidUserEntry(value);
+  if (fast !== undefined) return fast as TranscriptEntry;
   checkSchemaVersion(value);
   const parsed = TranscriptEntry.safeParse(value);
   if (!parsed.success) {

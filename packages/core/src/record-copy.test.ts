@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { copyValidRecord } from './record-copy.js';
+import { TranscriptEntry } from './chat.js';
+import { copyValidRecord, copyValidUserEntry } from './record-copy.js';
 import { parseTeamRecord, TeamRecord } from './records.js';
 
 /*
@@ -414,5 +415,74 @@ describe('copyValidRecord, the fast path of record validation', () => {
     expect(() => parseTeamRecord(newer)).toThrow(
       expect.objectContaining({ name: 'TeamError', code: 'UNSUPPORTED_SCHEMA_VERSION' }),
     );
+  });
+});
+
+describe('copyValidUserEntry, the fast path of the transcript entry a delivery writes', () => {
+  const source = fc.record({
+    kind: fc.constantFrom('team-message', 'team-message', 'task-claim', ''),
+    messageId: nonEmpty,
+    senderId: fc.oneof(nonEmpty, fc.constant('')),
+    senderName: nonEmpty,
+  });
+  const message = fc.record(
+    {
+      role: fc.constantFrom('user', 'user', 'assistant'),
+      content: fc.array(block, { maxLength: 3 }),
+      source,
+    },
+    { requiredKeys: ['role', 'content'] },
+  );
+  const entry = fc.record({
+    schemaVersion: fc.constantFrom(1, 1, 2),
+    at: fc.oneof(fc.integer(), fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, 1.5)),
+    message,
+  });
+
+  /** Whatever the fast path returns, zod returns too; whatever zod refuses, so does it. */
+  function agrees(value: unknown): boolean {
+    const copy = copyValidUserEntry(value);
+    const zod = TranscriptEntry.safeParse(value);
+    if (!zod.success) expect(copy).toBeUndefined();
+    if (copy === undefined) return false;
+    expect(zod.success).toBe(true);
+    expect(copy).toStrictEqual(zod.data);
+    expect(keyOrder(copy)).toEqual(keyOrder(zod.data));
+    return true;
+  }
+
+  it('returns what zod returns for the entries it takes, and nothing zod refuses', () => {
+    let taken = 0;
+    fc.assert(
+      fc.property(entry, (value) => {
+        if (agrees(value)) taken++;
+      }),
+      { numRuns: 3000 },
+    );
+    expect(taken).toBeGreaterThan(300);
+  });
+
+  it('agrees with zod when any one field of a delivered message is removed or replaced', () => {
+    const typical = {
+      schemaVersion: 1,
+      at: 1_767_225_600_000,
+      message: {
+        role: 'user',
+        content: [{ type: 'text', text: '<message from="lead">hi</message>' }],
+        source: { kind: 'team-message', messageId: 'm-1', senderId: 'lead-id', senderName: 'lead' },
+      },
+    };
+    expect(copyValidUserEntry({ ...typical, extra: 1 })).toStrictEqual(typical);
+    for (const [path, object] of objectsOf(typical)) {
+      for (const key of Object.keys(object)) {
+        for (const probe of [DROP, ...PROBES, undefined]) {
+          const copy = structuredClone(typical) as Json;
+          const target = path.reduce<Json>((o, k) => o[k] as Json, copy);
+          if (probe === DROP) delete target[key];
+          else target[key] = probe;
+          agrees(copy);
+        }
+      }
+    }
   });
 });

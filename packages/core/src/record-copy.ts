@@ -321,3 +321,43 @@ export function copyValidRecord(value: unknown): Record<string, unknown> | undef
       return undefined;
   }
 }
+
+/**
+ * The fast path of a transcript entry, for the entry every delivery writes: a `user` message with
+ * its content and, optionally, a `team-message` source. Returns what the `TranscriptEntry` schema
+ * of `chat.ts` returns for it, and `undefined` for every other entry (assistant messages, tool
+ * results, other sources) and every value it refuses: zod decides those. A table test holds the
+ * two to the same output.
+ */
+export function copyValidUserEntry(value: unknown): Record<string, unknown> | undefined {
+  if (!isObj(value)) return undefined;
+  const { schemaVersion, at, message } = value;
+  if (
+    schemaVersion !== SCHEMA_VERSION ||
+    typeof at !== 'number' ||
+    !Number.isFinite(at) ||
+    !isObj(message) ||
+    message.role !== 'user' ||
+    !Array.isArray(message.content)
+  ) {
+    return undefined;
+  }
+  const content = copyContent(message.content);
+  if (content === undefined) return undefined;
+  if (!('source' in message)) {
+    return { schemaVersion: SCHEMA_VERSION, at, message: { role: 'user', content } };
+  }
+  const source = message.source;
+  if (!isObj(source) || source.kind !== 'team-message') return undefined;
+  const { messageId, senderId, senderName } = source;
+  if (!nonEmpty(messageId) || !nonEmpty(senderId) || !nonEmpty(senderName)) return undefined;
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    at,
+    message: {
+      role: 'user',
+      content,
+      source: { kind: 'team-message', messageId, senderId, senderName },
+    },
+  };
+}
