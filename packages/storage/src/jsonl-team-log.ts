@@ -781,6 +781,7 @@ class JsonlSnapshots implements TeamLogSnapshots {
   #lastBytes: number;
   #bytesAtLast: number;
   #writing: Promise<void> | undefined;
+  #closed = false;
 
   constructor(
     log: JsonlTeamLogImpl,
@@ -847,12 +848,24 @@ class JsonlSnapshots implements TeamLogSnapshots {
   }
 
   write(snapshot: TeamStateSnapshot): Promise<void> {
-    const run = this.#write(snapshot);
-    const tracked = run.finally(() => {
-      if (this.#writing === tracked) this.#writing = undefined;
+    if (this.#closed) {
+      return Promise.reject(
+        new TeamError('STORE_CLOSED', `team log ${this.#log.path} is closed`, {
+          details: { path: this.#log.path },
+        }),
+      );
+    }
+    // One write at a time, in call order; `due` says no while one is in flight.
+    const run = (this.#writing ?? Promise.resolve()).then(() => this.#write(snapshot));
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#writing = settled;
+    void settled.then(() => {
+      if (this.#writing === settled) this.#writing = undefined;
     });
-    this.#writing = tracked.catch(() => undefined);
-    return tracked;
+    return run;
   }
 
   async #write(snapshot: TeamStateSnapshot): Promise<void> {
@@ -936,6 +949,7 @@ class JsonlSnapshots implements TeamLogSnapshots {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#writing;
   }
 }

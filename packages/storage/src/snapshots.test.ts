@@ -174,6 +174,36 @@ describe('snapshots of the folded state', () => {
     expect(verified.snapshots.find((s) => s.seq === 60)).toMatchObject({ status: 'matches' });
   });
 
+  it('is due again after each write, as records and bytes accumulate', async () => {
+    const records = randomTeamRecords(TEAM, 100, 13);
+    const store = await open({ snapshots: { everyRecords: 10, everyBytes: 1 << 30 } });
+    const snapshots = store.log.snapshots;
+    const state = new TeamState({ teamId: TEAM });
+    const written: number[] = [];
+    for (const record of records) {
+      await store.log.append({ records: [record] });
+      state.apply(record);
+      if (snapshots?.due(state.lastSeq)) {
+        const writing = snapshots.write(state.snapshot());
+        // one at a time: not due while a write is in flight
+        expect(snapshots.due(state.lastSeq + 50)).toBe(false);
+        await writing;
+        written.push(state.lastSeq);
+      }
+    }
+    // every 10 records, and never before the log grew by as many bytes as the last snapshot took
+    // (the state grows, so the gaps widen)
+    expect(written[0]).toBe(10);
+    expect(written.length).toBeGreaterThanOrEqual(5);
+    for (let i = 1; i < written.length; i++) {
+      expect((written[i] as number) - (written[i - 1] as number)).toBeGreaterThanOrEqual(10);
+    }
+    await store.close();
+    expect((await caught(snapshots?.write(state.snapshot()) as Promise<void>)).code).toBe(
+      'STORE_CLOSED',
+    );
+  });
+
   it('keeps the newest snapshots only, and a torn write of one is replaced', async () => {
     const records = randomTeamRecords(TEAM, 100, 6);
     await write(records, { at: [10, 20, 30, 40], layout: { snapshots: { keep: 2 } } });
