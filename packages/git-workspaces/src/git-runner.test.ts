@@ -1,3 +1,6 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner, parseGitVersion } from './git-runner.js';
 
@@ -22,9 +25,21 @@ describe('git runner', () => {
   });
 
   it('kills a command that runs past its timeout', async () => {
-    // A 1 ms budget: no git process starts, runs and exits within it.
-    const git = createGitRunner('git', 1);
-    await expect(git.run(['help', '-a'])).rejects.toMatchObject({ code: 'WORKSPACE_FAILED' });
+    // A "git" that sleeps for a minute: the 100 ms budget ends it, however busy the machine is
+    // (a real git and a tiny budget raced the timer against the process's own exit).
+    const dir = await mkdtemp(join(tmpdir(), 'teamwire-git-runner-'));
+    try {
+      const slow = join(dir, 'slow-git');
+      await writeFile(slow, '#!/bin/sh\nexec sleep 60\n');
+      await chmod(slow, 0o755);
+      const started = Date.now();
+      await expect(createGitRunner(slow, 100).run(['status'])).rejects.toMatchObject({
+        code: 'WORKSPACE_FAILED',
+      });
+      expect(Date.now() - started).toBeLessThan(30_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports a missing binary as WORKSPACE_GIT_MISSING and reads versions', async () => {
