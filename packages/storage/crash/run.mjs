@@ -20,6 +20,9 @@ import { fileURLToPath } from 'node:url';
 import { createRng, KILL_POINTS, parseArgs, UsageError } from './shared.mjs';
 import { checkTeamFolder, readAcknowledged } from './verify.mjs';
 
+/** How long a run aimed at a kill point may take to reach it before the timer kills it. */
+const AIMED_KILL_MS = 3000;
+
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'child.mjs');
 const READY_TIMEOUT_MS = 30_000;
 const DRAIN_TIMEOUT_MS = 120_000;
@@ -100,9 +103,13 @@ for (let team = 1; totals.kills < kills; team++) {
     const childSeed = rng.int(0, 2 ** 31 - 1);
     const where = `team ${team}, kill ${totals.kills + 1} (child seed ${childSeed}, ${killAfterMs} ms)`;
     // One run in two dies at an exact moment of its own (inside a snapshot write, at a new
-    // segment), unless the timer comes first.
-    const killAt = rng.int(0, 1) === 0 ? KILL_POINTS[rng.int(0, KILL_POINTS.length - 1)] : 'none';
-    const run = await runChild({ dir, teamId, acks, seed: childSeed, killAfterMs, killAt });
+    // segment), unless the timer comes first: the points take turns, so every run of a few dozen
+    // kills aims at each of them several times.
+    const turn = totals.kills % (2 * KILL_POINTS.length);
+    const killAt = turn < KILL_POINTS.length ? KILL_POINTS[turn] : 'none';
+    // An aimed run gets time to reach its point; the timer still ends it if it does not.
+    const timer = killAt === 'none' ? killAfterMs : Math.max(killAfterMs, AIMED_KILL_MS);
+    const run = await runChild({ dir, teamId, acks, seed: childSeed, killAfterMs: timer, killAt });
     if (run.problem !== undefined) fail(where, [run.problem]);
     totals.kills++;
     if ((run.recovered?.snapshotSeq ?? 0) > 0) totals.openedFromSnapshot++;
