@@ -174,16 +174,19 @@ export function lineError(path: string, line: number, error: unknown): TeamError
 }
 
 /**
- * Reads a whole JSONL file and hands every line's parsed JSON to `visit` (which validates it and
- * throws to refuse it). An invalid complete line anywhere (not UTF-8, not JSON, refused by
- * `visit`) is an error naming its line number; an unterminated final line that is not UTF-8 JSON
- * is a torn write and is reported for repair (a cut can fall inside a multi-byte character). A
- * final line that parses is never torn (no proper prefix of a JSON object is JSON), so it is kept.
+ * Reads a JSONL file and hands every line's parsed JSON to `visit` (which validates it and
+ * throws to refuse it): the whole file, or from byte `from` on, numbering the first line read
+ * `firstLine` (default 1) in messages. An invalid complete line anywhere (not UTF-8, not JSON,
+ * refused by `visit`) is an error naming its line number; an unterminated final line that is not
+ * UTF-8 JSON is a torn write and is reported for repair (a cut can fall inside a multi-byte
+ * character). A final line that parses is never torn (no proper prefix of a JSON object is JSON),
+ * so it is kept.
  */
 export async function scanJsonl(
   handle: StorageFileHandle,
   path: string,
   visit: (value: unknown, line: number, offset: number, length: number) => void,
+  options: { from?: number; firstLine?: number } = {},
 ): Promise<ScanOutcome> {
   let fileLength: number;
   try {
@@ -191,13 +194,15 @@ export async function scanJsonl(
   } catch (error) {
     throw ioError('reading', path, error);
   }
+  const from = options.from ?? 0;
+  const firstLine = options.firstLine ?? 1;
   let lines = 0;
-  let validLength = 0;
+  let validLength = from;
   let tornBytes = 0;
   let missingNewline = false;
-  for await (const line of iterateLines(handle, path, 0, fileLength)) {
+  for await (const line of iterateLines(handle, path, from, fileLength)) {
     const { bytes, offset, terminated } = line;
-    const lineNumber = lines + 1;
+    const lineNumber = firstLine + lines;
     let value: unknown;
     try {
       value = JSON.parse(decodeLine(line));
@@ -213,7 +218,7 @@ export async function scanJsonl(
     } catch (error) {
       throw lineError(path, lineNumber, error);
     }
-    lines = lineNumber;
+    lines++;
     validLength = offset + bytes.length + (terminated ? 1 : 0);
     missingNewline = !terminated;
   }

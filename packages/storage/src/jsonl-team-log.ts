@@ -12,7 +12,7 @@ import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, syncDirectory, writeFully } from './fs-seam.js';
 import type { ScanOutcome } from './jsonl-lines.js';
-import { decodeLine, iterateLines, lineError } from './jsonl-lines.js';
+import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
 import type { SegmentFile, SegmentRetention, SnapshotPolicy } from './log-layout.js';
 import { listSegments, SEGMENTS_DIR, segmentPath } from './log-layout.js';
 import type { RecordPosition, SnapshotFile } from './snapshot-files.js';
@@ -294,51 +294,26 @@ async function startAfter(
   return { index, offset: record.offset + record.length, seq: seq + 1 };
 }
 
-/** Validates the lines of one segment from byte `from`, the first holding seq `seq`. */
-async function scanFrom(
+/**
+ * Validates the lines of one segment from byte `from`, the first holding seq `seq`, and
+ * remembers a checkpoint every {@link CHECKPOINT_STRIDE} records.
+ */
+function scanFrom(
   handle: StorageFileHandle,
   segment: Segment,
   from: number,
   seq: number,
   teamId: string,
 ): Promise<ScanOutcome> {
-  let fileLength: number;
-  try {
-    fileLength = (await handle.stat()).size;
-  } catch (error) {
-    throw ioError('reading', segment.path, error);
-  }
-  let lines = 0;
-  let validLength = from;
-  let tornBytes = 0;
-  let missingNewline = false;
-  for await (const line of iterateLines(handle, segment.path, from, fileLength)) {
-    const { bytes, offset, terminated } = line;
-    const expected = seq + lines;
-    let value: unknown;
-    try {
-      value = JSON.parse(decodeLine(line));
-    } catch (error) {
-      if (!terminated) {
-        tornBytes = bytes.length;
-        break;
-      }
-      throw lineError(segment.path, lineNumber(segment, expected), error);
-    }
-    try {
-      checkLogLine(value, expected, teamId);
-    } catch (error) {
-      throw lineError(segment.path, lineNumber(segment, expected), error);
-    }
+  const visit = (value: unknown, line: number, offset: number) => {
+    const expected = segment.first + line - 1;
+    checkLogLine(value, expected, teamId);
     if ((expected - segment.first) % CHECKPOINT_STRIDE === 0 && offset > 0) {
       const last = segment.checkpoints[segment.checkpoints.length - 1] as [number, number];
       if (last[0] < expected) segment.checkpoints.push([expected, offset]);
     }
-    lines++;
-    validLength = offset + bytes.length + (terminated ? 1 : 0);
-    missingNewline = !terminated;
-  }
-  return { lines, fileLength, validLength, tornBytes, missingNewline };
+  };
+  return scanJsonl(handle, segment.path, visit, { from, firstLine: lineNumber(segment, seq) });
 }
 
 /** The line number (from 1) of `seq` in its segment. */

@@ -1,6 +1,6 @@
+import { TeamError } from '../errors.js';
 import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
 import { TeamModel } from './team-model.js';
-import { TeamState } from './team-state.js';
 
 /** What a team log folds into. */
 export interface FoldedTeam {
@@ -21,9 +21,10 @@ export interface FoldedTeam {
  * replay: a log written under higher limits still folds.
  */
 export function foldTeam(records: Iterable<TeamRecord>, options: { teamId: string }): FoldedTeam {
-  // Checks the team id as the state does; the model lives only in this call, so its stored
-  // values are handed out without copies.
-  new TeamState({ teamId: options?.teamId });
+  if (typeof options?.teamId !== 'string' || options.teamId.length === 0) {
+    throw new TeamError('INVALID_ARGUMENT', 'teamId must be a non-empty string');
+  }
+  // The model lives only in this call, so its stored values are handed out without copies.
   const model = new TeamModel(options.teamId);
   for (const record of records) model.apply(record);
   return {
