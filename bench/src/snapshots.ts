@@ -1,10 +1,17 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openTeam, parseTeamRecord, type TeamRecord, TeamState } from '@teamwire/core';
+import {
+  isSnapshotDue,
+  openTeam,
+  parseTeamRecord,
+  type SnapshotPolicy,
+  type TeamRecord,
+  TeamState,
+} from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
-import { openJsonlTeamStore, type SnapshotPolicy } from '@teamwire/storage';
+import { openJsonlTeamStore } from '@teamwire/storage';
 import { type Bench, sizeLabel } from './context.js';
 import { type Figure, figure } from './report.js';
 import { collectGarbage, median, now, pairedRuns } from './stats.js';
@@ -70,13 +77,20 @@ async function appendRun(
   const state = TeamState.fromRecords(base, { teamId: BENCH_TEAM_ID });
   let writing: Promise<void> | undefined;
   let written = 0;
+  let newest = { seq: state.lastSeq, bytes: 0, logBytesAt: 0 };
   const start = now();
   for (const record of records) {
     await store.log.append({ records: [record] });
     state.apply(record);
-    const log = store.log;
-    if (writing === undefined && log.snapshots?.due(state.lastSeq)) {
-      writing = log.snapshots.write(state.snapshot()).then(() => {
+    const target = store.log.snapshots;
+    if (target === undefined || writing !== undefined) continue;
+    const logBytesAt = target.logBytes();
+    const seq = state.lastSeq;
+    const bytesSince = logBytesAt - newest.logBytesAt;
+    if (isSnapshotDue({ seq, newest, bytesSince, policy: target.policy })) {
+      writing = target.write(state.snapshot()).then(async ({ bytes }) => {
+        await target.prune({ keep: target.policy.keep });
+        newest = { seq, bytes, logBytesAt };
         written++;
         writing = undefined;
       });

@@ -79,6 +79,7 @@ export type {
   WireFormat,
 } from './ports/wire-format.js';
 export type { WorkspaceMember, WorkspaceProvider, WorkspaceRelease } from './ports/workspace.js';
+export { recordDigest } from './record-digest.js';
 export type { TeamRecordType } from './records.js';
 export {
   checkSchemaVersion,

@@ -3,11 +3,6 @@ export { MAX_APPEND_BYTES, MAX_ID_LENGTH, MAX_VALUE_BYTES } from './limits.js';
 export type { PlacementRuns } from './placement.js';
 export type { MigrationOutcome } from './schema.js';
 export { DEFAULT_SCHEMA, SCHEMA_VERSION } from './schema.js';
-export type { SnapshotOptions, SnapshotPolicy, SnapshotReport } from './snapshots.js';
-export {
-  DEFAULT_SNAPSHOT_EVERY_BYTES,
-  DEFAULT_SNAPSHOT_EVERY_RECORDS,
-  DEFAULT_SNAPSHOT_KEEP,
-} from './snapshots.js';
+export type { SnapshotReport } from './snapshots.js';
 export type { OpenPostgresTeamStoreOptions, PostgresTeamStore } from './store.js';
 export { openPostgresTeamStore } from './store.js';

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { SharedTeamLog, TeamLog, TeamLogAppendOptions, TeamRecord } from '@teamwire/core';
+import type {
+  SharedTeamLog,
+  SnapshotPolicy,
+  TeamLog,
+  TeamLogAppendOptions,
+  TeamRecord,
+} from '@teamwire/core';
 import { parseTeamRecord, TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
@@ -18,7 +24,6 @@ import { checkAppendSize, checkId, PAGE_SIZE, toJsonText } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 import { query } from './retry.js';
 import type { Tables } from './schema.js';
-import type { SnapshotPolicy } from './snapshots.js';
 import { PostgresSnapshots } from './snapshots.js';
 
 /** What the log shares with the rest of the store. */

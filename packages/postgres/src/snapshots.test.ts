@@ -1,7 +1,7 @@
 import type { StoredSnapshot, TeamLog, TeamRecord } from '@teamwire/core';
-import { loadTeamState, TeamState } from '@teamwire/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checksumOf, resolveSnapshotPolicy } from './snapshots.js';
+import { loadTeamState, TEAM_STATE_SNAPSHOT_VERSION, TeamState } from '@teamwire/core';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { checksumOf } from './snapshots.js';
 import type { PostgresTeamStore } from './store.js';
 import { describePg, Scratch } from './test-support.js';
 
@@ -83,32 +83,6 @@ async function snapshotsOf(store: PostgresTeamStore): Promise<StoredSnapshot[]> 
   return out;
 }
 
-describe('snapshot options', () => {
-  it('applies the defaults and turns snapshots off with false', () => {
-    expect(resolveSnapshotPolicy(undefined)).toEqual({
-      everyRecords: 4096,
-      everyBytes: 4 * 1024 * 1024,
-      keep: 2,
-    });
-    expect(resolveSnapshotPolicy({ everyRecords: 10 })).toMatchObject({ everyRecords: 10 });
-    expect(resolveSnapshotPolicy(false)).toBe(false);
-  });
-
-  it.each([
-    ['a string', 'often'],
-    ['null', null],
-    ['true', true],
-    ['everyRecords 0', { everyRecords: 0 }],
-    ['a fractional everyBytes', { everyBytes: 1.5 }],
-    ['keep 0', { keep: 0 }],
-    ['an unknown option', { everySeconds: 5 }],
-  ])('refuses %s (INVALID_ARGUMENT)', (_, value) => {
-    expect(() => resolveSnapshotPolicy(value)).toThrow(
-      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
-    );
-  });
-});
-
 describePg('PostgreSQL team snapshots', () => {
   let scratch: Scratch;
   beforeEach(() => {
@@ -139,8 +113,8 @@ describePg('PostgreSQL team snapshots', () => {
 
   it('opens a joining process from the newest snapshot and the records after it', async () => {
     const { records } = await seeded(600, [400, 500]);
-    // Nothing before the snapshot is left: a full read would fail on the missing seqs.
-    await scratch.sql(`DELETE FROM "${scratch.schema}".team_log WHERE seq <= 500`);
+    // Nothing before the snapshot's record is left: a full read would fail on the missing seqs.
+    await scratch.sql(`DELETE FROM "${scratch.schema}".team_log WHERE seq < 500`);
     const joining = await scratch.open(TEAM);
     const loaded = await loadTeamState(joining.log, { teamId: TEAM });
     expect(loaded.snapshotSeq).toBe(500);
@@ -205,61 +179,79 @@ describePg('PostgreSQL team snapshots', () => {
         [TEAM, seq, version, state, checksumOf(state), Buffer.byteLength(state)],
       );
     await insert(500, 1, text);
-    await insert(110, 2, text);
+    await insert(110, TEAM_STATE_SNAPSHOT_VERSION + 1, text);
     await insert(105, 1, '{"format":');
     const listed = await snapshotsOf(writer);
     expect(listed.map((snapshot) => snapshot.seq)).toEqual([100]);
     expect(writer.snapshots?.skipped).toBe(3);
     expect(writer.snapshots?.problems.join('\n')).toMatch(
-      /past the end of the log[\s\S]*format version 2[\s\S]*not JSON/,
+      new RegExp(
+        `past the end of the log[\\s\\S]*format version ${TEAM_STATE_SNAPSHOT_VERSION + 1}[\\s\\S]*not JSON`,
+      ),
     );
   });
 
-  it('says a snapshot is due after everyRecords records or everyBytes, never before half the last one', async () => {
-    const records = history(TEAM, 500);
+  it('counts the record text it appends or reads once each, for core to decide when a snapshot is due', async () => {
+    const records = history(TEAM, 300);
     const store = await scratch.open(TEAM, {
       snapshots: { everyRecords: 10, everyBytes: 1_000_000 },
     });
     const snapshots = store.log.snapshots!;
-    await append(store.log, records.slice(0, 9));
-    expect(snapshots.due(9)).toBe(false);
-    await append(store.log, records.slice(9, 10));
-    expect(snapshots.due(10)).toBe(true);
-    await append(store.log, records.slice(10, 300));
-    await snapshots.write(
-      TeamState.fromRecords(records.slice(0, 300), { teamId: TEAM }).snapshot(),
+    expect(snapshots.policy).toEqual({ everyRecords: 10, everyBytes: 1_000_000, keep: 2 });
+    await append(store.log, records.slice(0, 200));
+    const text = (from: number, to: number) =>
+      records.slice(from, to).reduce((sum, r) => sum + JSON.stringify(r).length, 0);
+    expect(snapshots.logBytes()).toBe(text(0, 200));
+    const written = await snapshots.write(
+      TeamState.fromRecords(records.slice(0, 200), { teamId: TEAM }).snapshot(),
     );
-    expect(snapshots.due(300)).toBe(false);
-    const size = Number(
-      (await scratch.sql<{ bytes: string }>(`SELECT bytes FROM ${table()} WHERE seq = 300`))
-        .rows[0]!.bytes,
+    const stored = await scratch.sql<{ bytes: string }>(
+      `SELECT bytes FROM ${table()} WHERE seq = 200`,
     );
-    // Ten more records are not enough: their JSON must reach half the snapshot's size too.
-    let seq = 300;
-    let appended = 0;
-    while (!snapshots.due(seq)) {
-      expect(seq - 300 < 10 || appended < size / 2).toBe(true);
-      await store.log.append({ records: [records[seq]!] });
-      appended += JSON.stringify(records[seq]).length;
-      seq++;
-    }
-    expect(appended).toBeGreaterThanOrEqual(size / 2);
-    expect(seq).toBeGreaterThan(320);
+    expect(written.bytes).toBe(Number(stored.rows[0]!.bytes));
+    await append(store.log, records.slice(200));
 
-    // A process that opens reads the records after the snapshot and counts them as well.
-    const reader = await scratch.open(TEAM, {
-      snapshots: { everyRecords: 100_000, everyBytes: 2000 },
-    });
+    // A process that opens reads the snapshot's record and the records after it, and counts
+    // them once: reading them again adds nothing.
+    const reader = await scratch.open(TEAM);
     const loaded = await loadTeamState(reader.log, { teamId: TEAM });
-    expect(loaded.snapshotSeq).toBe(300);
-    expect(reader.log.snapshots!.due(seq)).toBe(true);
-    const strict = await scratch.open(TEAM, { snapshots: { everyRecords: 100_000 } });
-    await loadTeamState(strict.log, { teamId: TEAM });
-    expect(strict.log.snapshots!.due(seq)).toBe(false);
+    expect(loaded).toMatchObject({ snapshotSeq: 200, snapshotBytes: written.bytes });
+    expect(reader.log.snapshots!.logBytes()).toBe(text(199, 300));
+    for await (const record of reader.log.read({ fromSeq: 150 }))
+      expect(record.seq).toBeGreaterThan(149);
+    expect(reader.log.snapshots!.logBytes()).toBe(text(199, 300));
 
     const none = await scratch.open(TEAM, { snapshots: false });
     expect(none.log.snapshots).toBeUndefined();
     expect(none.snapshots).toBeUndefined();
+  });
+
+  it('never restores a snapshot of a history the log no longer holds (cut back and written again)', async () => {
+    const { records } = await seeded(300, [100, 200]);
+    // The README's advice for CORRUPT_LOG: delete the bad row and every later one...
+    await scratch.sql(`DELETE FROM "${scratch.schema}".team_log WHERE seq >= 150`);
+    // ...then the team goes on, writing other records after the cut.
+    const resumed = await scratch.open(TEAM);
+    const state = (await loadTeamState(resumed.log, { teamId: TEAM })).state;
+    expect(state.lastSeq).toBe(149);
+    const lead = state.leadId as string;
+    for (let i = 0; state.lastSeq < 260; i++) {
+      await resumed.log.append({
+        records: [state.createTask(lead, { subject: `after the cut ${i}`, description: 'new' })],
+      });
+    }
+    const log: TeamRecord[] = [];
+    for await (const record of resumed.log.read()) log.push(record);
+
+    const joining = await scratch.open(TEAM);
+    const loaded = await loadTeamState(joining.log, { teamId: TEAM });
+    expect(loaded).toMatchObject({ snapshotSeq: 100, rejected: 1 });
+    expect(view(loaded.state)).toEqual(view(TeamState.fromRecords(log, { teamId: TEAM })));
+    expect(
+      loaded.state.allTasks().filter((t) => t.subject.startsWith('after the cut')),
+    ).toHaveLength(111);
+    expect(joining.snapshots?.problems.join('\n')).toMatch(/seq 200 .*another record at seq 200/);
+    expect(records.length).toBe(300);
   });
 
   it('keeps the newest snapshots per team and lets any process write the same seq', async () => {
@@ -277,6 +269,8 @@ describePg('PostgreSQL team snapshots', () => {
     expect(a.snapshots!.written + b.snapshots!.written).toBe(1);
     await Promise.all([a.log.snapshots!.write(at(100)), b.log.snapshots!.write(at(150))]);
     await a.log.snapshots!.write(at(200));
+    expect(await storedSeqs()).toEqual([200, 150, 100, 50]);
+    await Promise.all([a.log.snapshots!.prune({ keep: 2 }), b.log.snapshots!.prune({ keep: 2 })]);
     expect(await storedSeqs()).toEqual([200, 150]);
     // another team's snapshots are its own
     const other = await scratch.open('other-team');

@@ -1,73 +1,16 @@
 import { createHash } from 'node:crypto';
-import type { StoredSnapshot, TeamLogSnapshots, TeamStateSnapshot } from '@teamwire/core';
+import type {
+  SnapshotPolicy,
+  StoredSnapshot,
+  TeamLogSnapshots,
+  TeamStateSnapshot,
+} from '@teamwire/core';
 import { TEAM_STATE_SNAPSHOT_FORMAT, TEAM_STATE_SNAPSHOT_VERSION, TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { closedError } from './errors.js';
 import { query } from './retry.js';
 import type { Tables } from './schema.js';
-
-/** When a PostgreSQL store writes snapshots of the team state, and how many it keeps. */
-export interface SnapshotOptions {
-  /** A snapshot is due once the log grew by this many records since the newest one. Default 4096. */
-  everyRecords?: number | undefined;
-  /**
-   * …or once this process appended or read this many characters of record JSON since the newest
-   * snapshot it knows. Default 4 MiB (4194304).
-   */
-  everyBytes?: number | undefined;
-  /** The newest snapshots kept per team; older ones are deleted by each write. Default 2. */
-  keep?: number | undefined;
-}
-
-/** {@link SnapshotOptions} with every default applied. */
-export interface SnapshotPolicy {
-  /** Records appended since the newest snapshot after which the next is due. */
-  readonly everyRecords: number;
-  /** Bytes of record text since the newest snapshot after which the next is due. */
-  readonly everyBytes: number;
-  /** Snapshots kept per team; older rows are deleted by the write that makes them surplus. */
-  readonly keep: number;
-}
-
-/** Default {@link SnapshotPolicy.everyRecords}. */
-export const DEFAULT_SNAPSHOT_EVERY_RECORDS = 4096;
-/** Default {@link SnapshotPolicy.everyBytes} (4 MiB). */
-export const DEFAULT_SNAPSHOT_EVERY_BYTES = 4 * 1024 * 1024;
-/** Default {@link SnapshotPolicy.keep}. */
-export const DEFAULT_SNAPSHOT_KEEP = 2;
-
-/** Validates `snapshots` of the store's options: `false` turns snapshots off. */
-export function resolveSnapshotPolicy(value: unknown): SnapshotPolicy | false {
-  if (value === false) return false;
-  if (value === undefined) value = {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalid(`snapshots must be an object or false, got ${describe(value)}`, {
-      snapshots: describe(value),
-    });
-  }
-  const options = value as SnapshotOptions;
-  const known = new Set(['everyRecords', 'everyBytes', 'keep']);
-  for (const key of Object.keys(options)) {
-    if (!known.has(key)) {
-      throw invalid(`snapshots has no option ${JSON.stringify(key)}`, { option: key });
-    }
-  }
-  const integer = (name: keyof SnapshotOptions, fallback: number, min: number): number => {
-    const given = options[name] ?? fallback;
-    if (!Number.isSafeInteger(given) || given < min) {
-      throw invalid(`snapshots.${name} must be an integer >= ${min}, got ${describe(given)}`, {
-        [name]: describe(given),
-      });
-    }
-    return given;
-  };
-  return {
-    everyRecords: integer('everyRecords', DEFAULT_SNAPSHOT_EVERY_RECORDS, 1),
-    everyBytes: integer('everyBytes', DEFAULT_SNAPSHOT_EVERY_BYTES, 1),
-    keep: integer('keep', DEFAULT_SNAPSHOT_KEEP, 1),
-  };
-}
 
 /** What the store's snapshots did in this process: how it recovered, for diagnostics. */
 export interface SnapshotReport {
@@ -83,7 +26,7 @@ export interface SnapshotReport {
   readonly rejected: number;
   /** Snapshots this process wrote (a seq another process stored first does not count). */
   readonly written: number;
-  /** The newest snapshot this process knows of (read or written): its seq, 0 for none. */
+  /** The newest snapshot this process read or wrote: its seq, 0 for none. */
   readonly newestSeq: number;
   /** What was wrong with the last few skipped or rejected snapshots, oldest first. */
   readonly problems: readonly string[];
@@ -100,47 +43,43 @@ export interface SnapshotContext {
   readonly stop: AbortSignal;
 }
 
-interface Known {
-  readonly seq: number;
-  readonly bytes: number;
-}
-
 const PROBLEMS_KEPT = 10;
 
 /**
  * Snapshots of a team's folded state in the `team_snapshots` table: one row per (team, seq),
  * the state as JSON text with its SHA-256 (hex) and UTF-8 size, and the version of its format.
- * Any process may write one; writers of the same seq race harmlessly (the first row stays). Each
- * write keeps the newest `keep` of the team and deletes the older ones, in the same statement.
+ * Any process may write one; writers of the same seq race harmlessly (the first row stays).
+ * Whether a row belongs to the log (the digest of the record at its seq) is checked by core when
+ * the team opens; this store checks only that a row is intact.
  */
 export class PostgresSnapshots implements TeamLogSnapshots {
+  readonly policy: SnapshotPolicy;
   readonly #ctx: SnapshotContext;
-  readonly #policy: SnapshotPolicy;
-  /** Snapshots this process read or wrote and nobody rejected, by seq. */
-  readonly #known = new Map<number, number>();
   readonly #rejected = new Set<number>();
   readonly #problems: string[] = [];
-  /** Characters of record JSON this process appended or read after the newest known snapshot. */
-  #bytesSince = 0;
+  /** Characters of record JSON this process appended or read, each record counted once. */
+  #logBytes = 0;
   /** The highest seq whose bytes were counted, so a record read twice is counted once. */
   #countedSeq = 0;
+  /** Snapshots this process read or wrote and nobody rejected: their seqs. */
+  readonly #known = new Set<number>();
   #skipped = 0;
   #rejectedCount = 0;
   #written = 0;
 
   constructor(ctx: SnapshotContext, policy: SnapshotPolicy) {
     this.#ctx = ctx;
-    this.#policy = policy;
+    this.policy = policy;
   }
 
   /** This process's diagnostics (a live view). */
   get report(): SnapshotReport {
     return {
-      policy: this.#policy,
+      policy: this.policy,
       skipped: this.#skipped,
       rejected: this.#rejectedCount,
       written: this.#written,
-      newestSeq: this.#newest()?.seq ?? 0,
+      newestSeq: Math.max(0, ...this.#known),
       problems: [...this.#problems],
     };
   }
@@ -149,7 +88,11 @@ export class PostgresSnapshots implements TeamLogSnapshots {
   noteRecord(seq: number, length: number): void {
     if (seq <= this.#countedSeq) return;
     this.#countedSeq = seq;
-    if (seq > (this.#newest()?.seq ?? 0)) this.#bytesSince += length;
+    this.#logBytes += length;
+  }
+
+  logBytes(): number {
+    return this.#logBytes;
   }
 
   async *list(): AsyncIterable<StoredSnapshot> {
@@ -173,9 +116,9 @@ export class PostgresSnapshots implements TeamLogSnapshots {
         this.#skip(`${source} is past the end of the log (seq ${last})`);
         continue;
       }
-      if (head.format_version !== TEAM_STATE_SNAPSHOT_VERSION) {
+      if (head.format_version > TEAM_STATE_SNAPSHOT_VERSION) {
         this.#skip(
-          `${source} has format version ${head.format_version}; this version of @teamwire/postgres reads ${TEAM_STATE_SNAPSHOT_VERSION}`,
+          `${source} has format version ${head.format_version}; this version of @teamwire/core reads up to ${TEAM_STATE_SNAPSHOT_VERSION}`,
         );
         continue;
       }
@@ -186,7 +129,7 @@ export class PostgresSnapshots implements TeamLogSnapshots {
         `reading the team snapshot at seq ${seq}`,
       );
       const row = found.rows[0];
-      // Deleted since the listing (a newer one was written meanwhile): the next one is older.
+      // Deleted since the listing (pruned meanwhile): the next one is older.
       if (row === undefined) continue;
       if (checksumOf(row.state) !== row.checksum) {
         this.#skip(`${source} does not match its checksum`);
@@ -204,21 +147,12 @@ export class PostgresSnapshots implements TeamLogSnapshots {
         this.#skip(`${source} is not JSON: ${error instanceof Error ? error.message : error}`);
         continue;
       }
-      this.#remember(seq, bytes);
-      yield { seq, state, source };
+      this.#remember(seq);
+      yield { seq, state, bytes, source };
     }
   }
 
-  due(seq: number): boolean {
-    const newest = this.#newest();
-    const since = newest?.seq ?? 0;
-    if (!Number.isSafeInteger(seq) || seq <= since) return false;
-    // A big state is not written again before half its size was appended after it.
-    if (this.#bytesSince < (newest?.bytes ?? 0) / 2) return false;
-    return seq - since >= this.#policy.everyRecords || this.#bytesSince >= this.#policy.everyBytes;
-  }
-
-  async write(snapshot: TeamStateSnapshot): Promise<void> {
+  async write(snapshot: TeamStateSnapshot): Promise<{ bytes: number }> {
     this.#checkOpen();
     const { seq } = checkSnapshot(snapshot, this.#ctx.teamId);
     let text: string;
@@ -231,7 +165,6 @@ export class PostgresSnapshots implements TeamLogSnapshots {
       });
     }
     const bytes = Buffer.byteLength(text, 'utf8');
-    const counted = this.#bytesSince;
     const { tables: t, teamId, processId } = this.#ctx;
     const result = await this.#query<{ in_log: boolean; inserted: number }>(
       `WITH present AS (
@@ -241,28 +174,10 @@ export class PostgresSnapshots implements TeamLogSnapshots {
          SELECT $1, $2, $3, $4, $5, $6, $7 FROM present WHERE in_log
          ON CONFLICT (team_id, seq) DO NOTHING
          RETURNING seq
-       ), kept AS (
-         SELECT seq FROM (SELECT seq FROM ${t.snapshots} WHERE team_id = $1
-                          UNION SELECT seq FROM ins) AS s
-          ORDER BY seq DESC LIMIT $8
-       ), pruned AS (
-         DELETE FROM ${t.snapshots}
-          WHERE team_id = $1 AND seq < (SELECT min(seq) FROM kept)
-         RETURNING seq
        )
        SELECT (SELECT in_log FROM present) AS in_log,
-              (SELECT count(*) FROM ins)::int AS inserted,
-              (SELECT count(*) FROM pruned)::int AS pruned`,
-      [
-        teamId,
-        seq,
-        TEAM_STATE_SNAPSHOT_VERSION,
-        text,
-        checksumOf(text),
-        bytes,
-        processId,
-        this.#policy.keep,
-      ],
+              (SELECT count(*) FROM ins)::int AS inserted`,
+      [teamId, seq, snapshot.version, text, checksumOf(text), bytes, processId],
       `writing the team snapshot at seq ${seq}`,
     );
     const row = result.rows[0];
@@ -274,10 +189,25 @@ export class PostgresSnapshots implements TeamLogSnapshots {
       );
     }
     if (row.inserted > 0) this.#written++;
-    const before = this.#newest()?.seq ?? 0;
-    this.#remember(seq, bytes);
-    // What was counted before this write began is in the snapshot (or older than it).
-    if (seq > before) this.#bytesSince = Math.max(0, this.#bytesSince - counted);
+    this.#remember(seq);
+    return { bytes };
+  }
+
+  async prune(options: { keep: number }): Promise<void> {
+    this.#checkOpen();
+    const { keep } = options;
+    if (!Number.isSafeInteger(keep) || keep < 1) {
+      throw invalid('prune keeps at least one snapshot', { keep });
+    }
+    const { tables: t, teamId } = this.#ctx;
+    await this.#query(
+      `DELETE FROM ${t.snapshots}
+        WHERE team_id = $1
+          AND seq < (SELECT min(seq) FROM (SELECT seq FROM ${t.snapshots} WHERE team_id = $1
+                                            ORDER BY seq DESC LIMIT $2) AS kept)`,
+      [teamId, keep],
+      'pruning the team snapshots',
+    );
   }
 
   rejected(snapshot: StoredSnapshot, error: Error): void {
@@ -287,22 +217,11 @@ export class PostgresSnapshots implements TeamLogSnapshots {
     this.#problem(`${snapshot.source} was rejected: ${error.message}`);
   }
 
-  #newest(): Known | undefined {
-    let newest: Known | undefined;
-    for (const [seq, bytes] of this.#known) {
-      if (newest === undefined || seq > newest.seq) newest = { seq, bytes };
-    }
-    return newest;
-  }
-
-  #remember(seq: number, bytes: number): void {
+  #remember(seq: number): void {
     if (this.#rejected.has(seq)) return;
-    this.#known.set(seq, bytes);
-    // Only the newest few matter (the newest, and what is left when it is rejected).
-    if (this.#known.size > this.#policy.keep + 2) {
-      const oldest = Math.min(...this.#known.keys());
-      this.#known.delete(oldest);
-    }
+    this.#known.add(seq);
+    // only the newest few matter: the newest, and what is left when it is rejected
+    if (this.#known.size > this.policy.keep + 2) this.#known.delete(Math.min(...this.#known));
   }
 
   #skip(problem: string): void {
@@ -349,6 +268,7 @@ function checkSnapshot(snapshot: TeamStateSnapshot, teamId: string): { seq: numb
     value.format !== TEAM_STATE_SNAPSHOT_FORMAT ||
     value.version !== TEAM_STATE_SNAPSHOT_VERSION
   ) {
+    // only what this version of core writes: an older format carries less (no record digest)
     throw invalid(
       `a snapshot must have format ${TEAM_STATE_SNAPSHOT_FORMAT} version ${TEAM_STATE_SNAPSHOT_VERSION}, got ${describe(value.format)} version ${describe(value.version)}`,
     );

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { MemberPlacement, TeamLog, TranscriptStore } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
+import type { MemberPlacement, SnapshotPolicy, TeamLog, TranscriptStore } from '@teamwire/core';
+import { resolveSnapshotPolicy, TeamError } from '@teamwire/core';
 import pg from 'pg';
 import type { ReconnectOptions, RetryPolicy } from './connection.js';
 import { ConnectError, describeServer, execute, isTransient, unavailable } from './connection.js';
@@ -12,8 +12,7 @@ import type { PlacementRuns, ResolvedRuns } from './placement.js';
 import { PostgresPlacement } from './placement.js';
 import type { MigrationOutcome } from './schema.js';
 import { checkSchemaName, DEFAULT_SCHEMA, migrate, tablesOf } from './schema.js';
-import type { SnapshotOptions, SnapshotPolicy, SnapshotReport } from './snapshots.js';
-import { resolveSnapshotPolicy } from './snapshots.js';
+import type { SnapshotReport } from './snapshots.js';
 import { PostgresTranscriptStore } from './transcripts.js';
 
 /** How to open a team in PostgreSQL. */
@@ -59,7 +58,7 @@ export interface OpenPostgresTeamStoreOptions {
    * reads the newest one and the records after it rather than the whole log; `false` turns them
    * off (nothing is read or written). Default `{ everyRecords: 4096, everyBytes: 4 MiB, keep: 2 }`.
    */
-  snapshots?: SnapshotOptions | false | undefined;
+  snapshots?: Partial<SnapshotPolicy> | false | undefined;
 }
 
 /** An open team in PostgreSQL: its shared log, its transcripts and this process's placement. */

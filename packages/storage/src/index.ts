@@ -13,12 +13,8 @@ export type { JsonlTeamLog } from './jsonl-team-log.js';
 export type { JsonlTranscriptStore, TranscriptRepair } from './jsonl-transcript-store.js';
 export type { LockOwner, ProcessProbe } from './lock.js';
 export { currentProcess, LOCK_FILE, LOCK_FORMAT_VERSION, LockFile } from './lock.js';
-export type { SegmentFile, SegmentRetention, SnapshotPolicy } from './log-layout.js';
-export {
-  DEFAULT_SEGMENT_BYTES,
-  DEFAULT_SNAPSHOT_POLICY,
-  SEGMENTS_DIR,
-} from './log-layout.js';
+export type { SegmentFile, SegmentRetention } from './log-layout.js';
+export { DEFAULT_SEGMENT_BYTES, SEGMENTS_DIR } from './log-layout.js';
 export type { ProcessIdentity } from './process-identity.js';
 export {
   SNAPSHOT_FILE_FORMAT,

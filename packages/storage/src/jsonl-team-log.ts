@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type {
+  SnapshotPolicy,
   StoredSnapshot,
   TeamLog,
   TeamLogSnapshots,
@@ -13,7 +14,7 @@ import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, syncDirectory, writeFully } from './fs-seam.js';
 import type { ScanOutcome } from './jsonl-lines.js';
 import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
-import type { SegmentFile, SegmentRetention, SnapshotPolicy } from './log-layout.js';
+import type { SegmentFile, SegmentRetention } from './log-layout.js';
 import { listSegments, SEGMENTS_DIR, segmentPath } from './log-layout.js';
 import type { RecordPosition, SnapshotFile } from './snapshot-files.js';
 import {
@@ -740,22 +741,22 @@ function closedError(path: string): TeamError {
 }
 
 /**
- * The snapshots of a JSONL log: `snapshots/<seq>.snapshot` files (see `snapshot-files.ts`), the
- * policy of when one is due, and what retention does once one is durable.
+ * The snapshots of a JSONL log: `snapshots/<seq>.snapshot` files (see `snapshot-files.ts`) and
+ * what retention does to the segments the oldest kept one covers. When one is due, and whether
+ * one belongs to this log, are core's rules; the header's record position (and the hash of that
+ * line) is this store's own envelope, which tells an open where to start validating, and lets it
+ * vouch for snapshots of format version 1.
  */
 class JsonlSnapshots implements TeamLogSnapshots {
+  readonly policy: SnapshotPolicy;
   readonly #log: JsonlTeamLogImpl;
-  readonly #policy: SnapshotPolicy;
   readonly #retention: SegmentRetention;
   /** Snapshot seqs on disk, newest first. */
   #seqs: number[];
   /** The one chosen on open, its state already read; handed out once. */
   #opened: OpenedSnapshot | undefined;
   readonly #rejected = new Set<number>();
-  #lastSeq: number;
-  #lastBytes: number;
-  #bytesAtLast: number;
-  #writing: Promise<void> | undefined;
+  #writing: Promise<unknown> | undefined;
   #closed = false;
 
   constructor(
@@ -765,13 +766,10 @@ class JsonlSnapshots implements TeamLogSnapshots {
     opened: { snapshot: OpenedSnapshot | undefined; snapshotSeqs: number[] },
   ) {
     this.#log = log;
-    this.#policy = policy;
+    this.policy = policy;
     this.#retention = retention;
     this.#opened = opened.snapshot;
     this.#seqs = opened.snapshotSeqs;
-    this.#lastSeq = opened.snapshot?.file.header.seq ?? 0;
-    this.#lastBytes = opened.snapshot?.file.header.state.bytes ?? 0;
-    this.#bytesAtLast = 0;
   }
 
   get #folder(): string {
@@ -807,22 +805,29 @@ class JsonlSnapshots implements TeamLogSnapshots {
         this.#rejected.add(seq);
         continue;
       }
-      yield { seq, state, source: file.path };
+      // Every file this store wrote names its record, checked against the log above.
+      yield { seq, state, bytes: file.header.state.bytes, source: file.path, anchored: true };
     }
   }
 
-  due(seq: number): boolean {
-    if (this.#writing !== undefined || seq <= this.#lastSeq) return false;
-    const bytes = this.#log.bytesWritten - this.#bytesAtLast;
-    if (bytes < this.#lastBytes) return false;
-    return seq - this.#lastSeq >= this.#policy.everyRecords || bytes >= this.#policy.everyBytes;
+  logBytes(): number {
+    return this.#log.bytesWritten;
   }
 
   rejected(snapshot: StoredSnapshot): void {
     this.#rejected.add(snapshot.seq);
   }
 
-  write(snapshot: TeamStateSnapshot): Promise<void> {
+  write(snapshot: TeamStateSnapshot): Promise<{ bytes: number }> {
+    return this.#serial(() => this.#write(snapshot));
+  }
+
+  prune(options: { keep: number }): Promise<void> {
+    return this.#serial(() => this.#prune(options.keep));
+  }
+
+  /** Runs `task` after the write or prune in flight: one at a time, in call order. */
+  #serial<T>(task: () => Promise<T>): Promise<T> {
     if (this.#closed) {
       return Promise.reject(
         new TeamError('STORE_CLOSED', `team log ${this.#log.path} is closed`, {
@@ -830,8 +835,7 @@ class JsonlSnapshots implements TeamLogSnapshots {
         }),
       );
     }
-    // One write at a time, in call order; `due` says no while one is in flight.
-    const run = (this.#writing ?? Promise.resolve()).then(() => this.#write(snapshot));
+    const run = (this.#writing ?? Promise.resolve()).then(task);
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -843,7 +847,7 @@ class JsonlSnapshots implements TeamLogSnapshots {
     return run;
   }
 
-  async #write(snapshot: TeamStateSnapshot): Promise<void> {
+  async #write(snapshot: TeamStateSnapshot): Promise<{ bytes: number }> {
     const log = this.#log;
     if (
       snapshot?.teamId !== log.teamId ||
@@ -859,9 +863,8 @@ class JsonlSnapshots implements TeamLogSnapshots {
     await log.durable(seq);
     const state = JSON.stringify(snapshot);
     const position = await log.positionOf(seq);
-    const bytesAt = log.bytesWritten;
     const { fs, durability } = log.internals;
-    const written = await writeSnapshotFile({
+    await writeSnapshotFile({
       fs,
       dir: this.#folder,
       header: {
@@ -878,25 +881,27 @@ class JsonlSnapshots implements TeamLogSnapshots {
       state,
       sync: durability === 'fsync',
     });
-    this.#lastSeq = seq;
-    this.#lastBytes = written.bytes;
-    this.#bytesAtLast = bytesAt;
     this.#seqs = [seq, ...this.#seqs.filter((s) => s !== seq)];
-    await this.#prune();
+    return { bytes: Buffer.byteLength(state, 'utf8') };
   }
 
   /** Deletes snapshots past the newest `keep`, then applies retention to the segments they covered. */
-  async #prune(): Promise<void> {
+  async #prune(keep: number): Promise<void> {
+    if (!Number.isSafeInteger(keep) || keep < 1) {
+      throw new TeamError('INVALID_ARGUMENT', 'prune keeps at least one snapshot', {
+        details: { keep },
+      });
+    }
     const { fs } = this.#log.internals;
-    const kept = this.#seqs.slice(0, this.#policy.keep);
-    for (const seq of this.#seqs.slice(this.#policy.keep)) {
+    const kept = this.#seqs.slice(0, keep);
+    for (const seq of this.#seqs.slice(keep)) {
       const path = join(this.#folder, snapshotFileName(seq));
       await fs.unlink(path).catch((error: unknown) => {
         if (errnoCode(error) !== 'ENOENT') throw ioError('removing', path, error);
       });
     }
     this.#seqs = kept;
-    if (this.#retention === 'keep' || kept.length < this.#policy.keep) return;
+    if (this.#retention === 'keep' || kept.length < keep) return;
     const oldest = kept[kept.length - 1] as number;
     const removed = this.#log.detachSegmentsThrough(oldest);
     for (const segment of removed) await this.#retire(segment);

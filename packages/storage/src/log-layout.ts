@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { TeamError } from '@teamwire/core';
+import { resolveSnapshotPolicy, type SnapshotPolicy, TeamError } from '@teamwire/core';
 import type { StorageFs } from './fs-seam.js';
 import { errnoCode, ioError } from './fs-seam.js';
 
@@ -12,28 +12,6 @@ const SEGMENT_PATTERN = /^(\d{16})\.jsonl$/;
 
 /** How big the active segment grows before the log moves on to a new one, by default. */
 export const DEFAULT_SEGMENT_BYTES = 64 << 20;
-/** Snapshot policy defaults. */
-export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = Object.freeze({
-  everyRecords: 4096,
-  everyBytes: 4 << 20,
-  keep: 2,
-});
-
-/**
- * When the store writes snapshots of the folded team state (the team service hands it the state;
- * the store decides when one is due). A snapshot is due after `everyRecords` records or
- * `everyBytes` bytes of log since the last one, and never before the log grew by as many bytes as
- * the last snapshot took: a large state is snapshotted less often, so snapshots never cost more
- * bytes than the log they cover.
- */
-export interface SnapshotPolicy {
-  /** Records appended since the last snapshot after which the next is due. Default 4096. */
-  everyRecords: number;
-  /** Bytes of log appended since the last snapshot after which the next is due. Default 4 MiB. */
-  everyBytes: number;
-  /** How many of the newest snapshots to keep (older ones are deleted). Default 2. */
-  keep: number;
-}
 
 /**
  * What happens to segments wholly covered by the oldest kept snapshot: `keep` them (the
@@ -105,20 +83,7 @@ export function resolveLayout(options: {
   if (!Number.isSafeInteger(segmentBytes) || segmentBytes < 4096) {
     throw argument('segmentBytes must be an integer >= 4096', { segmentBytes });
   }
-  let snapshots: SnapshotPolicy | false = false;
-  if (options.snapshots !== false) {
-    const given = options.snapshots ?? {};
-    if (typeof given !== 'object' || given === null) {
-      throw argument('snapshots must be false or { everyRecords?, everyBytes?, keep? }', {});
-    }
-    snapshots = { ...DEFAULT_SNAPSHOT_POLICY, ...definedOnly(given) };
-    for (const key of ['everyRecords', 'everyBytes', 'keep'] as const) {
-      const value = snapshots[key];
-      if (!Number.isSafeInteger(value) || value < 1) {
-        throw argument(`snapshots.${key} must be an integer >= 1`, { [key]: value });
-      }
-    }
-  }
+  const snapshots = resolveSnapshotPolicy(options.snapshots);
   const retention = options.retention ?? 'keep';
   const archiveDir =
     typeof retention === 'object' && retention !== null ? retention.archiveDir : '';
@@ -136,10 +101,6 @@ export function resolveLayout(options: {
     );
   }
   return { segmentBytes, snapshots, retention };
-}
-
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function argument(message: string, details: Record<string, unknown>): TeamError {

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TeamRecord } from '@teamwire/core';
+import type { TeamLogSnapshots, TeamRecord } from '@teamwire/core';
 import { loadTeamState, TeamState } from '@teamwire/core';
 import { randomTeamRecords } from '@teamwire/core/testing';
 import fc from 'fast-check';
@@ -39,7 +39,11 @@ async function write(
     await store.log.append({ records: chunk });
     for (const record of chunk) state.apply(record);
     i += chunk.length;
-    if (at.has(state.lastSeq)) await store.log.snapshots?.write(state.snapshot());
+    const snapshots = store.log.snapshots;
+    if (snapshots !== undefined && at.has(state.lastSeq)) {
+      await snapshots.write(state.snapshot());
+      await snapshots.prune({ keep: snapshots.policy.keep });
+    }
   }
   await store.close();
 }
@@ -174,34 +178,31 @@ describe('snapshots of the folded state', () => {
     expect(verified.snapshots.find((s) => s.seq === 60)).toMatchObject({ status: 'matches' });
   });
 
-  it('is due again after each write, as records and bytes accumulate', async () => {
-    const records = randomTeamRecords(TEAM, 100, 13);
+  it('counts the bytes of log it writes and the bytes each snapshot takes, for core to decide when one is due', async () => {
+    const records = randomTeamRecords(TEAM, 60, 13);
     const store = await open({ snapshots: { everyRecords: 10, everyBytes: 1 << 30 } });
-    const snapshots = store.log.snapshots;
+    const snapshots = store.log.snapshots as TeamLogSnapshots;
+    expect(snapshots.policy).toEqual({ everyRecords: 10, everyBytes: 1 << 30, keep: 2 });
     const state = new TeamState({ teamId: TEAM });
-    const written: number[] = [];
+    let bytes = snapshots.logBytes();
     for (const record of records) {
       await store.log.append({ records: [record] });
       state.apply(record);
-      if (snapshots?.due(state.lastSeq)) {
-        const writing = snapshots.write(state.snapshot());
-        // one at a time: not due while a write is in flight
-        expect(snapshots.due(state.lastSeq + 50)).toBe(false);
-        await writing;
-        written.push(state.lastSeq);
-      }
+      const after = snapshots.logBytes();
+      // the line and its newline
+      expect(after - bytes).toBe(Buffer.byteLength(JSON.stringify(record)) + 1);
+      bytes = after;
     }
-    // every 10 records, and never before the log grew by as many bytes as the last snapshot took
-    // (the state grows, so the gaps widen)
-    expect(written[0]).toBe(10);
-    expect(written.length).toBeGreaterThanOrEqual(5);
-    for (let i = 1; i < written.length; i++) {
-      expect((written[i] as number) - (written[i - 1] as number)).toBeGreaterThanOrEqual(10);
-    }
+    const written = await snapshots.write(state.snapshot());
+    const [file] = await snapshotFiles();
+    const text = await readFile(join(dir, SNAPSHOTS_DIR, file as string), 'utf8');
+    const stateLine = text.slice(text.indexOf('\n') + 1, -1);
+    expect(written.bytes).toBe(Buffer.byteLength(stateLine));
+    const listed = [];
+    for await (const stored of snapshots.list()) listed.push(stored);
+    expect(listed).toMatchObject([{ seq: 60, bytes: written.bytes, anchored: true }]);
     await store.close();
-    expect((await caught(snapshots?.write(state.snapshot()) as Promise<void>)).code).toBe(
-      'STORE_CLOSED',
-    );
+    expect((await caught(snapshots.write(state.snapshot()))).code).toBe('STORE_CLOSED');
   });
 
   it('keeps the newest snapshots only, and a torn write of one is replaced', async () => {

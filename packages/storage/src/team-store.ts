@@ -1,12 +1,12 @@
 import { dirname, join, resolve } from 'node:path';
-import type { Clock } from '@teamwire/core';
+import type { Clock, SnapshotPolicy } from '@teamwire/core';
 import { systemClock, TeamError } from '@teamwire/core';
 import type { Durability } from './append-writer.js';
 import type { StorageFs } from './fs-seam.js';
 import { errnoCode, exists, ioError, nodeFs, syncDirectory } from './fs-seam.js';
 import type { JsonlTeamLog } from './jsonl-team-log.js';
 import { openJsonlTeamLog } from './jsonl-team-log.js';
-import type { SegmentRetention, SnapshotPolicy } from './log-layout.js';
+import type { SegmentRetention } from './log-layout.js';
 import { LOG_FILE, listSegments, resolveLayout } from './log-layout.js';
 
 export { LOG_FILE } from './log-layout.js';

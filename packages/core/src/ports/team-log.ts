@@ -1,5 +1,6 @@
 import type { TeamRecord } from '../records.js';
 import type { TeamStateSnapshot } from '../state/snapshot.js';
+import type { SnapshotPolicy } from '../state/snapshot-policy.js';
 import type { MemberPlacement } from './placement.js';
 
 /** Options of {@link TeamLog.append}. */
@@ -62,31 +63,53 @@ export interface StoredSnapshot {
   readonly seq: number;
   /** The stored state, not yet validated: `TeamState.fromSnapshot` checks it. */
   readonly state: unknown;
+  /** Bytes the stored state takes, for the snapshot policy (see `isSnapshotDue`). */
+  readonly bytes: number;
   /** Where it is stored (a file, a row), for messages. */
   readonly source: string;
+  /**
+   * True when the store itself tied this snapshot to the record the log now holds at `seq` (its
+   * own envelope names that record). Only needed for a snapshot of format version 1, which carries
+   * no record digest: such a snapshot is used only when the store vouches for it this way.
+   */
+  readonly anchored?: boolean | undefined;
 }
 
 /**
  * Where a team log keeps snapshots of its folded state (see {@link TeamStateSnapshot}). The store
- * owns the envelope (a checksum, the team, the seq and where it falls in the log) and the policy
- * of when one is due; the team service owns the state: it snapshots only a settled state, never
- * more than one write at a time, and validates what it reads.
+ * keeps the bytes (an envelope that detects a torn or altered copy, the team, the seq) and how
+ * much log it wrote or read; core owns every rule: when a snapshot is due (the store's
+ * {@link SnapshotPolicy}, decided by `isSnapshotDue`), whether a snapshot belongs to the log
+ * (the digest of the record at its seq, checked by `loadTeamState` against `read`), and when to
+ * prune. The team service snapshots only a settled state, one write at a time, and validates
+ * what it reads.
  */
 export interface TeamLogSnapshots {
+  /** The policy the store was configured with (`resolveSnapshotPolicy`). */
+  readonly policy: SnapshotPolicy;
   /**
    * The stored snapshots whose envelope checks out and whose seq the log holds, newest first,
    * each read only when the iteration reaches it. A torn or corrupt one is skipped (and counted
    * in the store's recovery report), never yielded.
    */
   list(): AsyncIterable<StoredSnapshot>;
-  /** True when a snapshot at `seq` is due under the store's policy (records or bytes since the last). */
-  due(seq: number): boolean;
+  /**
+   * Bytes of record text this store appended or read since it opened, counted once per record:
+   * a counter that only grows, which the team service reads to know how far the log grew past a
+   * snapshot.
+   */
+  logBytes(): number;
   /**
    * Stores `snapshot` (the state after `snapshot.seq`, a durable record). Resolves once it is
-   * durable under the store's policy; a failure, or a kill at any moment, leaves the older
-   * snapshots as they were.
+   * durable under the store's policy, with the bytes its state takes; a failure, or a kill at any
+   * moment, leaves the older snapshots as they were.
    */
-  write(snapshot: TeamStateSnapshot): Promise<void>;
+  write(snapshot: TeamStateSnapshot): Promise<{ bytes: number }>;
+  /**
+   * Removes every snapshot but the newest `keep` (and whatever the store's retention frees with
+   * them). Called after each write.
+   */
+  prune(options: { keep: number }): Promise<void>;
   /** A snapshot `list` yielded failed validation: the store reports it and stops offering it. */
   rejected(snapshot: StoredSnapshot, error: Error): void;
 }

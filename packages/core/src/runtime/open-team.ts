@@ -11,7 +11,7 @@ import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
 import type { WorkspaceProvider } from '../ports/workspace.js';
-import type { TeamLimits, TeamState } from '../state/index.js';
+import type { TeamLimits } from '../state/index.js';
 import { type AgentRegistry, providerOf } from './agents.js';
 import { ChangeWaiters } from './change-waiters.js';
 import { CommitPipeline } from './commit-pipeline.js';
@@ -21,7 +21,7 @@ import type { ExternalPresenceOptions } from './external-members.js';
 import { MemberWorkspaces } from './member-workspaces.js';
 import { RunnerPool } from './runner-pool.js';
 import type { TeamService } from './service-types.js';
-import { loadTeamState, SnapshotScheduler } from './snapshots.js';
+import { type LoadedState, loadTeamState, SnapshotScheduler } from './snapshots.js';
 import { TeamServiceFacade } from './team-service.js';
 
 /** Options of {@link openTeam}. */
@@ -164,13 +164,14 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
     });
   }
   const clock = options.clock ?? systemClock;
-  const { state } = await loadTeamState(options.log, {
+  const loaded = await loadTeamState(options.log, {
     teamId: options.teamId,
     clock,
     limits: options.limits,
   });
+  const { state } = loaded;
   const leadDefinition = options.agents.get(options.lead.agentType);
-  const { service, pipeline, pool, snapshots } = assemble(options, state, clock, placement);
+  const { service, pipeline, pool, snapshots } = assemble(options, loaded, clock, placement);
   // records appended elsewhere between the read above and the doorbell's subscription
   pipeline.requestCatchUp();
   // Decided again if another process created the lead first: then it records nothing.
@@ -222,10 +223,11 @@ function checkPort(port: unknown, option: string, members: readonly string[]): v
  */
 function assemble(
   options: OpenTeamOptions,
-  state: TeamState,
+  loaded: LoadedState,
   clock: Clock,
   placement: MemberPlacement | undefined,
 ) {
+  const { state } = loaded;
   const events = guardedSink(options.events ?? noopEventSink);
   const ids = options.ids ?? ulidIdSource(clock);
   const policy = options.policy ?? defaultTeamPolicy;
@@ -239,6 +241,7 @@ function assemble(
     state,
     events,
     () => state.member(state.leadId ?? '')?.name ?? 'lead',
+    loaded,
   );
   const pipeline = new CommitPipeline({
     log: options.log,

@@ -10,6 +10,12 @@ export {
   TEAM_STATE_SNAPSHOT_FORMAT,
   TEAM_STATE_SNAPSHOT_VERSION,
 } from './snapshot.js';
+export type { SnapshotDueInput, SnapshotPolicy } from './snapshot-policy.js';
+export {
+  DEFAULT_SNAPSHOT_POLICY,
+  isSnapshotDue,
+  resolveSnapshotPolicy,
+} from './snapshot-policy.js';
 export type { TaskAction, TaskActionType, TaskListFilter, TaskView } from './task-board.js';
 export type { CreateTaskInput, UpdateTaskInput } from './task-commands.js';
 export type { TeamLimits } from './team-limits.js';

@@ -5,8 +5,11 @@ import { Member, QueuedMessage, Task } from '../records.js';
 
 /** The `format` of a {@link TeamStateSnapshot}. */
 export const TEAM_STATE_SNAPSHOT_FORMAT = 'teamwire.team-state';
-/** The version of {@link TeamStateSnapshot} this code writes and reads. */
-export const TEAM_STATE_SNAPSHOT_VERSION = 1;
+/**
+ * The version of {@link TeamStateSnapshot} this code writes; it reads this one and every older one
+ * (version 1 has no `record` digest).
+ */
+export const TEAM_STATE_SNAPSHOT_VERSION = 2;
 
 /**
  * The folded state of a team after one seq, as plain JSON: what a snapshot store keeps so that
@@ -18,8 +21,8 @@ export const TEAM_STATE_SNAPSHOT_VERSION = 1;
 export interface TeamStateSnapshot {
   /** Always {@link TEAM_STATE_SNAPSHOT_FORMAT}. */
   format: typeof TEAM_STATE_SNAPSHOT_FORMAT;
-  /** {@link TEAM_STATE_SNAPSHOT_VERSION}; a newer version is refused, never misread. */
-  version: typeof TEAM_STATE_SNAPSHOT_VERSION;
+  /** {@link TEAM_STATE_SNAPSHOT_VERSION} when written; a newer version is refused, never misread. */
+  version: 1 | typeof TEAM_STATE_SNAPSHOT_VERSION;
   /** The team the state belongs to. */
   teamId: string;
   /** The seq of the last record folded into it (records of any team count). */
@@ -37,12 +40,20 @@ export interface TeamStateSnapshot {
    * `\n`: one string parses fastest, and a sorted list is searched without hashing every id.
    */
   delivered: string;
+  /**
+   * The `recordDigest` of the record at `seq`, which ties the snapshot to the log it folded:
+   * a log whose record at `seq` differs is another history, and the snapshot is not used for it.
+   * Present from version 2 whenever `seq` > 0.
+   */
+  record?: string;
 }
+
+const DIGEST = /^[0-9a-f]{64}$/;
 
 /** Schema of {@link TeamStateSnapshot}, checked whenever one is read. */
 const Snapshot = z.object({
   format: z.literal(TEAM_STATE_SNAPSHOT_FORMAT),
-  version: z.literal(TEAM_STATE_SNAPSHOT_VERSION),
+  version: z.union([z.literal(1), z.literal(TEAM_STATE_SNAPSHOT_VERSION)]),
   teamId: z.string().min(1),
   seq: z.number().int().min(0),
   members: z.array(Member),
@@ -50,6 +61,7 @@ const Snapshot = z.object({
   nextTaskNumber: z.number().int().min(1),
   pending: z.array(QueuedMessage),
   delivered: z.string(),
+  record: z.string().regex(DIGEST).optional(),
 });
 
 /**
@@ -71,10 +83,11 @@ function fastList(value: unknown, copy: (v: unknown) => unknown): unknown[] | un
 function fastSnapshot(value: unknown): TeamStateSnapshot | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const v = value as Record<string, unknown>;
-  const { teamId, seq, nextTaskNumber, delivered } = v;
+  const { teamId, seq, nextTaskNumber, delivered, record, version } = v;
   if (
     v.format !== TEAM_STATE_SNAPSHOT_FORMAT ||
-    v.version !== TEAM_STATE_SNAPSHOT_VERSION ||
+    (version !== TEAM_STATE_SNAPSHOT_VERSION && version !== 1) ||
+    (record !== undefined && !(typeof record === 'string' && DIGEST.test(record))) ||
     typeof teamId !== 'string' ||
     teamId.length === 0 ||
     !Number.isSafeInteger(seq) ||
@@ -91,7 +104,7 @@ function fastSnapshot(value: unknown): TeamStateSnapshot | undefined {
   if (pending === undefined) return undefined;
   return {
     format: TEAM_STATE_SNAPSHOT_FORMAT,
-    version: TEAM_STATE_SNAPSHOT_VERSION,
+    version: version as TeamStateSnapshot['version'],
     teamId,
     seq: seq as number,
     members: members as Member[],
@@ -99,6 +112,7 @@ function fastSnapshot(value: unknown): TeamStateSnapshot | undefined {
     nextTaskNumber: nextTaskNumber as number,
     pending: pending as QueuedMessage[],
     delivered,
+    ...(record === undefined ? {} : { record }),
   };
 }
 

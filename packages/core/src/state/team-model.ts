@@ -1,4 +1,5 @@
 import { TeamError } from '../errors.js';
+import { recordDigest } from '../record-digest.js';
 import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
 import { checkSchemaVersion, SCHEMA_VERSION } from '../records.js';
 import { Mailbox } from './mailbox.js';
@@ -28,6 +29,12 @@ export class TeamModel {
   private readonly undo: Undo[] = [];
   private settled = 0;
   private journaling = false;
+  /** The record at {@link lastSeq}, once one was applied here. */
+  private last: TeamRecord | undefined;
+  /** The record at {@link settledSeq}, while journaling. */
+  private settledLast: TeamRecord | undefined;
+  /** The digest of the record at {@link lastSeq} a restored snapshot carried. */
+  private restoredDigest: string | undefined;
 
   constructor(readonly teamId: string) {}
 
@@ -54,7 +61,19 @@ export class TeamModel {
       nextTaskNumber: this.board.nextTaskNumber,
       pending: this.mailbox.pendingAll(),
       delivered: this.mailbox.deliveredIds().join('\n'),
+      ...(this.seq === 0 ? {} : { record: this.lastDigest() }),
     };
+  }
+
+  /** The digest of the record at {@link lastSeq} (one a snapshot restored here carried). */
+  private lastDigest(): string {
+    if (this.last !== undefined) return recordDigest(this.last);
+    if (this.restoredDigest !== undefined) return this.restoredDigest;
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `cannot snapshot at seq ${this.seq}: the record at it is not known (restored from a snapshot without its digest)`,
+      { details: { seq: this.seq } },
+    );
   }
 
   /**
@@ -80,6 +99,7 @@ export class TeamModel {
       });
     }
     model.seq = snapshot.seq;
+    model.restoredDigest = snapshot.record;
     return model;
   }
 
@@ -126,13 +146,15 @@ export class TeamModel {
   startJournal(): void {
     this.journaling = true;
     this.settled = this.seq;
+    this.settledLast = this.last;
   }
 
   /** Records up to `seq` are durable: they can no longer be reverted. */
   settle(seq: number): void {
     if (!this.journaling || seq <= this.settled) return;
     const upTo = Math.min(seq, this.seq);
-    this.undo.splice(0, upTo - this.settled);
+    const settledNow = this.undo.splice(0, upTo - this.settled);
+    this.settledLast = settledNow.at(-1)?.record ?? this.settledLast;
     this.settled = upTo;
   }
 
@@ -153,6 +175,7 @@ export class TeamModel {
       this.revertOne(entry);
       this.seq--;
     }
+    this.last = this.undo.at(-1)?.record ?? this.settledLast;
   }
 
   /**
@@ -190,6 +213,7 @@ export class TeamModel {
       this.undo.push({ record });
     }
     this.seq = seq;
+    this.last = record;
   }
 
   private undoOf(record: TeamRecord): Undo {

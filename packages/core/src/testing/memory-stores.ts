@@ -4,6 +4,7 @@ import type { TeamLog, TeamLogSnapshots } from '../ports/team-log.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { TeamRecord } from '../records.js';
 import { parseTeamRecord } from '../records.js';
+import { resolveSnapshotPolicy, type SnapshotPolicy } from '../state/snapshot-policy.js';
 import { repairTranscript } from '../transcript-repair.js';
 
 /** An in-memory TeamLog. Records are deep-copied through JSON on the way in, like a real store. */
@@ -24,12 +25,18 @@ export interface MemoryStoredSnapshot {
 
 /** Options of {@link createMemoryTeamLog}'s snapshot store. */
 export interface MemorySnapshotOptions {
-  /** A snapshot is due after this many records since the last one. */
+  /** A snapshot is due after this many records since the last one (see `SnapshotPolicy`). */
   everyRecords: number;
+  /** …or this many bytes of record JSON (default: core's default policy). */
+  everyBytes?: number;
+  /** Snapshots kept (default: core's default policy). */
+  keep?: number;
   /** Snapshots present before the log is opened, e.g. from an earlier log of the same records. */
   stored?: readonly MemoryStoredSnapshot[];
   /** Every write fails with `STORAGE_IO` (to test that the team carries on). */
   failWrites?: boolean;
+  /** Offer the stored snapshots as `anchored` (the store vouches they are of this log). */
+  anchored?: boolean;
 }
 
 /** Creates a {@link MemoryTeamLog} for `teamId`, optionally seeded with `records` (validated, as a store would on read). */
@@ -40,32 +47,51 @@ export function createMemoryTeamLog(options: {
   snapshots?: MemorySnapshotOptions;
 }): MemoryTeamLog {
   const stored: TeamRecord[] = [];
-  const snapshotTexts = [...(options.snapshots?.stored ?? [])];
+  let snapshotTexts = [...(options.snapshots?.stored ?? [])];
   const rejected = new Set<number>();
-  const snapshots: TeamLogSnapshots | undefined = options.snapshots && {
-    async *list() {
-      for (const { seq, text } of [...snapshotTexts].reverse()) {
-        if (rejected.has(seq) || seq > stored.length) continue;
-        yield { seq, state: JSON.parse(text), source: `memory snapshot ${seq}` };
-      }
-    },
-    due(seq) {
-      const last = snapshotTexts[snapshotTexts.length - 1]?.seq ?? 0;
-      return seq - last >= (options.snapshots as MemorySnapshotOptions).everyRecords;
-    },
-    async write(snapshot) {
-      if (options.snapshots?.failWrites) {
-        throw new TeamError('STORAGE_IO', 'writing the snapshot failed: disk full');
-      }
-      if (snapshot.seq > stored.length) {
-        throw new TeamError('INVALID_ARGUMENT', `seq ${snapshot.seq} is not durable yet`);
-      }
-      snapshotTexts.push({ seq: snapshot.seq, text: JSON.stringify(snapshot) });
-    },
-    rejected(snapshot) {
-      rejected.add(snapshot.seq);
-    },
-  };
+  let logBytes = 0;
+  const given = options.snapshots;
+  const policy =
+    given &&
+    (resolveSnapshotPolicy({
+      everyRecords: given.everyRecords,
+      ...(given.everyBytes === undefined ? {} : { everyBytes: given.everyBytes }),
+      ...(given.keep === undefined ? { keep: Number.MAX_SAFE_INTEGER } : { keep: given.keep }),
+    }) as SnapshotPolicy);
+  const snapshots: TeamLogSnapshots | undefined = given &&
+    policy && {
+      policy,
+      async *list() {
+        for (const { seq, text } of [...snapshotTexts].reverse()) {
+          if (rejected.has(seq) || seq > stored.length) continue;
+          yield {
+            seq,
+            state: JSON.parse(text),
+            bytes: text.length,
+            source: `memory snapshot ${seq}`,
+            ...(given.anchored === true ? { anchored: true } : {}),
+          };
+        }
+      },
+      logBytes: () => logBytes,
+      async write(snapshot) {
+        if (given.failWrites) {
+          throw new TeamError('STORAGE_IO', 'writing the snapshot failed: disk full');
+        }
+        if (snapshot.seq > stored.length) {
+          throw new TeamError('INVALID_ARGUMENT', `seq ${snapshot.seq} is not durable yet`);
+        }
+        const text = JSON.stringify(snapshot);
+        snapshotTexts.push({ seq: snapshot.seq, text });
+        return { bytes: text.length };
+      },
+      async prune({ keep }) {
+        snapshotTexts = snapshotTexts.slice(-keep);
+      },
+      rejected(snapshot) {
+        rejected.add(snapshot.seq);
+      },
+    };
   const listeners = new Set<(record: TeamRecord) => void>();
   let closed = false;
   for (const record of options.records ?? []) stored.push(parseTeamRecord(structuredClone(record)));
@@ -77,7 +103,9 @@ export function createMemoryTeamLog(options: {
       let expected = stored.length + 1;
       const copies: TeamRecord[] = [];
       for (const record of records) {
-        const copy = parseTeamRecord(JSON.parse(JSON.stringify(record)));
+        const text = JSON.stringify(record);
+        logBytes += text.length;
+        const copy = parseTeamRecord(JSON.parse(text));
         if (copy.seq !== expected) {
           throw new TeamError(
             'LOG_INVARIANT',
