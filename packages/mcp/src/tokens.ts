@@ -5,6 +5,12 @@ const TOKEN_PREFIX = 'tw1';
 /** Longer bearer values are refused before any parsing. */
 const TOKEN_MAX = 256;
 const SECRET_MIN_BYTES = 16;
+/**
+ * The one accepted spelling of an HMAC-SHA256: unpadded base64url of its 32 bytes, 43 characters,
+ * the last carrying 4 bits and two zero bits. A lenient decoder would also take padding, the `+/`
+ * alphabet, stray characters or set unused bits, so the text is checked before anything else.
+ */
+const MAC_TEXT = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
 
 /** Issues and checks the per-member bearer tokens of the HTTP transport. */
 export interface TokenIssuer {
@@ -19,11 +25,18 @@ export function generateSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/** Whether `given` is exactly the text of `expected`, compared in constant time. */
+function macMatches(given: string, expected: Buffer): boolean {
+  if (!MAC_TEXT.test(given)) return false;
+  return timingSafeEqual(Buffer.from(given, 'latin1'), Buffer.from(expected.toString('base64url')));
+}
+
 /**
  * Tokens `tw1.<member>.<mac>`, where the mac is an HMAC-SHA256 of the team id and the member name
  * under `secret`: the server stores no token, a token names its member (so one member's token can
  * never act as another), and tokens survive a server restart as long as the secret does. Member
- * names are never reused within a team, so a retired member's token opens nothing again.
+ * names are never reused within a team, so a retired member's token opens nothing again. The mac
+ * is accepted in one spelling only (unpadded base64url), compared in constant time.
  */
 export function createTokenIssuer(options: {
   secret: string | Uint8Array;
@@ -62,10 +75,7 @@ export function createTokenIssuer(options: {
       if (parts.length !== 3 || parts[0] !== TOKEN_PREFIX) return undefined;
       const [, member, given] = parts as [string, string, string];
       if (!MEMBER_NAME_PATTERN.test(member)) return undefined;
-      const expected = mac(member);
-      const actual = Buffer.from(given, 'base64url');
-      if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return undefined;
-      return member;
+      return macMatches(given, mac(member)) ? member : undefined;
     },
   };
 }
