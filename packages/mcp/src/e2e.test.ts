@@ -20,8 +20,10 @@ import {
   codeOf,
   connectHttp,
   connectStdio,
+  deliveredCount,
   exited,
   kill,
+  logRecords as readLog,
   startServer,
   urlFrom,
   workTheBoard,
@@ -52,18 +54,7 @@ async function serveTeam(
   return { fixture, http };
 }
 
-/** Every record of the team log on disk, parsed. */
-async function logRecords(): Promise<{ type: string; [key: string]: unknown }[]> {
-  const text = await readFile(join(dir, 'log.jsonl'), 'utf8');
-  return text
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line));
-}
-
-function deliveredCount(records: { type: string; messageId?: unknown }[], id: string): number {
-  return records.filter((r) => r.type === 'message.delivered' && r.messageId === id).length;
-}
+const logRecords = () => readLog(dir);
 
 describe('external members over MCP', () => {
   it('over HTTP: two clients and the scripted lead complete a task DAG together', async () => {

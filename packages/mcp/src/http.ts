@@ -200,6 +200,7 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
         member,
         agentTypes: options.agentTypes,
         cwd: options.cwd,
+        cursors: tokens,
       });
     } catch (error) {
       const failure = TeamError.isInstance(error) ? error : undefined;

@@ -66,6 +66,32 @@ describe('member tokens', () => {
     expect(fixed.memberOf(token)).toBe('alice');
   });
 
+  it('seal inbox cursors for one member, opened only by the same secret, team and member', () => {
+    const cursor = Buffer.from('{"v":1,"m":"m-1","ids":["a"]}').toString('base64url');
+    const sealed = issuer.sealCursor('m-1', cursor);
+    expect(sealed).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(issuer.openCursor('m-1', sealed)).toBe(cursor);
+    const again = createTokenIssuer({ secret: 'x'.repeat(32), teamId: 'team-1' });
+    expect(again.openCursor('m-1', again.sealCursor('m-1', cursor))).toBe(cursor);
+    expect(
+      createTokenIssuer({ secret: 'x'.repeat(32), teamId: 'team-1' }).sealCursor('m-1', cursor),
+    ).toBe(again.sealCursor('m-1', cursor));
+    const mac = sealed.slice(sealed.lastIndexOf('.') + 1);
+    expect(issuer.openCursor('m-2', sealed)).toBeUndefined();
+    expect(again.openCursor('m-1', sealed)).toBeUndefined();
+    expect(
+      createTokenIssuer({ secret: 'x'.repeat(32), teamId: 'team-2' }).openCursor(
+        'm-1',
+        again.sealCursor('m-1', cursor),
+      ),
+    ).toBeUndefined();
+    expect(issuer.openCursor('m-1', cursor)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `${cursor}A.${mac}`)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `${sealed}=`)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `.${mac}`)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `${'A'.repeat(9000)}.${mac}`)).toBeUndefined();
+  });
+
   it('need a secret of 16 bytes or more, a team id and a member name', () => {
     expect(codeOf(() => createTokenIssuer({ secret: 'short', teamId: 't' }))).toBe(
       'INVALID_ARGUMENT',
