@@ -56,6 +56,12 @@ interface Session {
   idle: NodeJS.Timeout;
 }
 
+/**
+ * `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110 §11.1); one token
+ * of RFC 6750's b64token syntax follows it after spaces (§2.1), and nothing else.
+ */
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+
 function reply(res: ServerResponse, status: number, code: string, message: string, extra = {}) {
   if (res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json', ...extra });
@@ -162,7 +168,7 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
         return reply(res, 403, 'FORBIDDEN', `origin ${JSON.stringify(origin)} is not allowed`);
       }
     }
-    const bearer = /^Bearer ([^\s]+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const bearer = BEARER.exec(req.headers.authorization ?? '')?.[1];
     const member = bearer === undefined ? undefined : tokens.memberOf(bearer);
     if (member === undefined) {
       return reply(res, 401, 'UNAUTHORIZED', 'a valid bearer token is required', {
