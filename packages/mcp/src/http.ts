@@ -5,6 +5,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { TeamError, type TeamService } from '@teamwire/core';
 import { createMemberServer, type MemberServer } from './member-server.js';
+import { admitSession } from './session-limits.js';
 import type { TokenIssuer } from './tokens.js';
 
 /** Options of {@link serveHttp}. */
@@ -25,8 +26,18 @@ export interface ServeHttpOptions {
   cwd?: string | undefined;
   /** Largest request body, in bytes (default 1 MiB); larger ones get 413. */
   maxBodyBytes?: number | undefined;
-  /** Open sessions at most (default 64); an initialize beyond it gets 503. */
+  /**
+   * Open sessions at most, over all members (default 64). When all are taken, an initialize
+   * closes the session idle the longest of the member holding the most, or gets 503
+   * `SESSION_LIMIT` if all of that member's sessions are busy.
+   */
   maxSessions?: number | undefined;
+  /**
+   * Sessions one member holds at most (default 8, or `maxSessions` if lower; at most
+   * `maxSessions`). A member at its share that initializes again gets its own session idle the
+   * longest closed, or 503 `MEMBER_SESSION_LIMIT` if all of its sessions are busy.
+   */
+  maxSessionsPerMember?: number | undefined;
   /** A session with no request for this long is closed (default 30 min). */
   sessionIdleMs?: number | undefined;
   /**
@@ -50,10 +61,34 @@ export interface HttpServing {
 }
 
 interface Session {
+  /** Set once the transport has initialized it. */
+  id: string | undefined;
   member: string;
   transport: StreamableHTTPServerTransport;
   memberServer: MemberServer;
-  idle: NodeJS.Timeout;
+  idle: NodeJS.Timeout | undefined;
+  /** Requests in progress; an open notification stream is one. */
+  inFlight: number;
+  /** When it last became idle, on a counter that only grows. */
+  idleSince: number;
+}
+
+/**
+ * `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110 §11.1); one token
+ * of RFC 6750's b64token syntax follows it after spaces (§2.1), and nothing else.
+ */
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/** Calls `done` once, when the response has been sent or its connection closed. */
+function settled(res: ServerResponse, done: () => void): void {
+  let called = false;
+  const once = () => {
+    if (called) return;
+    called = true;
+    done();
+  };
+  res.once('finish', once);
+  res.once('close', once);
 }
 
 function reply(res: ServerResponse, status: number, code: string, message: string, extra = {}) {
@@ -116,7 +151,9 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * needs `Authorization: Bearer <token>`: a missing or unknown token gets 401 with nothing changed;
  * a session acts only as the member its token names, and a request on another member's session
  * gets 403. Binds 127.0.0.1 by default and checks `Host` (and `Origin`, when sent) against
- * loopback names. Bodies are capped, sessions are bounded in number and closed when idle.
+ * loopback names. Bodies are capped; sessions are bounded per member and overall (a member at its
+ * share, or a full server, closes the longest idle session of the member holding the most, never a
+ * busy one), and closed after `sessionIdleMs` without a request.
  */
 export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing> {
   const { team, tokens } = options;
@@ -124,8 +161,22 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
   const path = options.path ?? '/mcp';
   const maxBodyBytes = positive(options.maxBodyBytes, 1 << 20, 'maxBodyBytes');
   const maxSessions = positive(options.maxSessions, 64, 'maxSessions');
+  const maxSessionsPerMember = positive(
+    options.maxSessionsPerMember,
+    Math.min(8, maxSessions),
+    'maxSessionsPerMember',
+  );
+  if (maxSessionsPerMember > maxSessions) {
+    throw new TeamError('INVALID_ARGUMENT', 'maxSessionsPerMember must not exceed maxSessions', {
+      details: { option: 'maxSessionsPerMember' },
+    });
+  }
+  const limits = { maxSessions, maxSessionsPerMember };
   const sessionIdleMs = positive(options.sessionIdleMs, 30 * 60_000, 'sessionIdleMs');
   const sessions = new Map<string, Session>();
+  /** Admitted, not initialized yet: they count against the limits, and never yield. */
+  const opening = new Set<Session>();
+  let tick = 0;
   let allowedHosts: Set<string> | undefined;
 
   const endSession = (id: string) => {
@@ -162,7 +213,7 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
         return reply(res, 403, 'FORBIDDEN', `origin ${JSON.stringify(origin)} is not allowed`);
       }
     }
-    const bearer = /^Bearer ([^\s]+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const bearer = BEARER.exec(req.headers.authorization ?? '')?.[1];
     const member = bearer === undefined ? undefined : tokens.memberOf(bearer);
     if (member === undefined) {
       return reply(res, 401, 'UNAUTHORIZED', 'a valid bearer token is required', {
@@ -179,6 +230,11 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
         return reply(res, 403, 'FORBIDDEN', 'this session belongs to another member');
       }
       touch(sessionId, session);
+      session.inFlight++;
+      settled(res, () => {
+        session.inFlight--;
+        session.idleSince = ++tick;
+      });
       await session.transport.handleRequest(req, res);
       return;
     }
@@ -190,9 +246,6 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
     if (!isInitializeRequest(read.body)) {
       return reply(res, 400, 'INVALID_ARGUMENT', 'a request without a session must initialize one');
     }
-    if (sessions.size >= maxSessions) {
-      return reply(res, 503, 'SESSION_LIMIT', `${maxSessions} sessions are open already`);
-    }
     let memberServer: MemberServer;
     try {
       memberServer = createMemberServer({
@@ -200,20 +253,47 @@ export async function serveHttp(options: ServeHttpOptions): Promise<HttpServing>
         member,
         agentTypes: options.agentTypes,
         cwd: options.cwd,
+        cursors: tokens,
       });
     } catch (error) {
       const failure = TeamError.isInstance(error) ? error : undefined;
       return reply(res, 403, failure?.code ?? 'FORBIDDEN', failure?.message ?? String(error));
     }
+    // No await from here to `opening.add`: concurrent initializes see each other's places.
+    const admission = admitSession([...sessions.values(), ...opening], member, limits);
+    if (!admission.admitted) {
+      memberServer.close();
+      return reply(res, 503, admission.code, admission.message);
+    }
+    if (admission.yielding?.id !== undefined) endSession(admission.yielding.id);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: maxBodyBytes,
       onsessioninitialized: (id) => {
-        const session: Session = { member, transport, memberServer, idle: setTimeout(() => {}, 0) };
+        opening.delete(session);
+        session.id = id;
         sessions.set(id, session);
         touch(id, session);
       },
       onsessionclosed: (id) => endSession(id),
+    });
+    const session: Session = {
+      id: undefined,
+      member,
+      transport,
+      memberServer,
+      idle: undefined,
+      inFlight: 1,
+      idleSince: 0,
+    };
+    opening.add(session);
+    settled(res, () => {
+      session.inFlight--;
+      session.idleSince = ++tick;
+      if (!opening.delete(session)) return;
+      // the initialize failed: no session came of it
+      memberServer.close();
+      void transport.close().catch(() => {});
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) endSession(transport.sessionId);

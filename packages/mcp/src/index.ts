@@ -6,12 +6,13 @@ export type { MemberServer, MemberServerOptions } from './member-server.js';
 export { createMemberServer, INBOX_URI, toolError } from './member-server.js';
 export type { ServeStdioOptions, StdioServing } from './stdio.js';
 export { serveStdio } from './stdio.js';
-export type { TokenIssuer } from './tokens.js';
+export type { InboxCursorSeal, TokenIssuer } from './tokens.js';
 export { createTokenIssuer, generateSecret } from './tokens.js';
 export {
   AckInboxToolInput,
   createInboxTools,
   externalMemberTools,
+  type InboxToolsOptions,
   ReadInboxToolInput,
   WAIT_SECONDS_MAX,
   WaitForChangeToolInput,

@@ -10,6 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { type AgentRef, type AgentTool, TeamError, type TeamService } from '@teamwire/core';
 import { z } from 'zod';
+import type { InboxCursorSeal } from './tokens.js';
 import { externalMemberTools } from './tools.js';
 
 /** The URI of a member's inbox resource; subscribe to it to hear of new mail. */
@@ -25,6 +26,12 @@ export interface MemberServerOptions {
   agentTypes?: readonly string[] | undefined;
   /** The member's working directory as tools see it (default `process.cwd()`). */
   cwd?: string | undefined;
+  /**
+   * Seals the inbox cursors handed out, e.g. the `TokenIssuer` of the team (`serveHttp` passes
+   * its own): a cursor not sealed for this member then gets `INVALID_CURSOR`, whatever it names.
+   * Without it the cursors are core's own, which core checks but does not authenticate.
+   */
+  cursors?: InboxCursorSeal | undefined;
   /** The server's name and version, as clients see them. */
   serverInfo?:
     | {
@@ -93,7 +100,11 @@ export function createMemberServer(options: MemberServerOptions): MemberServer {
   const resolve = (): AgentRef => team.externalMember(member);
   const ref = resolve();
   const isLead = ref === team.lead;
-  const tools = externalMemberTools({ isLead, agentTypes: options.agentTypes });
+  const tools = externalMemberTools({
+    isLead,
+    agentTypes: options.agentTypes,
+    cursors: options.cursors,
+  });
   const byName = new Map<string, AgentTool<unknown>>(tools.map((tool) => [tool.name, tool]));
   const listed = tools.map((tool) => ({
     name: tool.name,

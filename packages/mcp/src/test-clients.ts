@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -12,6 +14,23 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
  */
 
 const SERVE_TEAM = fileURLToPath(new URL('../test/serve-team.mjs', import.meta.url));
+
+/** Every record of the JSONL team log in `dir`, parsed. */
+export async function logRecords(dir: string): Promise<{ type: string; [key: string]: unknown }[]> {
+  const text = await readFile(join(dir, 'log.jsonl'), 'utf8');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line));
+}
+
+/** How many `message.delivered` records name the message `id`. */
+export function deliveredCount(
+  records: { type: string; messageId?: unknown }[],
+  id: string,
+): number {
+  return records.filter((r) => r.type === 'message.delivered' && r.messageId === id).length;
+}
 
 /** A tool error, as the client saw it. */
 export class ToolCallError extends Error {

@@ -44,6 +44,54 @@ describe('member tokens', () => {
     expect(issuer.memberOf('')).toBeUndefined();
   });
 
+  it('accept exactly one encoding of the mac: unpadded base64url, canonical', () => {
+    // a fixed secret whose mac for alice holds a character the two alphabets spell differently
+    const fixed = createTokenIssuer({ secret: 'y'.repeat(32), teamId: 'team-1' });
+    const token = fixed.tokenFor('alice');
+    const mac = token.split('.')[2] as string;
+    expect(mac).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(mac).toMatch(/[-_]/);
+    // padding, trailing characters a lenient decoder skips, the other alphabet
+    expect(fixed.memberOf(`${token}=`)).toBeUndefined();
+    expect(fixed.memberOf(`${token}!!`)).toBeUndefined();
+    expect(fixed.memberOf(`${token} `)).toBeUndefined();
+    const standard = mac.replaceAll('-', '+').replaceAll('_', '/');
+    expect(fixed.memberOf(`tw1.alice.${standard}`)).toBeUndefined();
+    // a last character whose two unused bits are set decodes to the same 32 bytes
+    const last = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const bits = last.indexOf(mac.slice(-1));
+    const sloppy = `${mac.slice(0, -1)}${last[bits | 1]}`;
+    expect(Buffer.from(sloppy, 'base64url')).toEqual(Buffer.from(mac, 'base64url'));
+    expect(fixed.memberOf(`tw1.alice.${sloppy}`)).toBeUndefined();
+    expect(fixed.memberOf(token)).toBe('alice');
+  });
+
+  it('seal inbox cursors for one member, opened only by the same secret, team and member', () => {
+    const cursor = Buffer.from('{"v":1,"m":"m-1","ids":["a"]}').toString('base64url');
+    const sealed = issuer.sealCursor('m-1', cursor);
+    expect(sealed).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(issuer.openCursor('m-1', sealed)).toBe(cursor);
+    const again = createTokenIssuer({ secret: 'x'.repeat(32), teamId: 'team-1' });
+    expect(again.openCursor('m-1', again.sealCursor('m-1', cursor))).toBe(cursor);
+    expect(
+      createTokenIssuer({ secret: 'x'.repeat(32), teamId: 'team-1' }).sealCursor('m-1', cursor),
+    ).toBe(again.sealCursor('m-1', cursor));
+    const mac = sealed.slice(sealed.lastIndexOf('.') + 1);
+    expect(issuer.openCursor('m-2', sealed)).toBeUndefined();
+    expect(again.openCursor('m-1', sealed)).toBeUndefined();
+    expect(
+      createTokenIssuer({ secret: 'x'.repeat(32), teamId: 'team-2' }).openCursor(
+        'm-1',
+        again.sealCursor('m-1', cursor),
+      ),
+    ).toBeUndefined();
+    expect(issuer.openCursor('m-1', cursor)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `${cursor}A.${mac}`)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `${sealed}=`)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `.${mac}`)).toBeUndefined();
+    expect(issuer.openCursor('m-1', `${'A'.repeat(9000)}.${mac}`)).toBeUndefined();
+  });
+
   it('need a secret of 16 bytes or more, a team id and a member name', () => {
     expect(codeOf(() => createTokenIssuer({ secret: 'short', teamId: 't' }))).toBe(
       'INVALID_ARGUMENT',

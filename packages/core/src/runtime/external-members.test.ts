@@ -9,7 +9,7 @@ import { createScriptedModel } from '../testing/scripted-model.js';
 import { createSimpleFormat } from '../testing/simple-format.js';
 import { createAgentRegistry } from './agents.js';
 import { openTeam } from './open-team.js';
-import { type Harness, notedLead, openHarness, spawnIdle } from './test-harness.js';
+import { type Harness, notedLead, openHarness, spawnIdle, TEAM_ID } from './test-harness.js';
 
 async function spawnOutside(h: Harness, name: string, prompt = `Hi ${name}.`) {
   await h.service.spawnTeammate(h.service.lead, {
@@ -156,6 +156,45 @@ describe('external members', () => {
     expect(await codeOf(h.service.readInbox(h.service.lead))).toBe('NOT_EXTERNAL');
     expect(await codeOf(() => h.service.watchInbox(h.service.lead, () => {}))).toBe('NOT_EXTERNAL');
     await h.service.dispose();
+  });
+
+  it('refuses a cursor naming a message never queued, before and after a restart, and writes nothing', async () => {
+    // snapshots after every record: the restart restores the delivered ids from one
+    const log = createMemoryTeamLog({ teamId: TEAM_ID, snapshots: { everyRecords: 1 } });
+    const memory = { log, transcripts: createMemoryTranscriptStore() };
+    const h = await openHarness({ scripts: { lead: notedLead }, external: true, memory });
+    const ext = await spawnOutside(h, 'ext');
+    await h.service.sendMessage(h.service.lead, { to: 'ext', text: 'second' });
+    const first = await h.service.readInbox(ext, { limit: 1 });
+    await h.service.ackInbox(ext, { cursor: first.cursor as string });
+    const pending = await h.service.readInbox(ext);
+    const cursorOf = (ids: string[]) =>
+      Buffer.from(JSON.stringify({ v: 1, m: ext.memberId, ids })).toString('base64url');
+    const pendingId = pending.messages[0]?.id as string;
+    // an unknown id spoils the whole cursor: the member's own pending mail stays pending
+    const withUnknown = cursorOf([pendingId, 'msg-never-queued']);
+    const before = h.log.records().length;
+    expect(await codeOf(h.service.ackInbox(ext, { cursor: withUnknown }))).toBe('INVALID_CURSOR');
+    expect(await codeOf(h.service.readInbox(ext, { after: withUnknown }))).toBe('INVALID_CURSOR');
+    expect(h.log.records().length).toBe(before);
+    expect(delivered(h.log, pendingId)).toBe(0);
+    await h.service.dispose();
+    const deliveredAt = log
+      .records()
+      .findIndex((r) => r.type === 'message.delivered' && r.messageId === first.messages[0]?.id);
+    expect(log.storedSnapshots().at(-1)?.seq).toBeGreaterThan(deliveredAt);
+
+    const h2 = await openHarness({ scripts: { lead: notedLead }, external: true, memory });
+    const ext2 = h2.service.externalMember('ext');
+    expect(await codeOf(h2.service.ackInbox(ext2, { cursor: withUnknown }))).toBe('INVALID_CURSOR');
+    // the member's own delivered mail, acknowledged again after the restart: nothing to do
+    expect(await h2.service.ackInbox(ext2, { cursor: first.cursor as string })).toEqual({
+      acknowledged: 0,
+      retired: false,
+    });
+    expect(h.log.records().length).toBe(before);
+    expect((await h2.service.readInbox(ext2)).messages.map((m) => m.id)).toEqual([pendingId]);
+    await h2.service.dispose();
   });
 
   it('shows a shutdown request first, and retires the member when it is acknowledged', async () => {

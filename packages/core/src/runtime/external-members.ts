@@ -20,7 +20,7 @@ const INBOX_PAGE_DEFAULT = 10;
 /** UTF-8 bytes of rendered text one inbox page holds at most (one message always fits). */
 const INBOX_PAGE_BYTES = 1 << 20;
 /** Characters an inbox cursor may have: a full page of ids, with room to spare. */
-const CURSOR_MAX = 8192;
+export const INBOX_CURSOR_MAX = 8192;
 const CURSOR_VERSION = 1;
 const MESSAGE_ID_MAX = 128;
 
@@ -245,8 +245,14 @@ export class ExternalMembers {
         throw new TeamError('INVALID_CURSOR', `the cursor names mail of another member (${id})`, {
           details: { messageId: id },
         });
+      } else if (!host.state.wasQueued(id)) {
+        throw new TeamError('INVALID_CURSOR', `the cursor names no message of this team (${id})`, {
+          details: { messageId: id },
+        });
       }
-      // not pending: acknowledged before (a repeated ack), nothing to do
+      // Delivered before: a repeated ack, nothing to do. The state keeps no target of delivered
+      // mail, so a cursor naming another member's delivered mail also ends here; a transport
+      // that must refuse it authenticates the cursors it hands out (as @teamwire/mcp does).
     }
     if (acked.length === 0) return { acknowledged: 0, retired: false };
     const shutdown = acked.find((m) => m.kind === 'shutdown_request');
@@ -407,7 +413,7 @@ function parseCursor(cursor: unknown, memberId: string): string[] {
       details: { reason: why },
     });
   if (typeof cursor !== 'string' || cursor === '') throw invalid('not a non-empty string');
-  if (cursor.length > CURSOR_MAX) throw invalid(`longer than ${CURSOR_MAX} characters`);
+  if (cursor.length > INBOX_CURSOR_MAX) throw invalid(`longer than ${INBOX_CURSOR_MAX} characters`);
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid('not base64url');
   let value: unknown;
   try {
