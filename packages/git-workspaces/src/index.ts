@@ -5,5 +5,5 @@ export type { MergeBranchOptions, MergeConflict, MergeResult } from './merge-bra
 export { MAX_CONFLICTS, mergeBranch } from './merge-branch.js';
 export { MIN_GIT_FOR_WORKTREES } from './repository.js';
 export type { ResolveInsideOptions } from './resolve-inside.js';
-export { resolveInside } from './resolve-inside.js';
+export { MAX_PATH_BYTES, resolveInside } from './resolve-inside.js';
 export { MAX_CHANGED_FILES } from './worktree-status.js';
