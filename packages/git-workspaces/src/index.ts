@@ -1,3 +1,4 @@
+export { FORCED_GIT_CONFIG } from './git-runner.js';
 export type { GitWorkspacesOptions } from './git-workspaces.js';
 export { createGitWorkspaces, DEFAULT_ROOT_DIR, GIT_WORKSPACES_NAME } from './git-workspaces.js';
 export { BRANCH_PREFIX, memberBranch } from './member-place.js';
