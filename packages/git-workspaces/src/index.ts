@@ -1,3 +1,5 @@
+export type { CommitPathsOptions, CommitPathsResult } from './commit-paths.js';
+export { commitPaths, MAX_COMMIT_MESSAGE_BYTES, MAX_COMMIT_PATHS } from './commit-paths.js';
 export { FORCED_GIT_CONFIG } from './git-runner.js';
 export type { GitWorkspacesOptions } from './git-workspaces.js';
 export { createGitWorkspaces, DEFAULT_ROOT_DIR, GIT_WORKSPACES_NAME } from './git-workspaces.js';
