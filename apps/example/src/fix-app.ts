@@ -162,7 +162,10 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
             description: 'Writes and commits one folder’s review notes in its own worktree.',
             systemPrompt: FIX_REVIEWER_PROMPT,
             model: models.reviewer,
-            tools: [...fixReadTools(), ...fixWriteTools({ base: settings.base })],
+            tools: [
+              ...fixReadTools(),
+              ...fixWriteTools({ base: settings.base, repo: settings.repo }),
+            ],
             maxSteps: 40,
             isolation: 'worktree',
             ...withContext(contextBudget(settings, 'keep')),

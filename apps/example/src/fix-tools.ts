@@ -1,10 +1,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type AgentTool, defineTool } from '@teamwire/core';
-import { memberBranch, mergeBranch, resolveInside } from '@teamwire/git-workspaces';
+import { commitPaths, memberBranch, mergeBranch, resolveInside } from '@teamwire/git-workspaces';
 import { z } from 'zod';
 import { readTools } from './file-tools.js';
-import { branchExists, branchWork, commitDate, FIX_IDENTITY, git } from './fix-git.js';
+import { branchExists, branchWork, commitDate, FIX_IDENTITY } from './fix-git.js';
 import { openReviewRoot } from './workspace-files.js';
 
 /** The file each reviewer of the fix job writes into the folder it owns. */
@@ -22,8 +22,12 @@ export function fixReadTools(): AgentTool[] {
   );
 }
 
-/** The tools a reviewer changes code with: in its own worktree only. */
-export function fixWriteTools(options: { base: string }): AgentTool[] {
+/**
+ * The tools a reviewer changes code with: in its own worktree only. Its files are untrusted, so
+ * the host's git runs on them only through `@teamwire/git-workspaces` (`commitPaths`); `repo` is
+ * the scratch repository, where the base's date is read.
+ */
+export function fixWriteTools(options: { base: string; repo: string }): AgentTool[] {
   return [
     defineTool({
       name: 'write_file',
@@ -48,32 +52,18 @@ export function fixWriteTools(options: { base: string }): AgentTool[] {
         paths: z.array(z.string().min(1)).min(1).max(100),
       }),
       async execute(input, ctx) {
-        const paths: string[] = [];
-        for (const p of input.paths) {
-          const absolute = await resolveInside(ctx.cwd, p);
-          paths.push(path.relative(ctx.cwd, absolute) || '.');
-        }
-        await git(ctx.cwd, ['add', '-A', '--', ...paths]);
-        const staged = await git(ctx.cwd, ['diff', '--cached', '--quiet'], { ok: [1] });
-        if (staged.code === 0) {
-          const head = (await git(ctx.cwd, ['rev-parse', 'HEAD'])).stdout.trim();
-          return { committed: false, head, reason: 'nothing to commit' };
-        }
         // the base's date and a fixed identity: the same edit is the same commit in every run
-        const date = await commitDate(ctx.cwd, options.base);
-        await git(ctx.cwd, ['commit', '--quiet', '--no-verify', '-m', input.message], {
-          env: {
-            GIT_AUTHOR_NAME: FIX_IDENTITY.name,
-            GIT_AUTHOR_EMAIL: FIX_IDENTITY.email,
-            GIT_COMMITTER_NAME: FIX_IDENTITY.name,
-            GIT_COMMITTER_EMAIL: FIX_IDENTITY.email,
-            GIT_AUTHOR_DATE: date,
-            GIT_COMMITTER_DATE: date,
-          },
+        const date = await commitDate(options.repo, options.base);
+        const result = await commitPaths({
+          dir: ctx.cwd,
+          paths: input.paths,
+          message: input.message,
+          author: FIX_IDENTITY,
+          date,
         });
-        const head = (await git(ctx.cwd, ['rev-parse', 'HEAD'])).stdout.trim();
-        const files = await git(ctx.cwd, ['show', '--name-only', '--format=', '-z', head]);
-        return { committed: true, commit: head, files: files.stdout.split('\0').filter(Boolean) };
+        return result.committed
+          ? result
+          : { committed: false, head: result.head, reason: 'nothing to commit' };
       },
     }),
   ] as AgentTool[];

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { devNull } from 'node:os';
 import { TeamError } from '@teamwire/core';
 
 /** How much of a command's stderr an error message quotes. */
@@ -27,6 +28,64 @@ const REPOSITORY_ENV = [
   'GIT_DISCOVERY_ACROSS_FILESYSTEM',
 ];
 
+/**
+ * Variables that would add configuration or name a program behind the forced configuration's
+ * back: a parent git passes its `-c` options on in `GIT_CONFIG_PARAMETERS`, and the program
+ * variables outrank the config keys that are forced off below.
+ */
+const PROGRAM_ENV = [
+  'GIT_CONFIG',
+  'GIT_CONFIG_PARAMETERS',
+  'GIT_CONFIG_COUNT',
+  'GIT_CONFIG_SYSTEM',
+  'GIT_EXTERNAL_DIFF',
+  'GIT_SSH',
+  'GIT_SSH_COMMAND',
+  'GIT_PROXY_COMMAND',
+];
+const NUMBERED_CONFIG_ENV = /^GIT_CONFIG_(KEY|VALUE)_\d+$/;
+
+/**
+ * Configuration every git command of this package runs with, as `-c` options: they outrank every
+ * config file git reads, and git hands them on to the git processes it starts itself (the
+ * `git status` inside `git worktree remove`, a submodule's). A member's files are untrusted input
+ * to these commands; with this, no name, file or nested repository of theirs makes git run a
+ * program. Each entry says which door it shuts.
+ */
+export const FORCED_GIT_CONFIG: readonly string[] = Object.freeze([
+  // The fsmonitor hook is a program git runs (or a daemon it starts) on every index refresh; a
+  // nested repository's config naming one is the way a member's files would run as the host.
+  'core.fsmonitor=false',
+  // Hooks are programs. None of these commands needs one, and a hooks folder that does not exist
+  // holds none (post-checkout after `worktree add`, reference-transaction on `update-ref`, the
+  // merge hooks of the worktree merge).
+  `core.hooksPath=${devNull}`,
+  // A cache of the member's untracked folders, written into the index; not needed, so not trusted.
+  'core.untrackedCache=false',
+  // Nested repositories are the member's: never entered, never asked whether they changed.
+  'submodule.recurse=false',
+  'diff.ignoreSubmodules=all',
+  'status.submoduleSummary=false',
+  'fetch.recurseSubmodules=false',
+  // Nothing here talks to a remote. No transport (the `file` one could read a repository a member
+  // wrote, `ext` runs a command), so no ssh command, proxy or credential helper is ever reached.
+  'protocol.allow=never',
+  'protocol.file.allow=never',
+  'core.sshCommand=false',
+  'credential.helper=',
+  // Signing runs gpg or ssh-keygen, which may prompt; the commits made here are not signed.
+  'commit.gpgSign=false',
+  // Automatic housekeeping starts git processes in the background that outlive the timeout.
+  'gc.auto=0',
+  'maintenance.auto=false',
+]);
+
+/** Options before the command: no pager, then {@link FORCED_GIT_CONFIG}. */
+const FORCED_ARGS: readonly string[] = Object.freeze([
+  '--no-pager',
+  ...FORCED_GIT_CONFIG.flatMap((entry) => ['-c', entry]),
+]);
+
 /** What one git command printed. */
 export interface GitOutput {
   code: number;
@@ -43,7 +102,7 @@ export interface GitCall {
   /** Cap on the kept stdout; longer output is a failure unless `allowTruncated`. */
   maxStdout?: number;
   allowTruncated?: boolean;
-  /** Extra environment (identity for commits, optional locks). */
+  /** Extra environment (identity for commits, optional locks); it cannot undo a forced variable. */
   env?: Record<string, string>;
   signal?: AbortSignal | undefined;
 }
@@ -51,28 +110,52 @@ export interface GitCall {
 /** Runs the git binary with an argument array (never a shell), bounded in time and output. */
 export interface GitRunner {
   readonly binary: string;
+  /** Runs `git <forced options> <args>` ({@link FORCED_GIT_CONFIG}). */
   run(args: readonly string[], call?: GitCall): Promise<GitOutput>;
 }
 
-/** Creates a runner for `binary` (a name looked up on `PATH`, or a path). */
+/**
+ * Creates a runner for `binary` (a name looked up on `PATH`, or a path). Every command it runs
+ * gets {@link FORCED_GIT_CONFIG} and an environment without inherited repository, config or
+ * program variables, whatever the call site passes.
+ */
 export function createGitRunner(binary: string, timeoutMs: number): GitRunner {
-  const baseEnv: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !REPOSITORY_ENV.includes(key)) baseEnv[key] = value;
-  }
-  baseEnv.GIT_TERMINAL_PROMPT = '0';
-  baseEnv.LC_ALL = 'C';
-  baseEnv.LANGUAGE = 'C';
-  // An askpass program could still prompt through a GUI; nothing here talks to a remote.
-  baseEnv.GIT_ASKPASS = 'true';
-  baseEnv.SSH_ASKPASS = 'true';
+  const inherited = withoutUnsafe(process.env);
+  const forced: Record<string, string> = {
+    GIT_TERMINAL_PROMPT: '0',
+    LC_ALL: 'C',
+    LANGUAGE: 'C',
+    // The system config is the machine's, not this host's choice; it may name drivers and helpers.
+    GIT_CONFIG_NOSYSTEM: '1',
+    // An empty allow-list refuses every transport and outranks any `protocol.<name>.allow`.
+    GIT_ALLOW_PROTOCOL: '',
+    // `:` is git's "no editor": nothing is started. Every command here passes its message.
+    GIT_EDITOR: ':',
+    GIT_SEQUENCE_EDITOR: ':',
+    GIT_PAGER: 'cat',
+    // An askpass program could still prompt through a GUI; nothing here talks to a remote.
+    GIT_ASKPASS: 'true',
+    SSH_ASKPASS: 'true',
+  };
 
   return {
     binary,
     run(args, call = {}) {
-      return runOnce(binary, args, call, { ...baseEnv, ...call.env }, timeoutMs);
+      // A call adds identity or lock settings; it cannot undo what is forced.
+      const env = { ...inherited, ...withoutUnsafe(call.env ?? {}), ...forced };
+      return runOnce(binary, args, call, env, timeoutMs);
     },
   };
+}
+
+function withoutUnsafe(env: Record<string, string | undefined>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined || REPOSITORY_ENV.includes(key) || PROGRAM_ENV.includes(key)) continue;
+    if (NUMBERED_CONFIG_ENV.test(key)) continue;
+    kept[key] = value;
+  }
+  return kept;
 }
 
 function describe(args: readonly string[]): string {
@@ -94,7 +177,7 @@ function runOnce(
       reject(new TeamError('ABORTED', `${command} was not started: aborted`));
       return;
     }
-    const child = spawn(binary, [...args], {
+    const child = spawn(binary, [...FORCED_ARGS, ...args], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
       windowsHide: true,

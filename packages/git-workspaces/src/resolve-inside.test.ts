@@ -2,7 +2,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TeamError } from '@teamwire/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveInside } from './resolve-inside.js';
+import { MAX_PATH_BYTES, resolveInside } from './resolve-inside.js';
 import { removeTempDirs, tempDir } from './test-support.js';
 
 afterEach(removeTempDirs);
@@ -110,6 +110,93 @@ describe('resolveInside', () => {
     );
   });
 
+  // Every name git itself treats as `.git` (its is_ntfs_dotgit and is_hfs_dotgit), in any
+  // position: a nested one is a repository git enters and whose config it obeys.
+  const DOT_GIT_FORMS = [
+    '.git',
+    '.GIT',
+    '.Git',
+    '.git.',
+    '.git ',
+    '.git. . ',
+    '.git...',
+    'git~1',
+    'GIT~1',
+    'Git~1',
+    'git~2',
+    'git~1. ',
+    '.git::$INDEX_ALLOCATION',
+    '.git:$DATA',
+    '.GIT . :stream',
+    '.g\u200cit',
+    '.\u200dgit',
+    '\u200e.git',
+    '.gi\u200ft',
+    '.git\u202a',
+    '.g\u202bi\u202ct',
+    '.gi\u202d\u202et',
+    '.\u206ag\u206bi\u206ct\u206d',
+    '.g\u206eit\u206f',
+    '\ufeff.git',
+    '.G\u200cIT. ',
+  ];
+  const positions = (form: string) => [
+    form,
+    `${form}/config`,
+    `pkg/${form}`,
+    `pkg/${form}/HEAD`,
+    `a/b/${form}/objects/info/alternates`,
+    `pkg\\${form}\\config`,
+  ];
+
+  it('refuses every form of .git in every position of the path', async () => {
+    const { dir } = workspace();
+    for (const form of DOT_GIT_FORMS) {
+      for (const path of positions(form)) {
+        expect(await refusal(dir, path), JSON.stringify(path)).toBe('PATH_OUTSIDE_WORKSPACE');
+      }
+    }
+  });
+
+  it('allows names that only look like .git, and every form of .git with allowGitDir', async () => {
+    const { dir } = workspace();
+    for (const path of [
+      '.github/x',
+      '.gitignore',
+      '.gitmodules',
+      '.gitattributes',
+      'pkg/.gitkeep',
+      '.git-blame-ignore-revs',
+      '.gitx/config',
+      'git',
+      'git~',
+      'git~1x',
+      'xgit~1',
+      'repo.git/config',
+      '.git.x',
+      '.g\u200bit',
+      'pkg/.gi/t',
+    ]) {
+      expect(await resolveInside(dir, path), JSON.stringify(path)).toBe(join(dir, path));
+    }
+    for (const form of DOT_GIT_FORMS) {
+      for (const path of positions(form)) {
+        expect(await resolveInside(dir, path, { allowGitDir: true })).toBe(join(dir, path));
+      }
+    }
+  });
+
+  it('refuses a symlink inside the workspace that leads into a .git', async () => {
+    const { dir } = workspace();
+    mkdirSync(join(dir, 'pkg', '.git'), { recursive: true });
+    symlinkSync(join(dir, 'pkg', '.git'), join(dir, 'alias'));
+    symlinkSync('pkg', join(dir, 'pkg-link'));
+    expect(await refusal(dir, 'alias')).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await refusal(dir, 'alias/config')).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await refusal(dir, 'pkg-link/.git/config')).toBe('PATH_OUTSIDE_WORKSPACE');
+    expect(await resolveInside(dir, 'pkg-link/src.ts')).toBe(join(dir, 'pkg-link', 'src.ts'));
+  });
+
   it('resolves under the real path of a symlinked workspace', async () => {
     const { dir } = workspace();
     const alias = join(tempDir(), 'alias-of-ws');
@@ -117,9 +204,10 @@ describe('resolveInside', () => {
     expect(await resolveInside(alias, 'src/a.ts')).toBe(join(dir, 'src', 'a.ts'));
   });
 
-  it('refuses NUL bytes and a missing workspace as INVALID_ARGUMENT', async () => {
+  it('refuses NUL bytes, an overlong path and a missing workspace as INVALID_ARGUMENT', async () => {
     const { dir } = workspace();
     expect(await refusal(dir, 'a\0b')).toBe('INVALID_ARGUMENT');
+    expect(await refusal(dir, `${'é'.repeat(MAX_PATH_BYTES / 2)}x`)).toBe('INVALID_ARGUMENT');
     expect(await refusal(join(dir, 'missing'), 'a')).toBe('INVALID_ARGUMENT');
   });
 });

@@ -1,26 +1,32 @@
 import { lstat, readlink, realpath } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, relative, resolve, sep, win32 } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep, win32 } from 'node:path';
 import { TeamError } from '@teamwire/core';
+import { hasDotGitSegment } from './dot-git.js';
 
 /** Options of {@link resolveInside}. */
 export interface ResolveInsideOptions {
   /**
-   * Allow paths inside the workspace's `.git` (a file in a worktree, pointing at the repository's
-   * administrative folder). Default false: writing there could point the worktree at another
-   * repository, so file tools are kept out.
+   * Allow paths through a `.git` (in any position and any of the forms git treats as `.git`).
+   * Default false, and it must stay false for paths from anyone the host does not trust: a `.git`
+   * they write is a repository whose config git obeys (a nested one becomes a submodule git
+   * enters; the workspace's own `.git` file, rewritten, points the worktree at another
+   * repository). Pass true only for a caller that may manage git's files itself.
    */
   allowGitDir?: boolean | undefined;
 }
 
 /** Symlinks followed by hand (dangling ones) before a path counts as a loop. */
 const MAX_LINKS = 40;
+/** Longest path accepted, in UTF-8 bytes (Linux's `PATH_MAX`; longer ones could not be opened). */
+export const MAX_PATH_BYTES = 4096;
 
 /**
  * Resolves a path a user or a model gave a file tool to an absolute path inside `dir`, or throws
  * `PATH_OUTSIDE_WORKSPACE`. Refuses absolute paths (POSIX and Windows forms), `..` escapes,
- * `.git` (unless allowed), and symlinks whose real target is outside `dir`: the real path of the
- * deepest existing ancestor must be inside, so paths of files that do not exist yet work, and a
- * dangling symlink is followed to where a write would land.
+ * symlinks whose real target is outside `dir`, and (unless allowed) any segment git treats as
+ * `.git`, in the given path and in the real one: the real path of the deepest existing ancestor
+ * must be inside, so paths of files that do not exist yet work, and a dangling symlink is followed
+ * to where a write would land.
  *
  * The answer is the normalized path under the real path of `dir`; use it, not the given path.
  * The check cannot stop a symlink created after it (the member owns its folder); it keeps a
@@ -33,6 +39,11 @@ export async function resolveInside(
 ): Promise<string> {
   if (typeof path !== 'string' || path.includes('\0')) {
     throw new TeamError('INVALID_ARGUMENT', 'a path must be a string without NUL characters');
+  }
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) {
+    throw new TeamError('INVALID_ARGUMENT', `a path must be at most ${MAX_PATH_BYTES} bytes`, {
+      details: { path: path.slice(0, 500) },
+    });
   }
   if (isAbsolute(path) || win32.isAbsolute(path) || /^[A-Za-z]:/.test(path)) {
     throw outside(path, 'absolute paths are not allowed; give a path relative to the workspace');
@@ -47,12 +58,21 @@ export async function resolveInside(
   }
   const target = resolve(root, path === '' ? '.' : path);
   if (!isInside(root, target)) throw outside(path, 'it leads outside the workspace');
-  if (!options.allowGitDir) {
-    const first = relative(root, target).split(sep)[0] ?? '';
-    if (first.toLowerCase() === '.git') throw outside(path, '.git belongs to the repository');
-  }
-  await checkReal(root, target, path, 0);
+  const guardGit = !options.allowGitDir;
+  if (guardGit) refuseDotGit(root, target, path);
+  const landing = await checkReal(root, target, path, 0);
+  // A symlink inside the workspace may lead into a `.git` that the given path does not name.
+  if (guardGit && landing !== target) refuseDotGit(root, landing, path);
   return target;
+}
+
+function refuseDotGit(root: string, target: string, given: string): void {
+  if (hasDotGitSegment(relative(root, target))) {
+    throw outside(
+      given,
+      'it goes through .git, which belongs to git (a nested one is a repository)',
+    );
+  }
 }
 
 function isInside(root: string, target: string): boolean {
@@ -66,13 +86,16 @@ function outside(path: string, why: string): TeamError {
   });
 }
 
-/** The real path of the deepest existing ancestor of `target` (or of `target`) must be inside. */
+/**
+ * The real path of the deepest existing ancestor of `target` (or of `target`) must be inside.
+ * Returns where `target` really is: that real path with the missing rest appended.
+ */
 async function checkReal(
   root: string,
   target: string,
   given: string,
   links: number,
-): Promise<void> {
+): Promise<string> {
   const rest: string[] = [];
   let current = target;
   for (;;) {
@@ -93,13 +116,12 @@ async function checkReal(
         if (!isInside(root, next)) {
           throw outside(given, 'it is a symlink leading outside the workspace');
         }
-        await checkReal(root, next, given, links + 1);
-        return;
+        return checkReal(root, next, given, links + 1);
       }
       if (!isInside(root, real)) {
         throw outside(given, 'it is (or is under) a symlink leading outside the workspace');
       }
-      return;
+      return join(real, ...rest.reverse());
     }
     const parent = dirname(current);
     if (parent === current) throw outside(given, 'it could not be resolved');

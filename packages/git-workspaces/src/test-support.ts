@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -84,4 +84,22 @@ export function branchExists(repo: string, branch: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * What a member writes into its worktree to run a program as the host: `pkg/.git`, a repository
+ * whose objects are the host repository's (so its `HEAD` names a real commit) and whose config
+ * names an fsmonitor hook, a script of the member's that leaves `marker` when it runs.
+ */
+export function plantNestedRepository(worktree: string, repo: string, marker: string): void {
+  const head = git(worktree, 'rev-parse', 'HEAD').trim();
+  const hook = join(worktree, 'pkg', 'fsmonitor.sh');
+  writeFiles(worktree, {
+    'pkg/.git/HEAD': 'ref: refs/heads/main\n',
+    'pkg/.git/refs/heads/main': `${head}\n`,
+    'pkg/.git/objects/info/alternates': `${join(repo, '.git', 'objects')}\n`,
+    'pkg/.git/config': `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = ${hook}\n`,
+    'pkg/fsmonitor.sh': `#!/bin/sh\ntouch '${marker}'\nexit 1\n`,
+  });
+  chmodSync(hook, 0o755);
 }

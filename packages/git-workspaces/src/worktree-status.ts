@@ -1,3 +1,4 @@
+import { pinnedWorktree } from './pinned-worktree.js';
 import type { Repository } from './repository.js';
 
 /** At most this many changed files are reported. */
@@ -13,21 +14,26 @@ export interface WorktreeChanges {
   dirty: boolean;
 }
 
-/** Reads `git status` of the worktree at `path`, bounded. */
+/**
+ * Reads `git status` of the worktree at `path`, bounded, against the repository's own git
+ * directory for it (never one the member's files could name). Nested repositories are not
+ * entered: a submodule's inside is the member's, and asking it whether it changed runs git with
+ * its config. A nested repository that is not committed still counts as an untracked folder.
+ */
 export async function worktreeChanges(
   repo: Repository,
   path: string,
   signal?: AbortSignal | undefined,
 ): Promise<WorktreeChanges> {
+  const pinned = await pinnedWorktree(repo.git, path, { commonDir: repo.commonDir, signal });
   const out = await repo.git.run(
     [
-      '-C',
-      path,
+      ...pinned,
       'status',
       '--porcelain=v1',
       '-z',
       '--untracked-files=all',
-      '--ignore-submodules=none',
+      '--ignore-submodules=all',
     ],
     // A status must not take the index lock the member's own git commands may want.
     { maxStdout: MAX_STATUS_BYTES, allowTruncated: true, env: { GIT_OPTIONAL_LOCKS: '0' }, signal },
