@@ -23,7 +23,10 @@ export interface MemoryStoredSnapshot {
   text: string;
 }
 
-/** Options of {@link createMemoryTeamLog}'s snapshot store. */
+/**
+ * Options of {@link createMemoryTeamLog}'s snapshot store. Its snapshots cost no durable bytes
+ * (they report a size of 0), so `everyRecords` and `everyBytes` alone decide when one is due.
+ */
 export interface MemorySnapshotOptions {
   /** A snapshot is due after this many records since the last one (see `SnapshotPolicy`). */
   everyRecords: number;
@@ -67,7 +70,7 @@ export function createMemoryTeamLog(options: {
           yield {
             seq,
             state: JSON.parse(text),
-            bytes: text.length,
+            bytes: 0,
             source: `memory snapshot ${seq}`,
             ...(given.anchored === true ? { anchored: true } : {}),
           };
@@ -83,7 +86,7 @@ export function createMemoryTeamLog(options: {
         }
         const text = JSON.stringify(snapshot);
         snapshotTexts.push({ seq: snapshot.seq, text });
-        return { bytes: text.length };
+        return { bytes: 0 };
       },
       async prune({ keep }) {
         snapshotTexts = snapshotTexts.slice(-keep);
