@@ -55,8 +55,8 @@ export type SnapshotEnvelope = Omit<DashboardSnapshot, 'records' | 'truncated'>;
  * A {@link DashboardSnapshot} as JSON of at most `maxBytes` UTF-8 bytes: every record cut (see
  * `cutRecord`), the member records first, then the newest other records, at most `maxRecords`
  * of them, that fit the rest. What is left out is counted in `truncated`. The log is read once,
- * and what it holds past the bound is dropped as it is read, so the memory used stays near
- * `maxBytes` however long the log is. Everything is serialized before the caller writes a status:
+ * and what it holds past the bound is dropped as it is read, so the memory used is a small
+ * multiple of `maxBytes` however long the log is. Everything is serialized before the caller writes a status:
  * a record that cannot be serialized throws here.
  */
 export async function snapshotJson(options: {
