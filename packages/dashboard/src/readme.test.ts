@@ -45,7 +45,7 @@ describe('packages/dashboard/README.md', () => {
       const token = new URL(dashboard.url).searchParams.get('token');
       const snapshot = await get(new URL(`/api/snapshot?token=${token}`, dashboard.url).toString());
       expect(snapshot.status).toBe(200);
-      expect(JSON.parse(snapshot.body)).toMatchObject({ version: 2, teamId: 'team-1' });
+      expect(JSON.parse(snapshot.body)).toMatchObject({ version: 1, teamId: 'team-1' });
     } finally {
       await dashboard.close();
       await team.dispose();

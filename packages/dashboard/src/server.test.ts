@@ -168,7 +168,7 @@ describe('the dashboard server', () => {
       (await http(at(server, `/api/snapshot?token=${server.token}`))).body,
     );
     expect(snapshot).toMatchObject({
-      version: 2,
+      version: 1,
       teamId: 't1',
       readOnly: false,
       operator: 'operator',

@@ -211,7 +211,7 @@ export function createDashboardHandler(options: DashboardHandlerOptions): Dashbo
       }
     }
     return {
-      version: 2,
+      version: 1,
       teamId: hub.teamId,
       ...(statuses === undefined ? {} : { statuses }),
       epoch: hub.epoch,

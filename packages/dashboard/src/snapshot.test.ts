@@ -53,7 +53,7 @@ describe('the snapshot', () => {
     expect(reply.status).toBe(200);
     expect(reply.raw.length).toBeLessThanOrEqual(SNAPSHOT_BYTES_DEFAULT);
     expect(Number(reply.headers['content-length'])).toBe(reply.raw.length);
-    expect(snapshot).toMatchObject({ version: 2, teamId: 't1', readOnly: true });
+    expect(snapshot).toMatchObject({ version: 1, teamId: 't1', readOnly: true });
     const seqs = snapshot.records.map((r) => r.seq);
     // both members, then the newest messages, in seq order
     expect(seqs).toEqual([1, 2, ...range(seqs[2] as number, 10_002)]);

@@ -103,7 +103,7 @@ async function runTeam() {
 
 function snapshotOf(records: readonly TeamRecord[], extra: Partial<DashboardSnapshot> = {}) {
   return {
-    version: 2,
+    version: 1,
     teamId: 't1',
     records: [...records],
     truncated: 0,

@@ -118,7 +118,7 @@ export interface MailView {
 /** What the server answers on `GET /api/snapshot`; see the package README. */
 export interface DashboardSnapshot {
   /** Format version of this object. */
-  version: 2;
+  version: 1;
   /** The team. */
   teamId: string;
   /**

@@ -62,11 +62,11 @@ export async function fetchSnapshot(token: string): Promise<DashboardSnapshot> {
       'the server sent something that is not a snapshot',
     );
   }
-  if (snapshot.version !== 2) {
+  if (snapshot.version !== 1) {
     throw new ApiError(
       res.status,
       'BAD_SNAPSHOT',
-      `snapshot version ${String(snapshot.version)} is not one this page reads (2)`,
+      `snapshot version ${String(snapshot.version)} is not one this page reads (1)`,
     );
   }
   return snapshot;
