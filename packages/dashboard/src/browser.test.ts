@@ -15,8 +15,9 @@ import { type AgentScript, createScriptedModel } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DashboardServer, OPERATOR_AGENT, serveDashboard } from './index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type DashboardServer, MAIL_TEXT_KEEP, OPERATOR_AGENT, serveDashboard } from './index.js';
+import { chattyLog, isLegalMessage } from './test-helpers.js';
 
 /*
  * The page in a real browser (Debian's Chromium, driven by playwright-core) against a scripted
@@ -153,6 +154,24 @@ async function start(
 const attr = (page: Page, selector: string, name: string) =>
   page.locator(selector).first().getAttribute(name);
 
+/**
+ * A new page that records every Content-Security-Policy violation of every document it loads:
+ * the browser's own report (`securitypolicyviolation`) and its console line.
+ */
+async function watchedPage(browser: Browser): Promise<{ page: Page; violations: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const violations: string[] = [];
+  await page.exposeFunction('reportViolation', (text: string) => violations.push(text));
+  // a string, not a function: this file is compiled without the DOM's types
+  await page.addInitScript(`document.addEventListener('securitypolicyviolation', (event) => {
+    window.reportViolation(event.effectiveDirective + ' refused ' + event.blockedURI);
+  });`);
+  page.on('console', (message) => {
+    if (/content.security.policy/i.test(message.text())) violations.push(message.text());
+  });
+  return { page, violations };
+}
+
 describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
   let browser: Browser;
   let dir: string;
@@ -172,7 +191,7 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
   it('shows a team live, takes a message to the lead, and catches up after a server restart', async () => {
     const gates = { claim: gate(), finish: gate() };
     let run = await start(dir, { gates });
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const { page, violations } = await watchedPage(browser);
     try {
       // no token: refused, before anything is shown
       const refused = await page.goto(run.server.url.replace(/\?token=.*/, ''));
@@ -284,9 +303,54 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
       expect(await attr(page, '[data-testid="task"][data-task-id="task-1"]', 'data-status')).toBe(
         'completed',
       );
+      // the page did all of that under its Content-Security-Policy
+      expect(violations).toEqual([]);
     } finally {
       await page.close();
       await run.close();
+    }
+  });
+
+  it('loads a team of 10,000 legal 60 KiB messages, shows each body cut, and shows one whole on demand', async () => {
+    const filler = 'Every word of a long report. '.repeat(2200).slice(0, 60 * 1024);
+    const text = (seq: number) => `report ${seq}: ${filler}`;
+    expect(isLegalMessage(text(10_002))).toBe(true);
+    const hub = createEventHub({ teamId: 'big' });
+    const server = await serveDashboard({
+      log: chattyLog({ teamId: 'big', messages: 10_000, text }),
+      hub,
+      assetsDir: ASSETS,
+    });
+    const { page, violations } = await watchedPage(browser);
+    try {
+      await page.goto(server.url);
+      await page.locator('[data-testid="connection"]', { hasText: 'live' }).waitFor();
+      const last = page.locator('[data-testid="mail"]').last();
+      await last.locator('[data-testid="cut-mark"]').waitFor();
+      expect(await last.locator('[data-testid="cut-mark"]').getAttribute('data-more')).toBe(
+        String(text(10_002).length - MAIL_TEXT_KEEP),
+      );
+      expect(await last.locator('.mail-text').textContent()).toContain(
+        text(10_002).slice(0, MAIL_TEXT_KEEP),
+      );
+      await last.locator('[data-testid="mail-expand"]').click();
+      const whole = last.locator('[data-testid="mail-text-whole"]');
+      await whole.waitFor();
+      expect(await whole.textContent()).toBe(text(10_002));
+      expect(await last.locator('[data-testid="cut-mark"]').count()).toBe(0);
+      expect(violations).toEqual([]);
+      // the policy is in force (and this test sees its reports): an injected inline script is
+      // refused
+      await page.evaluate(`document.body.append(Object.assign(document.createElement('script'), {
+        textContent: 'window.injected = true',
+      }))`);
+      await vi.waitUntil(() => violations.length > 0, { timeout: 5000 });
+      expect(await page.evaluate('window.injected === true')).toBe(false);
+      expect(violations[0]).toMatch(/script-src/);
+    } finally {
+      await page.close();
+      await server.close();
+      hub.close();
     }
   });
 });

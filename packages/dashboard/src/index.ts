@@ -1,14 +1,14 @@
+export { OPERATOR_AGENT } from './actions.js';
 export type { FollowedLog } from './follow.js';
 export { followTeamLog } from './follow.js';
+export { ACTION_BODY_MAX } from './http.js';
 export type { DashboardServer, ServeDashboardOptions } from './serve.js';
 export { serveDashboard } from './serve.js';
 export type { DashboardHandler, DashboardHandlerOptions } from './server.js';
-export {
-  ACTION_BODY_MAX,
-  createDashboardHandler,
-  generateDashboardToken,
-  OPERATOR_AGENT,
-} from './server.js';
+export { createDashboardHandler, generateDashboardToken } from './server.js';
+export { SNAPSHOT_BYTES_DEFAULT } from './snapshot.js';
+export type { MessageBody, SnapshotCuts, SnapshotRecord } from './snapshot-record.js';
+export { MAIL_TEXT_KEEP } from './snapshot-record.js';
 export type {
   DashboardSnapshot,
   DashboardState,
@@ -23,7 +23,6 @@ export {
   emptyState,
   fromSnapshot,
   MAIL_KEEP,
-  MAIL_TEXT_KEEP,
   OUTPUT_KEEP,
   selectMail,
   tokenTotals,

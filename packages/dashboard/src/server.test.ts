@@ -1,7 +1,3 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createAgentRegistry, createEventHub, openTeam, type TeamService } from '@teamwire/core';
 import {
   createMemoryTeamLog,
@@ -13,6 +9,7 @@ import { xmlFormat } from '@teamwire/protocol';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { followTeamLog } from './follow.js';
 import { type DashboardServer, OPERATOR_AGENT, serveDashboard } from './index.js';
+import { at, fakePage, http } from './test-helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -20,16 +17,9 @@ afterEach(async () => {
 });
 
 async function assets(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'dashboard-assets-'));
-  await mkdir(join(dir, 'assets'));
-  await writeFile(
-    join(dir, 'index.html'),
-    '<html><head><script type="module" crossorigin src="./assets/index-a1.js"></script><link rel="stylesheet" href="./assets/index-b2.css"></head><body></body></html>',
-  );
-  await writeFile(join(dir, 'assets', 'index-a1.js'), 'console.log(1)');
-  await writeFile(join(dir, 'assets', 'index-b2.css'), 'body{}');
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
+  const page = await fakePage();
+  cleanups.push(page.remove);
+  return page.dir;
 }
 
 async function liveTeam(): Promise<{
@@ -65,45 +55,11 @@ async function liveTeam(): Promise<{
   return { team, server, log, leadSaw };
 }
 
-interface Reply {
-  status: number;
-  body: string;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-function http(
-  url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method: options.method ?? 'GET', headers: options.headers },
-      (res) => {
-        let body = '';
-        res.on('data', (chunk) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
-function at(server: DashboardServer, path: string): string {
-  return (
-    new URL(path, server.url).toString().replace(/\?.*$/, '') +
-    (path.includes('?') ? `?${path.split('?')[1]}` : '')
-  );
-}
-
 describe('the dashboard server', () => {
-  it('binds 127.0.0.1 and refuses every request without the token', async () => {
+  it('binds 127.0.0.1 and refuses every request without the token but an asset', async () => {
     const { server } = await liveTeam();
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{32}$/);
-    for (const path of ['/', '/api/snapshot', '/api/events', '/assets/index-a1.js']) {
+    for (const path of ['/', '/api/snapshot', '/api/events', '/api/messages/1']) {
       expect((await http(at(server, path))).status, path).toBe(401);
       expect((await http(at(server, `${path}?token=wrong-token-of-some-length`))).status).toBe(401);
     }
@@ -122,18 +78,24 @@ describe('the dashboard server', () => {
     expect(viaQuery.status).toBe(401);
   });
 
-  it('serves the page with the token on every asset, and no CORS header anywhere', async () => {
+  it('serves the page as built and its assets without the token, and no CORS header anywhere', async () => {
     const { server } = await liveTeam();
     const page = await http(server.url);
     expect(page.status).toBe(200);
-    expect(page.body).toContain(`src="./assets/index-a1.js?token=${server.token}"`);
-    expect(page.body).toContain(`href="./assets/index-b2.css?token=${server.token}"`);
+    // the page names its assets as built: they hold no team data, and need no token
+    expect(page.body).toContain('src="./assets/index-a1.js"');
+    expect(page.body).not.toContain(server.token);
     expect(page.headers['access-control-allow-origin']).toBeUndefined();
-    const script = await http(at(server, `/assets/index-a1.js?token=${server.token}`));
+    const script = await http(at(server, '/assets/index-a1.js'));
     expect(script).toMatchObject({ status: 200, body: 'console.log(1)' });
-    expect(
-      (await http(at(server, `/assets/..%2f..%2fetc%2fpasswd?token=${server.token}`))).status,
-    ).toBe(404);
+    expect(script.headers['access-control-allow-origin']).toBeUndefined();
+    for (const path of [
+      '/assets/..%2f..%2fetc%2fpasswd',
+      '/assets/sub/index-a1.js',
+      '/assets/x.js',
+    ]) {
+      expect((await http(at(server, path))).status, path).toBe(404);
+    }
   });
 
   it('refuses another origin and a host that is not loopback', async () => {

@@ -3,6 +3,7 @@ import {
   createEventHub,
   deterministicSummary,
   type HubItem,
+  MEMBER_DESCRIPTION_MAX,
   openTeam,
   type TeamRecord,
 } from '@teamwire/core';
@@ -15,6 +16,7 @@ import {
 } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
+import { cutRecord, MAIL_TEXT_KEEP } from './snapshot-record.js';
 import {
   applyHubItem,
   applyRecord,
@@ -222,6 +224,44 @@ describe('the dashboard view model', () => {
     const before = JSON.stringify(shape(resumed));
     expect(applyRecord(resumed, all[half] as TeamRecord)).toBe(false);
     expect(JSON.stringify(shape(resumed))).toBe(before);
+    await team.dispose();
+  });
+
+  it('shows a message or a description the snapshot cut as the whole record shows it, with what is left out', async () => {
+    const model = createScriptedModel({ scripts: { lead: () => ({ text: 'ok' }) } });
+    const { team, log } = await openWatchedTeam(model);
+    const description = 'd'.repeat(MEMBER_DESCRIPTION_MAX);
+    await team.spawnTeammate(team.lead, {
+      name: 'ann',
+      description,
+      prompt: 'Wait.',
+      agentType: 'worker',
+    });
+    // a pair of surrogates straddles the cut: neither view splits it
+    const text = `${'a'.repeat(MAIL_TEXT_KEEP - 1)}😀${'b'.repeat(3000)}`;
+    await team.sendMessage(team.lead, { to: 'ann', text: 'short' });
+    await team.sendMessage(team.lead, { to: 'ann', text });
+    await team.idle();
+    const records = [...log.records()];
+    const whole = emptyState('t1');
+    for (const record of records) applyRecord(whole, record);
+    const cut = fromSnapshot(snapshotOf(records.map(cutRecord)));
+    expect(records.map(cutRecord)).not.toEqual(records); // something was cut
+    const view = (state: typeof whole) => ({
+      members: [...state.members.values()].map((m) => [m.name, m.description, m.descriptionMore]),
+      mail: state.mail.map((m) => [m.from, m.to, m.text, m.more]),
+    });
+    expect(view(cut)).toEqual(view(whole));
+    expect(view(whole).members).toContainEqual([
+      'ann',
+      description.slice(0, MAIL_TEXT_KEEP),
+      MEMBER_DESCRIPTION_MAX - MAIL_TEXT_KEEP,
+    ]);
+    expect(view(whole).mail.filter((m) => m[0] === 'lead')).toEqual([
+      ['lead', 'ann', 'Wait.', 0],
+      ['lead', 'ann', 'short', 0],
+      ['lead', 'ann', text.slice(0, MAIL_TEXT_KEEP - 1), text.length - (MAIL_TEXT_KEEP - 1)],
+    ]);
     await team.dispose();
   });
 

@@ -1,11 +1,22 @@
-import type {
-  AgentEvent,
-  HubItem,
-  MemberStatus,
-  MessageKind,
-  TaskStatus,
-  TeamRecord,
-} from '@teamwire/core';
+import type { AgentEvent, HubItem, MemberStatus, MessageKind } from '@teamwire/core';
+import { cutText, MAIL_TEXT_KEEP, messageText, type SnapshotRecord } from './snapshot-record.js';
+import {
+  type DashboardSnapshot,
+  type DashboardState,
+  MAIL_KEEP,
+  type MailView,
+  type MemberView,
+  OUTPUT_KEEP,
+} from './view-types.js';
+
+export type {
+  DashboardSnapshot,
+  DashboardState,
+  MailView,
+  MemberView,
+  TaskView,
+} from './view-types.js';
+export { MAIL_KEEP, OUTPUT_KEEP } from './view-types.js';
 
 /*
  * The dashboard's view model: hub items and team-log records in, what the page shows out. Pure
@@ -13,157 +24,6 @@ import type {
  * applied once each, by their log seq, so a snapshot followed by a stream that repeats some of
  * its records gives the same view as either alone.
  */
-
-/** Characters of streamed output kept per member. */
-export const OUTPUT_KEEP = 4000;
-/** Mail items kept in the timeline (the oldest go first). */
-export const MAIL_KEEP = 1000;
-/** Characters of a message body shown in the timeline. */
-export const MAIL_TEXT_KEEP = 500;
-
-/** One member as the page shows it. */
-export interface MemberView {
-  /** The member id (a ulid; the team id for the lead). */
-  id: string;
-  /** Its name. */
-  name: string;
-  /** Its agent type. */
-  agentType: string;
-  /** Its model provider, or `external`. */
-  provider: string;
-  /** What it is for. */
-  description: string;
-  /** Its lifecycle phase, from its member records. */
-  phase: 'provisioning' | 'active' | 'failed' | 'retired';
-  /** The derived status, from the snapshot and then `status` events. */
-  status: MemberStatus;
-  /** Whether its runner is running now, from the hub's presence. */
-  active: boolean;
-  /** The tool it is running now, if any. */
-  currentTool?: string | undefined;
-  /** The streamed text of its current (or last) turn, the last {@link OUTPUT_KEEP} characters. */
-  output: string;
-  /** Turns started, as seen by this page. */
-  turns: number;
-  /** Input tokens of its model calls, as seen by this page (the hub's history and live). */
-  inputTokens: number;
-  /** Output tokens of its model calls, as seen by this page. */
-  outputTokens: number;
-  /** Compactions of its context, as seen by this page. */
-  compactions: number;
-  /** True while its context is being compacted. */
-  compacting: boolean;
-  /** Its last compaction: prompt tokens before and after, and how long the summary took. */
-  lastCompaction?:
-    | {
-        /** Prompt tokens before. */
-        tokensBefore: number;
-        /** Prompt tokens after. */
-        tokensAfter: number;
-        /** How long it took (ms). */
-        durationMs: number;
-      }
-    | undefined;
-  /** Its last runner error. */
-  lastError?:
-    | {
-        /** The error's `TeamError` code. */
-        code: string;
-        /** What failed. */
-        message: string;
-      }
-    | undefined;
-  /** Its display color. */
-  color?: string | undefined;
-  /** Run by a client (an MCP member, or the dashboard's own operator). */
-  external: boolean;
-}
-
-/** One task as the page shows it. */
-export interface TaskView {
-  /** The task id (`task-<n>`). */
-  id: string;
-  /** Its title. */
-  subject: string;
-  /** Where it stands. */
-  status: TaskStatus;
-  /** The owner's name. */
-  owner?: string | undefined;
-  /** The tasks it waits for. */
-  blockedBy: string[];
-  /** Its compare-and-set revision. */
-  revision: number;
-  /** Pending with every blocker completed. */
-  ready: boolean;
-}
-
-/** One message of the timeline. */
-export interface MailView {
-  /** The message id. */
-  id: string;
-  /** The seq of its `message.queued` record. */
-  seq: number;
-  /** When it was queued (ms since the Unix epoch). */
-  at: number;
-  /** The sender's name. */
-  from: string;
-  /** The target's name. */
-  to: string;
-  /** What the message is (set by the runtime). */
-  kind: MessageKind;
-  /** The sender's one-line preview. */
-  summary?: string | undefined;
-  /** The body's text, cut to {@link MAIL_TEXT_KEEP} characters. */
-  text: string;
-  /** Whether its `message.delivered` record was seen. */
-  delivered: boolean;
-}
-
-/** What the server answers on `GET /api/snapshot`; see the package README. */
-export interface DashboardSnapshot {
-  /** Format version of this object. */
-  version: 1;
-  /** The team. */
-  teamId: string;
-  /** The team log (the newest records when it is long; `truncated` says how many are left out). */
-  records: TeamRecord[];
-  /** Records left out before `records[0]`. */
-  truncated: number;
-  /** Derived statuses by member name, when the server runs the team (absent when read-only). */
-  statuses?: Record<string, MemberStatus>;
-  /** The hub's epoch, when there is a live stream. */
-  epoch?: string;
-  /** True when the page can only watch. */
-  readOnly: boolean;
-  /** The name the person at the page sends as, when it can act. */
-  operator?: string;
-}
-
-/** The whole view. Mutated in place by the functions below; `version` counts the changes. */
-export interface DashboardState {
-  /** The team. */
-  teamId: string;
-  /** Grows with every change: a page re-renders when it moves. */
-  version: number;
-  /** True when the page can only watch. */
-  readOnly: boolean;
-  /** The member name the person at the page acts as. */
-  operator?: string | undefined;
-  /** The hub's epoch the snapshot was taken under. */
-  epoch?: string | undefined;
-  /** The last log seq applied. */
-  lastRecordSeq: number;
-  /** Members by id, in spawn order. */
-  members: Map<string, MemberView>;
-  /** Member ids by name. */
-  byName: Map<string, string>;
-  /** Tasks by id, in creation order. */
-  tasks: Map<string, TaskView>;
-  /** The timeline, oldest first. */
-  mail: MailView[];
-  /** Items the hub could not deliver (a slow page, an old cursor). */
-  missed: number;
-}
 
 /** An empty view of team `teamId`. */
 export function emptyState(teamId: string): DashboardState {
@@ -217,15 +77,17 @@ function refreshReady(state: DashboardState): void {
   }
 }
 
-function bodyText(content: readonly { type: string; text?: unknown }[]): string {
-  const text = content
-    .map((block) => (block.type === 'text' && typeof block.text === 'string' ? block.text : ''))
-    .join('');
-  return text.length > MAIL_TEXT_KEEP ? `${text.slice(0, MAIL_TEXT_KEEP - 1)}…` : text;
+/** A text as the page keeps it, and how much of it is left out (`length`: what a snapshot cut). */
+function kept(text: string, length = text.length): { text: string; more: number } {
+  const shown = cutText(text, MAIL_TEXT_KEEP);
+  return { text: shown, more: Math.max(0, length - shown.length) };
 }
 
-/** Applies one team-log record; a record at or below the last applied seq is skipped. */
-export function applyRecord(state: DashboardState, record: TeamRecord): boolean {
+/**
+ * Applies one team-log record, whole or as a snapshot cut it; a record at or below the last
+ * applied seq is skipped.
+ */
+export function applyRecord(state: DashboardState, record: SnapshotRecord): boolean {
   if (record.seq <= state.lastRecordSeq) return false;
   state.lastRecordSeq = record.seq;
   switch (record.type) {
@@ -233,6 +95,7 @@ export function applyRecord(state: DashboardState, record: TeamRecord): boolean 
       const m = record.member;
       const known = state.members.get(m.id);
       const phaseChanged = known?.phase !== m.phase;
+      const description = kept(m.description, record.cut?.['member.description']);
       const view: MemberView = {
         output: '',
         turns: 0,
@@ -246,7 +109,8 @@ export function applyRecord(state: DashboardState, record: TeamRecord): boolean 
         name: m.name,
         agentType: m.agentType,
         provider: m.provider,
-        description: m.description,
+        description: description.text,
+        descriptionMore: description.more,
         phase: m.phase,
         status: known !== undefined && !phaseChanged ? known.status : statusOfPhase(m.phase),
         color: m.color,
@@ -272,6 +136,9 @@ export function applyRecord(state: DashboardState, record: TeamRecord): boolean 
     }
     case 'message.queued': {
       const m = record.message;
+      const body = messageText(m.content as { type: string; text?: unknown }[], MAIL_TEXT_KEEP);
+      const summary =
+        m.summary === undefined ? undefined : kept(m.summary, record.cut?.['message.summary']);
       state.mail.push({
         id: m.id,
         seq: record.seq,
@@ -279,8 +146,10 @@ export function applyRecord(state: DashboardState, record: TeamRecord): boolean 
         from: m.senderName,
         to: nameOf(state, m.targetId) ?? m.targetId,
         kind: m.kind,
-        summary: m.summary,
-        text: bodyText(m.content as { type: string; text?: unknown }[]),
+        summary: summary?.text,
+        summaryMore: summary?.more ?? 0,
+        text: body.text,
+        more: Math.max(0, (record.cut?.['message.content'] ?? body.length) - body.text.length),
         delivered: false,
       });
       if (state.mail.length > MAIL_KEEP) state.mail.splice(0, state.mail.length - MAIL_KEEP);

@@ -1,11 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
+import { precompress } from './precompress.js';
 
 /*
- * The dashboard page, built to ../dist/ui as one index.html, one script and one stylesheet. The
- * server appends `?token=…` to every `./assets/…` URL it finds in index.html, so the build must
- * not split code: no lazy chunks, no preloads, nothing loaded that index.html does not name.
+ * The dashboard page, built to ../dist/ui as one index.html, one script and one stylesheet, each
+ * asset named by a hash of its content and compressed next to it (see precompress.ts). The page
+ * loads nothing that index.html does not name: no lazy chunks, no preloads.
  */
 const uiDir = fileURLToPath(new URL('.', import.meta.url));
 
@@ -13,7 +14,7 @@ export default defineConfig({
   root: uiDir,
   base: './',
   publicDir: false,
-  plugins: [react()],
+  plugins: [react(), precompress()],
   build: {
     outDir: fileURLToPath(new URL('../dist/ui', import.meta.url)),
     emptyOutDir: true,
@@ -26,6 +27,9 @@ export default defineConfig({
     rolldownOptions: {
       output: {
         codeSplitting: false,
+        // the hash is what lets the server tell browsers to keep a file for a year
+        entryFileNames: 'assets/[name]-[hash].js',
+        assetFileNames: 'assets/[name]-[hash][extname]',
       },
     },
   },

@@ -1,10 +1,10 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TeamError } from '../errors.js';
 import { createManualClock, type ManualClock } from '../testing/manual-clock.js';
 import { createEventHub } from './event-hub.js';
-import { createSseHandler, type SseHandlerOptions } from './sse.js';
+import { createSseHandler, presentedToken, type SseHandlerOptions } from './sse.js';
 import { delta, TEAM } from './test-helpers.js';
 import type { EventHub, HubItem } from './types.js';
 
@@ -299,6 +299,10 @@ describe('createSseHandler: access', () => {
       ['it plus more', { headers: { authorization: `Bearer ${TOKEN}x` } }],
       ['another scheme', { headers: { authorization: `Basic ${TOKEN}` } }],
       ['an empty bearer', { headers: { authorization: 'Bearer ' } }],
+      // RFC 9110 §11.4: the scheme and the token are parted by spaces, and there is one token
+      ['a tab for the space', { headers: { authorization: `Bearer\t${TOKEN}` } }],
+      ['a second token', { headers: { authorization: `Bearer ${TOKEN} ${TOKEN}` } }],
+      ['a parameter after it', { headers: { authorization: `Bearer ${TOKEN}, realm=x` } }],
       ['a wrong query token', { path: '/events?token=nope' }],
       ['an empty query token', { path: '/events?token=' }],
       // A header that is present decides: a right query token does not rescue a wrong header.
@@ -317,7 +321,8 @@ describe('createSseHandler: access', () => {
     }
 
     const byHeader = await connect(port, { headers: { authorization: `Bearer ${TOKEN}` } });
-    const byScheme = await connect(port, { headers: { authorization: `bearer ${TOKEN}` } });
+    // the scheme is case-insensitive (RFC 9110 §11.1)
+    const byScheme = await connect(port, { headers: { authorization: `bEaReR ${TOKEN}` } });
     // EventSource cannot set headers: browsers pass it in the query string.
     const byQuery = await connect(port, {
       path: `/events?token=${encodeURIComponent(TOKEN)}&agent=alice`,
@@ -328,6 +333,32 @@ describe('createSseHandler: access', () => {
       expect(deltas(client.frames)).toEqual(['e:2:private']);
       client.disconnect();
     }
+  });
+
+  it('reads the token a request presents: a Bearer header in any case, else ?token=', () => {
+    const token = (authorization: string | undefined, query = '') =>
+      presentedToken(
+        { headers: authorization === undefined ? {} : { authorization } } as IncomingMessage,
+        new URL(`http://localhost/events${query}`),
+      );
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      expect(token(`${scheme} abc-123`), scheme).toBe('abc-123');
+    }
+    expect(token('Bearer   abc-123')).toBe('abc-123');
+    for (const header of [
+      'Bearer',
+      'Bearer ',
+      'Bearer\tabc',
+      'Bearer abc def',
+      'Bearer abc, realm=x',
+      'Basic abc',
+      'Bearerabc',
+      'Token abc',
+    ]) {
+      expect(token(header, '?token=abc'), JSON.stringify(header)).toBeUndefined();
+    }
+    expect(token(undefined, '?token=abc')).toBe('abc');
+    expect(token(undefined)).toBeUndefined();
   });
 
   it('checks the token before anything else, so a refusal tells nothing about the hub', async () => {

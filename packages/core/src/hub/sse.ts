@@ -177,13 +177,16 @@ export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {})
   };
 }
 
-/** The token a request presents: its `Authorization: Bearer` header, else `?token=`. */
-function presentedToken(req: IncomingMessage, url: URL): string | undefined {
+/**
+ * The token a request presents: its `Authorization` header when it has one, else the `token`
+ * query parameter. The header must be `Bearer <token>`: the scheme in any case (RFC 9110 §11.1),
+ * then spaces and exactly one token (§11.4), nothing else. A header that is present decides, so a
+ * malformed one gives no token even when the query holds one. Node has already trimmed the
+ * value's surrounding whitespace.
+ */
+export function presentedToken(req: IncomingMessage, url: URL): string | undefined {
   const header = req.headers.authorization;
-  if (header !== undefined) {
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    return match?.[1] ?? undefined;
-  }
+  if (header !== undefined) return /^bearer +(\S+)$/i.exec(header)?.[1];
   return url.searchParams.get('token') ?? undefined;
 }
 

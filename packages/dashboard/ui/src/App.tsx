@@ -1,5 +1,5 @@
 import { useCallback, useState, useSyncExternalStore } from 'react';
-import { type ActionName, postAction, toApiError } from './api.js';
+import { type ActionName, fetchMessage, postAction, toApiError } from './api.js';
 import { MailTimeline, mailKey } from './components/MailTimeline.js';
 import { MembersPanel } from './components/MembersPanel.js';
 import { SteerForms } from './components/SteerForms.js';
@@ -43,6 +43,8 @@ export function App({ store }: { store: DashboardStore }) {
     },
     [store],
   );
+
+  const loadMessage = useCallback((seq: number) => fetchMessage(store.token, seq), [store]);
 
   const state = store.state;
   const canAct = state !== undefined && !state.readOnly;
@@ -110,6 +112,7 @@ export function App({ store }: { store: DashboardStore }) {
               state={state}
               timelineKey={mailKey(state)}
               memberNames={names.join('\n')}
+              loadMessage={loadMessage}
             />
           </div>
           <div className="col col-right">

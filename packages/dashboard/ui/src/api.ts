@@ -1,3 +1,4 @@
+import type { MessageBody } from '../../src/snapshot-record.js';
 import type { DashboardSnapshot } from '../../src/view-model.js';
 
 /** A failed request, with the server's `{ error: { code, message } }` when it sent one. */
@@ -69,6 +70,22 @@ export async function fetchSnapshot(token: string): Promise<DashboardSnapshot> {
     );
   }
   return snapshot;
+}
+
+/** `GET api/messages/<seq>`: the whole text of a message the snapshot cut. */
+export async function fetchMessage(token: string, seq: number): Promise<MessageBody> {
+  const res = await request(`api/messages/${seq}`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+  });
+  const body = (await res.json()) as MessageBody | null;
+  if (body === null || typeof body.text !== 'string' || typeof body.more !== 'number') {
+    throw new ApiError(
+      res.status,
+      'BAD_MESSAGE',
+      'the server sent something that is not a message',
+    );
+  }
+  return body;
 }
 
 /** `POST api/actions/<action>`, the token in a header (never in the URL). */

@@ -1,6 +1,9 @@
-import { memo, useLayoutEffect, useRef, useState } from 'react';
+import { memo, useCallback, useLayoutEffect, useRef, useState } from 'react';
+import type { MessageBody } from '../../../src/snapshot-record.js';
 import { type DashboardState, type MailView, selectMail } from '../../../src/view-model.js';
+import { toApiError } from '../api.js';
 import { clockTime, fullTime } from '../format.js';
+import { CutMark } from './CutMark.js';
 
 type Kind = MailView['kind'];
 
@@ -25,11 +28,38 @@ export interface MailTimelineProps {
   timelineKey: string;
   /** Every member's name, joined by newlines (a string, so that memo can compare it). */
   memberNames: string;
+  /** Fetches the whole text of the message queued at `seq` (a stable function). */
+  loadMessage: (seq: number) => Promise<MessageBody>;
 }
 
+/** A cut message the person asked to see whole, by the seq of its record. */
+type Expanded =
+  | { state: 'loading' }
+  | { state: 'done'; text: string; more: number }
+  | { state: 'failed'; error: string };
+
 /** The team's mail, oldest first, filtered by member and kind. */
-export const MailTimeline = memo(function MailTimeline({ state, memberNames }: MailTimelineProps) {
+export const MailTimeline = memo(function MailTimeline({
+  state,
+  memberNames,
+  loadMessage,
+}: MailTimelineProps) {
   const [member, setMember] = useState('');
+  const [expanded, setExpanded] = useState<ReadonlyMap<number, Expanded>>(new Map());
+  const expand = useCallback(
+    (seq: number) => {
+      const set = (value: Expanded) => setExpanded((old) => new Map(old).set(seq, value));
+      set({ state: 'loading' });
+      loadMessage(seq).then(
+        (body) => set({ state: 'done', text: body.text, more: body.more }),
+        (error: unknown) => {
+          const failure = toApiError(error);
+          set({ state: 'failed', error: `${failure.code}: ${failure.message}` });
+        },
+      );
+    },
+    [loadMessage],
+  );
   const [kind, setKind] = useState<Kind | ''>('');
   const names = memberNames === '' ? [] : memberNames.split('\n');
   const items = selectMail(state, {
@@ -122,11 +152,12 @@ export const MailTimeline = memo(function MailTimeline({ state, memberNames }: M
                 </span>
               </div>
               {item.summary !== undefined && item.summary !== '' ? (
-                <div className="mail-summary">{item.summary}</div>
+                <div className="mail-summary">
+                  {item.summary}
+                  {item.summaryMore > 0 ? <CutMark more={item.summaryMore} /> : null}
+                </div>
               ) : null}
-              {item.text !== '' && item.text !== item.summary ? (
-                <div className="mail-text">{item.text}</div>
-              ) : null}
+              <MailText item={item} expanded={expanded.get(item.seq)} expand={expand} />
             </li>
           ))}
         </ol>
@@ -134,3 +165,51 @@ export const MailTimeline = memo(function MailTimeline({ state, memberNames }: M
     </section>
   );
 });
+
+/** A message's body: as the timeline keeps it, or whole once the person asked for it. */
+function MailText({
+  item,
+  expanded,
+  expand,
+}: {
+  item: MailView;
+  expanded: Expanded | undefined;
+  expand: (seq: number) => void;
+}) {
+  if (item.more === 0) {
+    return item.text !== '' && item.text !== item.summary ? (
+      <div className="mail-text">{item.text}</div>
+    ) : null;
+  }
+  if (expanded?.state === 'done') {
+    return (
+      <div className="mail-text" data-testid="mail-text-whole">
+        {expanded.text}
+        {expanded.more > 0 ? (
+          <CutMark more={expanded.more} title="past the size a message may have" />
+        ) : null}
+      </div>
+    );
+  }
+  return (
+    <div className="mail-text">
+      {item.text}
+      <CutMark more={item.more} />{' '}
+      <button
+        type="button"
+        className="link"
+        data-testid="mail-expand"
+        disabled={expanded?.state === 'loading'}
+        onClick={() => expand(item.seq)}
+      >
+        {expanded?.state === 'loading' ? 'loading…' : 'show all'}
+      </button>
+      {expanded?.state === 'failed' ? (
+        <span className="error-text" data-testid="mail-expand-error">
+          {' '}
+          {expanded.error}
+        </span>
+      ) : null}
+    </div>
+  );
+}

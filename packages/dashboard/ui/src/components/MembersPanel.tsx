@@ -2,6 +2,7 @@ import { useLayoutEffect, useRef, useState } from 'react';
 import type { DashboardState, MemberView } from '../../../src/view-model.js';
 import type { ActionName } from '../api.js';
 import { LEAD_NAME } from '../format.js';
+import { CutMark } from './CutMark.js';
 
 export interface MembersPanelProps {
   state: DashboardState;
@@ -110,7 +111,12 @@ function MemberRow({ member, isOperator, canSteer, busy, act }: MemberRowProps) 
           </span>
         ) : null}
       </div>
-      {member.description !== '' ? <div className="member-desc">{member.description}</div> : null}
+      {member.description !== '' ? (
+        <div className="member-desc">
+          {member.description}
+          {member.descriptionMore > 0 ? <CutMark more={member.descriptionMore} /> : null}
+        </div>
+      ) : null}
       <div className="member-meta">
         {member.currentTool !== undefined ? (
           <span className="tool" data-testid="member-tool">

@@ -1,0 +1,152 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type ExternalAgentDefinition, MEMBER_NAME_MAX, type TeamService } from '@teamwire/core';
+import { z } from 'zod';
+import { fail, parse, readBody, refuse, send } from './http.js';
+
+/** The agent type of the person at the dashboard: register it in the team's agents to steer. */
+export const OPERATOR_AGENT: ExternalAgentDefinition = {
+  type: 'dashboard-operator',
+  description: 'A person steering the team from the web dashboard (not an agent: never spawn one).',
+  external: true,
+};
+
+const MessageAction = z.strictObject({
+  to: z.string().min(1).max(MEMBER_NAME_MAX),
+  text: z.string().min(1),
+});
+const TaskAction = z.strictObject({
+  subject: z.string().min(1),
+  description: z.string().min(1),
+  blockedBy: z.array(z.string().max(32)).max(64).optional(),
+});
+const TargetAction = z.strictObject({ target: z.string().min(1).max(MEMBER_NAME_MAX) });
+const ShutdownAction = z.strictObject({
+  target: z.string().min(1).max(MEMBER_NAME_MAX),
+  reason: z.string().max(2000).optional(),
+});
+
+/**
+ * Runs one steering action (`POST api/actions/<action>`) of the person at the page: messages and
+ * tasks come from the operator member; interrupt and shutdown use the lead's authority, as the
+ * host does.
+ */
+export async function act(
+  action: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  team: TeamService,
+  as: Operator,
+): Promise<void> {
+  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
+    return refuse(res, 415, 'INVALID_ARGUMENT', 'send application/json');
+  }
+  let body: unknown;
+  try {
+    body = await readBody(req);
+  } catch (error) {
+    return fail(res, error);
+  }
+  try {
+    await as.ready();
+    switch (action) {
+      case 'message': {
+        const input = parse(MessageAction, body);
+        return send(res, 200, await as.service().sendMessage({ to: input.to, text: input.text }));
+      }
+      case 'task': {
+        const input = parse(TaskAction, body);
+        const task = await as.service().createTask({
+          subject: input.subject,
+          description: input.description,
+          ...(input.blockedBy === undefined ? {} : { blockedBy: input.blockedBy }),
+        });
+        return send(res, 200, { id: task.id, revision: task.revision });
+      }
+      case 'interrupt': {
+        const input = parse(TargetAction, body);
+        return send(res, 200, await team.interrupt(as.lead(), input));
+      }
+      case 'shutdown': {
+        const input = parse(ShutdownAction, body);
+        return send(res, 200, await team.shutdown(as.lead(), input));
+      }
+      default:
+        return refuse(res, 404, 'NOT_FOUND', `no action ${JSON.stringify(action)}`);
+    }
+  } catch (error) {
+    return fail(res, error);
+  }
+}
+
+/** The person at the page, as a member of the team. */
+export interface Operator {
+  /** Spawns the operator member when the team has none yet, and starts acknowledging its mail. */
+  ready(): Promise<void>;
+  /** The operator's own view of the team (after {@link Operator.ready}). */
+  service(): ReturnType<TeamService['forMember']>;
+  /** The lead's credential, for lead-only actions. */
+  lead(): ReturnType<TeamService['externalMember']>;
+  /** Stops acknowledging the operator's mail. */
+  close(): void;
+}
+
+/**
+ * The person at the page: an external member, spawned by the host when first needed. Its mail
+ * (replies to the person) is shown from the log's records and acknowledged as it arrives, so its
+ * inbox never fills up; a shutdown request is left unread, so the person stays on the team.
+ */
+export function createOperator(team: TeamService, name: string): Operator {
+  let spawning: Promise<void> | undefined;
+  let unwatch: (() => void) | undefined;
+  let draining = false;
+  let again = false;
+  const drain = async () => {
+    // mail that rings while a drain runs is read by that drain's next round
+    again = true;
+    if (draining) return;
+    draining = true;
+    try {
+      while (again) {
+        again = false;
+        const ref = team.externalMember(name);
+        // A person is not shut down by the lead: its shutdown requests stay unread, so the page
+        // keeps working after the lead ends the run.
+        const kinds = ['message', 'idle_notification', 'task_assignment'] as const;
+        let page = await team.readInbox(ref, { limit: 50, kinds });
+        while (page.cursor !== undefined) {
+          page = await team.readInbox(ref, { after: page.cursor, limit: 50, kinds });
+        }
+      }
+    } catch {
+      // retired, or the team is closing: nothing to acknowledge
+    } finally {
+      draining = false;
+    }
+  };
+  const ready = async () => {
+    if (!team.listMembers(team.lead).some((m) => m.name === name)) {
+      spawning ??= team
+        .spawnTeammate(team.lead, {
+          name,
+          description: 'The person at the dashboard',
+          prompt: 'You steer the team from the dashboard.',
+          agentType: OPERATOR_AGENT.type,
+        })
+        .then(() => undefined)
+        .finally(() => {
+          spawning = undefined;
+        });
+      await spawning;
+    }
+    if (unwatch === undefined) {
+      unwatch = team.watchInbox(team.externalMember(name), () => void drain());
+      void drain();
+    }
+  };
+  return {
+    service: () => team.forMember(team.externalMember(name)),
+    lead: () => team.lead,
+    close: () => unwatch?.(),
+    ready,
+  };
+}

@@ -1,0 +1,142 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_TEAM_LIMITS, SCHEMA_VERSION, type TeamLog, type TeamRecord } from '@teamwire/core';
+import type { DashboardServer } from './serve.js';
+
+/** One HTTP answer, its body both as bytes and as text. */
+export interface Reply {
+  status: number;
+  raw: Buffer;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** One request over `node:http`, which leaves `accept-encoding` and every header to the test. */
+export function http(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          resolve({
+            status: res.statusCode ?? 0,
+            raw,
+            body: raw.toString('utf8'),
+            headers: res.headers,
+          });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** `path` (with its own query, if any) on `server`, without the page URL's token. */
+export function at(server: DashboardServer, path: string): string {
+  return (
+    new URL(path, server.url).toString().replace(/\?.*$/, '') +
+    (path.includes('?') ? `?${path.split('?')[1]}` : '')
+  );
+}
+
+/** A page folder as a build would leave it, without the build's manifest. */
+export async function fakePage(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'dashboard-assets-'));
+  await mkdir(join(dir, 'assets'));
+  await writeFile(
+    join(dir, 'index.html'),
+    '<html><head><script type="module" crossorigin src="./assets/index-a1.js"></script><link rel="stylesheet" href="./assets/index-b2.css"></head><body></body></html>',
+  );
+  await writeFile(join(dir, 'assets', 'index-a1.js'), 'console.log(1)');
+  await writeFile(join(dir, 'assets', 'index-b2.css'), 'body{}');
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A team log of a lead, a member `ann` and `messages` messages from the lead to ann, each `text`:
+ * made as it is read, so a log far larger than the memory a test may use costs nothing to hold.
+ */
+export function chattyLog(options: {
+  teamId: string;
+  messages: number;
+  text: (seq: number) => string;
+  /** Changes one record as it is read. */
+  change?: (record: TeamRecord) => TeamRecord;
+}): Pick<TeamLog, 'read' | 'lastSeq'> {
+  const { teamId } = options;
+  const base = (seq: number) =>
+    ({ seq, at: 1_700_000_000_000 + seq, teamId, schemaVersion: SCHEMA_VERSION }) as const;
+  const member = (seq: number, id: string, name: string): TeamRecord => ({
+    ...base(seq),
+    type: 'member',
+    member: {
+      id,
+      name,
+      description: `${name} of the team`,
+      agentType: 'worker',
+      provider: 'scripted',
+      context: 'fresh',
+      phase: 'active',
+    },
+  });
+  const record = (seq: number): TeamRecord => {
+    if (seq === 1) return member(1, teamId, 'lead');
+    if (seq === 2) return member(2, 'ann-id', 'ann');
+    return {
+      ...base(seq),
+      type: 'message.queued',
+      message: {
+        id: `m-${seq}`,
+        senderId: teamId,
+        senderName: 'lead',
+        targetId: 'ann-id',
+        kind: 'message',
+        delivery: 'wakeup',
+        content: [{ type: 'text', text: options.text(seq) }],
+      },
+    };
+  };
+  const last = options.messages + 2;
+  return {
+    lastSeq: () => last,
+    async *read(readOptions) {
+      for (let seq = readOptions?.fromSeq ?? 1; seq <= last; seq++) {
+        const made = record(seq);
+        yield options.change?.(made) ?? made;
+      }
+    },
+  };
+}
+
+/** Whether a message of this text is one a team accepts (its content within `maxMessageBytes`). */
+export function isLegalMessage(text: string): boolean {
+  const bytes = Buffer.byteLength(JSON.stringify([{ type: 'text', text }]));
+  return bytes <= DEFAULT_TEAM_LIMITS.maxMessageBytes;
+}
+
+/** Opens a response that may never end (an event stream): its status and headers, then closes. */
+export function head(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers, agent: false }, (res) => {
+      resolve({ status: res.statusCode ?? 0, headers: res.headers });
+      req.destroy();
+    });
+    req.on('error', (error) => {
+      if (!req.destroyed) reject(error);
+    });
+    req.end();
+  });
+}

@@ -1,0 +1,165 @@
+import type { MemberStatus, MessageKind, TaskStatus } from '@teamwire/core';
+import type { MAIL_TEXT_KEEP, SnapshotRecord } from './snapshot-record.js';
+
+/* What the page shows, and what it loads first: the view model's types and bounds. */
+
+/** Characters of streamed output kept per member. */
+export const OUTPUT_KEEP = 4000;
+/** Mail items kept in the timeline (the oldest go first). */
+export const MAIL_KEEP = 1000;
+
+/** One member as the page shows it. */
+export interface MemberView {
+  /** The member id (a ulid; the team id for the lead). */
+  id: string;
+  /** Its name. */
+  name: string;
+  /** Its agent type. */
+  agentType: string;
+  /** Its model provider, or `external`. */
+  provider: string;
+  /** What it is for, cut to {@link MAIL_TEXT_KEEP} characters. */
+  description: string;
+  /** Characters of the description left out (0 when it is whole). */
+  descriptionMore: number;
+  /** Its lifecycle phase, from its member records. */
+  phase: 'provisioning' | 'active' | 'failed' | 'retired';
+  /** The derived status, from the snapshot and then `status` events. */
+  status: MemberStatus;
+  /** Whether its runner is running now, from the hub's presence. */
+  active: boolean;
+  /** The tool it is running now, if any. */
+  currentTool?: string | undefined;
+  /** The streamed text of its current (or last) turn, the last {@link OUTPUT_KEEP} characters. */
+  output: string;
+  /** Turns started, as seen by this page. */
+  turns: number;
+  /** Input tokens of its model calls, as seen by this page (the hub's history and live). */
+  inputTokens: number;
+  /** Output tokens of its model calls, as seen by this page. */
+  outputTokens: number;
+  /** Compactions of its context, as seen by this page. */
+  compactions: number;
+  /** True while its context is being compacted. */
+  compacting: boolean;
+  /** Its last compaction: prompt tokens before and after, and how long the summary took. */
+  lastCompaction?:
+    | {
+        /** Prompt tokens before. */
+        tokensBefore: number;
+        /** Prompt tokens after. */
+        tokensAfter: number;
+        /** How long it took (ms). */
+        durationMs: number;
+      }
+    | undefined;
+  /** Its last runner error. */
+  lastError?:
+    | {
+        /** The error's `TeamError` code. */
+        code: string;
+        /** What failed. */
+        message: string;
+      }
+    | undefined;
+  /** Its display color. */
+  color?: string | undefined;
+  /** Run by a client (an MCP member, or the dashboard's own operator). */
+  external: boolean;
+}
+
+/** One task as the page shows it. */
+export interface TaskView {
+  /** The task id (`task-<n>`). */
+  id: string;
+  /** Its title. */
+  subject: string;
+  /** Where it stands. */
+  status: TaskStatus;
+  /** The owner's name. */
+  owner?: string | undefined;
+  /** The tasks it waits for. */
+  blockedBy: string[];
+  /** Its compare-and-set revision. */
+  revision: number;
+  /** Pending with every blocker completed. */
+  ready: boolean;
+}
+
+/** One message of the timeline. */
+export interface MailView {
+  /** The message id. */
+  id: string;
+  /** The seq of its `message.queued` record. */
+  seq: number;
+  /** When it was queued (ms since the Unix epoch). */
+  at: number;
+  /** The sender's name. */
+  from: string;
+  /** The target's name. */
+  to: string;
+  /** What the message is (set by the runtime). */
+  kind: MessageKind;
+  /** The sender's one-line preview, cut to {@link MAIL_TEXT_KEEP} characters. */
+  summary?: string | undefined;
+  /** Characters of the summary left out (0 when it is whole). */
+  summaryMore: number;
+  /** The body's text, cut to {@link MAIL_TEXT_KEEP} characters. */
+  text: string;
+  /**
+   * Characters of the body left out (0 when it is whole): the page shows the cut, and fetches the
+   * whole text from `GET api/messages/<seq>` when asked to.
+   */
+  more: number;
+  /** Whether its `message.delivered` record was seen. */
+  delivered: boolean;
+}
+
+/** What the server answers on `GET /api/snapshot`; see the package README. */
+export interface DashboardSnapshot {
+  /** Format version of this object. */
+  version: 1;
+  /** The team. */
+  teamId: string;
+  /**
+   * The team log, in seq order, long texts cut: every member record and the newest other records
+   * that fit the snapshot's bounds (`truncated` says how many are left out).
+   */
+  records: SnapshotRecord[];
+  /** Records left out. */
+  truncated: number;
+  /** Derived statuses by member name, when the server runs the team (absent when read-only). */
+  statuses?: Record<string, MemberStatus>;
+  /** The hub's epoch, when there is a live stream. */
+  epoch?: string;
+  /** True when the page can only watch. */
+  readOnly: boolean;
+  /** The name the person at the page sends as, when it can act. */
+  operator?: string;
+}
+
+/** The whole view. Mutated in place by the functions below; `version` counts the changes. */
+export interface DashboardState {
+  /** The team. */
+  teamId: string;
+  /** Grows with every change: a page re-renders when it moves. */
+  version: number;
+  /** True when the page can only watch. */
+  readOnly: boolean;
+  /** The member name the person at the page acts as. */
+  operator?: string | undefined;
+  /** The hub's epoch the snapshot was taken under. */
+  epoch?: string | undefined;
+  /** The last log seq applied. */
+  lastRecordSeq: number;
+  /** Members by id, in spawn order. */
+  members: Map<string, MemberView>;
+  /** Member ids by name. */
+  byName: Map<string, string>;
+  /** Tasks by id, in creation order. */
+  tasks: Map<string, TaskView>;
+  /** The timeline, oldest first. */
+  mail: MailView[];
+  /** Items the hub could not deliver (a slow page, an old cursor). */
+  missed: number;
+}
