@@ -104,7 +104,10 @@ export interface TeamLogSnapshots {
    * durable under the store's policy, with the bytes its state takes; a failure, or a kill at any
    * moment, leaves the older snapshots as they were.
    */
-  write(snapshot: TeamStateSnapshot): Promise<{ bytes: number }>;
+  write(snapshot: TeamStateSnapshot): Promise<{
+    /** Bytes the stored state takes (what the policy weighs the log's growth against). */
+    bytes: number;
+  }>;
   /**
    * Removes every snapshot but the newest `keep` (and whatever the store's retention frees with
    * them). Called after each write.

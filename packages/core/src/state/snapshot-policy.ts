@@ -67,10 +67,16 @@ export function resolveSnapshotPolicy(
 export interface SnapshotDueInput {
   /** The seq the next snapshot would be taken at (the last durable, settled record). */
   readonly seq: number;
-  /** The newest snapshot known: its seq and the bytes its state took (0 and 0 for none). */
-  readonly newest: { readonly seq: number; readonly bytes: number };
+  /** The newest snapshot known (seq 0 and 0 bytes for none). */
+  readonly newest: {
+    /** The seq it was taken at. */
+    readonly seq: number;
+    /** The bytes its state took. */
+    readonly bytes: number;
+  };
   /** Bytes of record text the log grew by since the newest snapshot. */
   readonly bytesSince: number;
+  /** The store's policy. */
   readonly policy: SnapshotPolicy;
 }
 
