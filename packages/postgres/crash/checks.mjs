@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import { parseTranscriptEntry, TeamState } from '@teamwire/core';
+import { parseTranscriptEntry, TEAM_STATE_SNAPSHOT_VERSION, TeamState } from '@teamwire/core';
 
 /** A double-quoted SQL identifier (schema names are generated, this is a second guard). */
 function ident(name) {
@@ -362,7 +362,10 @@ export class TeamChecker {
         violations.push(`${where} does not match its checksum`);
         continue;
       }
-      if (Buffer.byteLength(row.state, 'utf8') !== Number(row.bytes) || row.format_version !== 1) {
+      if (
+        Buffer.byteLength(row.state, 'utf8') !== Number(row.bytes) ||
+        row.format_version !== TEAM_STATE_SNAPSHOT_VERSION
+      ) {
         violations.push(`${where} records ${row.bytes} bytes of format ${row.format_version}`);
         continue;
       }
