@@ -59,9 +59,12 @@ export type {
   ToolDefinition,
 } from './ports/model.js';
 export type {
+  MemberActivity,
   MemberPlacement,
+  PlacedMember,
   PlacementCandidate,
   PlacementListener,
+  PlacementView,
 } from './ports/placement.js';
 export type {
   SharedTeamLog,

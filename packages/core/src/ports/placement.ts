@@ -20,6 +20,46 @@ export interface PlacementListener {
   acquired(memberId: string): void;
   /** This process no longer runs `memberId`: its runner stops and nothing more is written for it. */
   lost(memberId: string): void;
+  /**
+   * The placement's {@link MemberPlacement.view} changed (a member moved, a process came or went,
+   * a process reported new activity): statuses derived from it may differ now.
+   */
+  changed?(): void;
+}
+
+/** What a member is doing, as the process that runs it reports it to the others. */
+export type MemberActivity = 'running' | 'idle';
+
+/** Where a member runs, as every process of the team sees it. */
+export interface PlacedMember {
+  /** The member. */
+  readonly memberId: string;
+  /** The process that runs it (the store's id for it). */
+  readonly processId: string;
+  /** True when that process is this one. */
+  readonly here: boolean;
+  /**
+   * What that process last reported the member doing, `undefined` before its first report. A
+   * report is as old as the process's last heartbeat at most.
+   */
+  readonly activity: MemberActivity | undefined;
+}
+
+/**
+ * The team's placement as a process sees it: which live process runs which member, and which
+ * members wait for one. Built from the team's shared records (rows, heartbeats), so it is the same
+ * in every process up to one heartbeat.
+ */
+export interface PlacementView {
+  /** Members placed on a live process (a process whose heartbeat is within its lease). */
+  readonly placed: ReadonlyMap<string, PlacedMember>;
+  /**
+   * Candidates no live process runs yet, for which some live process is willing: the placement
+   * will hand them out (a takeover in progress, a member just spawned).
+   */
+  readonly awaiting: ReadonlySet<string>;
+  /** How many processes of the team are live, this one included. */
+  readonly liveProcesses: number;
 }
 
 /**
@@ -45,6 +85,17 @@ export interface MemberPlacement {
   runsHere(memberId: string): boolean;
   /** The candidates changed (a member was spawned, activated, retired or failed): look again. */
   candidatesChanged(): void;
+  /**
+   * Publishes what the members this process runs are doing, for the other processes' views; the
+   * latest report replaces the previous one and goes out with the next heartbeat at the latest.
+   * Optional: a placement of one process has no one to tell.
+   */
+  report?(activity: ReadonlyMap<string, MemberActivity>): void;
+  /**
+   * The placement as this process sees it now (see {@link PlacementView}); listeners hear
+   * `changed` when it moves. Optional: without it, a process sees only the members it runs.
+   */
+  view?(): PlacementView;
   /**
    * Stops placing and hands back the members this process runs, so another process takes them
    * over at once instead of after a timeout. Idempotent.
