@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
 import type { TeamRecord } from './records.js';
 
 /**
@@ -9,17 +10,4 @@ import type { TeamRecord } from './records.js';
  */
 export function recordDigest(record: TeamRecord): string {
   return createHash('sha256').update(canonicalJson(record), 'utf8').digest('hex');
-}
-
-/** JSON with object keys in code-unit order at every depth; `undefined` members are left out. */
-function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
-  const entries = Object.keys(value)
-    .sort()
-    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-    .map(
-      (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
-    );
-  return `{${entries.join(',')}}`;
 }

@@ -7,4 +7,5 @@ export {
   formatIdleNotice,
   formatTaskClaimPrompt,
   idleFallbackLine,
+  resumedNote,
 } from './texts.js';

@@ -43,7 +43,11 @@ function describeTask(task: Task, ownerId: string | undefined, openIds: Readonly
  * and then the whole open board, and tells the model to continue with the next ready task when
  * this one is done: a model shown only one task tends to stop after it.
  */
-export function formatTaskClaimPrompt(options: { task: Task; openTasks: readonly Task[] }): string {
+export function formatTaskClaimPrompt(options: {
+  task: Task;
+  openTasks: readonly Task[];
+  resumed?: boolean | undefined;
+}): string {
   const { task } = options;
   const open = new Map<string, Task>();
   for (const t of options.openTasks) {
@@ -56,6 +60,7 @@ export function formatTaskClaimPrompt(options: { task: Task; openTasks: readonly
   const openIds = new Set(open.keys());
 
   const lines = [`You claimed ${task.id}: ${oneLine(task.subject)}`, '', task.description];
+  if (options.resumed === true) lines.push('', resumedNote(task.id));
   if (task.writeScopes.length > 0) {
     lines.push('', `Write scopes (advisory): ${task.writeScopes.join(', ')}`);
   }
@@ -88,4 +93,16 @@ export function formatAssignmentNotice(options: { task: Task; assignedBy: string
     `Start it when you are free and mark it in progress, mark it completed when it is done, and ` +
       `message ${assignedBy} if you are blocked.`,
   ].join('\n');
+}
+
+/**
+ * What a member resuming a task it owns is told (after an interrupt, or revived in another
+ * process): its conversation above already holds this task's prompt and its work on it.
+ */
+export function resumedNote(taskId: string): string {
+  return (
+    `You are resuming ${taskId}: your work on it stopped part-way. Your conversation above shows ` +
+    'what you already did; messages you sent were delivered, so do not send them again. Go on ' +
+    'from where you stopped.'
+  );
 }

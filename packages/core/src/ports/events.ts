@@ -69,7 +69,7 @@ export type AgentEvent =
       /** A turn ended. */
       type: 'turn.end';
       /** Why it ended; `error` when the turn failed (an `error` event precedes it). */
-      stopReason: 'end_turn' | 'step_limit' | 'interrupted' | 'error';
+      stopReason: 'end_turn' | 'step_limit' | 'interrupted' | 'repeated_failure' | 'error';
       /** Model calls made. */
       steps: number;
       /** The turn's last non-empty assistant text ('' when there was none). */

@@ -36,8 +36,16 @@ export interface TeamPolicy {
    * the turn ended without one), or a fallback line. The wire format then frames it.
    */
   formatIdleNotice(options: { from: string; text?: string | undefined }): string;
-  /** The text that starts a teammate's turn when it claims (or resumes) a ready task. */
-  formatTaskClaimPrompt(options: { task: Task; openTasks: readonly Task[] }): string;
+  /**
+   * The text that starts a teammate's turn when it claims a ready task, or resumes one it owns.
+   * `resumed` is true when its transcript already holds the task's prompt (after an interrupt or a
+   * revival elsewhere): the text should tell it to go on from what it did, not start over.
+   */
+  formatTaskClaimPrompt(options: {
+    task: Task;
+    openTasks: readonly Task[];
+    resumed?: boolean | undefined;
+  }): string;
   /** The text of the `task_assignment` message sent to a task's new owner on a reassign. */
   formatAssignmentNotice(options: { task: Task; assignedBy: string }): string;
 }

@@ -8,6 +8,7 @@ import type { ModelAdapter, SystemBlock, ToolDefinition } from '../ports/model.j
 import type { AgentTool, ToolContext } from './agents.js';
 import type { TurnBudget } from './context-budget.js';
 import type { Conversation } from './conversation.js';
+import type { RepeatedFailureGuard } from './repeated-failures.js';
 import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
 
 /** The tools of one agent: the definitions the model is offered and their implementations. */
@@ -81,6 +82,12 @@ export interface RunTurnOptions {
    * request as too long (`MODEL_CONTEXT_OVERFLOW`), after which the call is retried once.
    */
   budget?: TurnBudget;
+  /**
+   * Counts failing tool calls across the member's turns: when one call fails the same way
+   * `failures.max` times in a row, the turn ends after the step's results are recorded, with
+   * `repeated_failure`.
+   */
+  failures?: RepeatedFailureGuard;
 }
 
 /**
@@ -114,6 +121,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
     if (said !== '') text = said;
     if (message.toolCalls.length === 0) return { stopReason: 'end_turn', steps, text };
 
+    let looping = false;
     for (let i = 0; i < message.toolCalls.length; i++) {
       const call = message.toolCalls[i] as ToolCall;
       if (signal.aborted) {
@@ -122,15 +130,24 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       }
       events.publish(agentName, { type: 'tool.call', toolCall: call });
       const result = await executeTool(options.tools, call, context);
+      const resultText = contentText(result.content);
       events.publish(agentName, {
         type: 'tool.result',
         toolCallId: call.id,
         toolName: call.name,
         isError: result.isError === true,
-        text: contentText(result.content),
+        text: resultText,
       });
       await conversation.append([result]);
+      const { failures } = options;
+      if (
+        failures !== undefined &&
+        failures.record(call, result.isError === true, resultText) >= failures.max
+      ) {
+        looping = true;
+      }
     }
+    if (looping) return { stopReason: 'repeated_failure', steps, text };
   }
 }
 

@@ -19,6 +19,7 @@ import { type ContextBudget, resolveContextBudget } from './context-budget.js';
 import { Credentials } from './credentials.js';
 import type { ExternalPresenceOptions } from './external-members.js';
 import { MemberWorkspaces } from './member-workspaces.js';
+import { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';
 import { RunnerPool } from './runner-pool.js';
 import type { TeamService } from './service-types.js';
 import { type LoadedState, loadTeamState, SnapshotScheduler } from './snapshots.js';
@@ -89,6 +90,12 @@ export interface OpenTeamOptions {
     | undefined;
   /** Model calls per turn (default 50); an agent definition's `maxSteps` overrides it. */
   maxSteps?: number;
+  /**
+   * How many times in a row a member may make the same tool call failing the same way before its
+   * turn ends (default 3, at least 1): the lead is told, and the member takes no new task until
+   * mail reaches it. A guard against a model that loops on an error instead of reading it.
+   */
+  maxRepeatedFailures?: number;
   /**
    * The context budget of every model-run member (an agent definition's `context` overrides it):
    * past it, a member's older conversation is compacted into a summary. Without one, a member
@@ -287,6 +294,7 @@ function assemble(
           ? 5_000
           : (idleClaim.intervalMs ?? 5_000),
     maxSteps: options.maxSteps ?? 50,
+    maxRepeatedFailures: repeatedFailureBound(options.maxRepeatedFailures),
     contextBudget:
       options.context === undefined ? undefined : resolveContextBudget(options.context, 'openTeam'),
     disposeTimeoutMs: options.disposeTimeoutMs ?? 10_000,
@@ -370,4 +378,16 @@ function guardedSink(sink: EventSink): EventSink {
       }
     },
   };
+}
+
+function repeatedFailureBound(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_REPEATED_FAILURES;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `maxRepeatedFailures must be an integer of at least 1 (got ${String(value)})`,
+      { details: { maxRepeatedFailures: value } },
+    );
+  }
+  return value;
 }

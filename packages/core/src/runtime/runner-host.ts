@@ -27,6 +27,8 @@ export interface RunnerHost {
   /** Retry interval of idle-claim while parked; undefined when idle-claim is off. */
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
+  /** Identical failing tool calls in a row that end a member's turn (see `RepeatedFailureGuard`). */
+  readonly maxRepeatedFailures: number;
   /** The team's context budget; an agent definition's `context` overrides it. */
   readonly contextBudget: ResolvedContextBudget | undefined;
   /** Where members work: the team's directory, or an isolated member's own workspace. */

@@ -43,6 +43,7 @@ export interface RunnerPoolOptions {
   leadAgentType: string;
   idleClaimIntervalMs: number | undefined;
   maxSteps: number;
+  maxRepeatedFailures: number;
   /** The team's context budget (an agent definition's `context` overrides it). */
   contextBudget: ResolvedContextBudget | undefined;
   disposeTimeoutMs: number;
@@ -80,6 +81,7 @@ export class RunnerPool implements RunnerHost {
   readonly transcripts: TranscriptStore;
   readonly idleClaimIntervalMs: number | undefined;
   readonly maxSteps: number;
+  readonly maxRepeatedFailures: number;
   readonly contextBudget: ResolvedContextBudget | undefined;
   readonly workspaces: MemberWorkspaces;
   /** The members run by clients: their inboxes, presence and watchers. */
@@ -107,6 +109,7 @@ export class RunnerPool implements RunnerHost {
     this.transcripts = options.transcripts;
     this.idleClaimIntervalMs = options.idleClaimIntervalMs;
     this.maxSteps = options.maxSteps;
+    this.maxRepeatedFailures = options.maxRepeatedFailures;
     this.contextBudget = options.contextBudget;
     this.pipeline = options.pipeline;
     this.workspaces = options.workspaces;

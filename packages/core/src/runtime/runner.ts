@@ -19,6 +19,7 @@ import {
   queueIdleNotice,
 } from './mail-delivery.js';
 import type { MemberPlace } from './member-workspaces.js';
+import { RepeatedFailureGuard } from './repeated-failures.js';
 import { retireMember } from './retirement.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, TurnOutcome } from './service-types.js';
@@ -69,6 +70,21 @@ export class AgentRunner {
   private wake: (() => void) | undefined;
   private woken = false;
   private claimFailed = false;
+  /**
+   * Set when a turn ended on a repeated failure: the member neither claims nor resumes until new
+   * mail reaches it (the lead was told), so a loop cannot restart on its own.
+   */
+  private stalled = false;
+  /** Set by {@link interrupt}; the turn it ends schedules the member's own tasks to resume. */
+  private interrupted = false;
+  /**
+   * Tasks this member had in progress and gave back to the board itself (released): idle-claim
+   * does not take them again, or a member that declined a task would claim it for ever.
+   */
+  private readonly declined = new Set<string>();
+  /** The in-progress tasks this member owned at the last turn boundary. */
+  private owned = new Set<string>();
+  private readonly failures: RepeatedFailureGuard;
   private stopping = false;
   /** Why host prompts still waiting are refused once the loop ends (default `DISPOSED`). */
   private stopReason: TeamError | undefined;
@@ -87,6 +103,7 @@ export class AgentRunner {
     this.isLead = options.isLead;
     this.resumeTasks = [...(options.resumeTasks ?? [])];
     this.ref = host.refFor(member.id);
+    this.failures = new RepeatedFailureGuard(host.maxRepeatedFailures);
     this.tools = host.toolsFor(member, definition);
     this.system = [{ text: definition.systemPrompt, cacheable: true }];
     if (!this.isLead) {
@@ -220,9 +237,13 @@ export class AgentRunner {
     wake();
   }
 
-  /** Aborts the running turn, if any. The inbox is kept. */
+  /**
+   * Aborts the running turn, if any. The inbox is kept, and so are the member's tasks: a task it
+   * has in progress is resumed on its next turn, after any mail that woke it (see `nextWork`).
+   */
   interrupt(): boolean {
     if (this.turnAbort === undefined || this.turnAbort.signal.aborted) return false;
+    this.interrupted = true;
     this.turnAbort.abort(new TeamError('ABORTED', `${this.name} was interrupted`));
     return true;
   }
@@ -285,23 +306,53 @@ export class AgentRunner {
     }
     const prompt = this.hostPrompts.shift();
     if (prompt !== undefined) return { type: 'host', prompt };
-    while (this.resumeTasks.length > 0) {
-      const taskId = this.resumeTasks.shift() as string;
-      const task = state.task(taskId);
-      if (task?.status === 'in_progress' && task.ownerId === this.member.id) {
-        return { type: 'resume', taskId };
-      }
-    }
+    const owned = this.noteOwnedTasks();
+    // Mail first: it may change what the member should do with its task (an operator's note
+    // after an interrupt, the lead's answer); the task resumes on the turn after.
     const wakeup = pending.find((m) => m.delivery === 'wakeup');
     if (wakeup !== undefined) {
       const picked = pickWith(policy, pending, state.leadId ?? '', wakeup);
       if (picked !== undefined) return { type: 'message', message: picked };
     }
-    if (!this.isLead && this.host.idleClaimIntervalMs !== undefined && !this.claimFailed) {
-      const ready = state.listTasks({ ready: true })[0];
+    if (this.stalled) return undefined;
+    while (this.resumeTasks.length > 0) {
+      const taskId = this.resumeTasks.shift() as string;
+      if (owned.has(taskId)) return { type: 'resume', taskId };
+    }
+    // One task at a time: a member that still owns a task in progress (it ended its turn waiting
+    // for an answer, say) claims no other one.
+    if (
+      !this.isLead &&
+      this.host.idleClaimIntervalMs !== undefined &&
+      !this.claimFailed &&
+      owned.size === 0
+    ) {
+      const ready = state.listTasks({ ready: true }).find((task) => !this.declined.has(task.id));
       if (ready !== undefined) return { type: 'claim', taskId: ready.id };
     }
     return undefined;
+  }
+
+  /**
+   * The tasks this member has in progress now; one it had at the last boundary and that went back
+   * to the board unowned since was released by it (its runner is live, so no failure released
+   * it): it is declined.
+   */
+  private noteOwnedTasks(): ReadonlySet<string> {
+    const { state } = this.host;
+    const owned = new Set(
+      state
+        .listTasks({ status: 'in_progress' })
+        .filter((task) => task.ownerId === this.member.id)
+        .map((task) => task.id),
+    );
+    for (const taskId of this.owned) {
+      if (owned.has(taskId)) continue;
+      const task = state.task(taskId);
+      if (task?.status === 'pending' && task.ownerId === undefined) this.declined.add(taskId);
+    }
+    this.owned = owned;
+    return owned;
   }
 
   private async park(): Promise<void> {
@@ -337,6 +388,7 @@ export class AgentRunner {
         }
         throw error;
       }
+      this.owned.add(work.taskId);
     }
     this.setActivity('running');
     const abort = new AbortController();
@@ -361,13 +413,19 @@ export class AgentRunner {
           const task = state.getTask(work.taskId);
           const openTasks = state.listTasks({ status: ['pending', 'in_progress'] });
           const source: MessageSource = { kind: 'task-claim', taskId: work.taskId };
-          await conversation.append([
-            {
-              role: 'user',
-              content: textContent(this.host.policy.formatTaskClaimPrompt({ task, openTasks })),
-              source,
-            },
-          ]);
+          // A member revived or interrupted mid-task has the task's prompt and what it did since
+          // in its transcript: it is told to go on, not to start the task again.
+          const resumed =
+            work.type === 'resume' &&
+            conversation.messages.some(
+              (m) => m.source?.kind === 'task-claim' && m.source.taskId === work.taskId,
+            );
+          const text = this.host.policy.formatTaskClaimPrompt({
+            task,
+            openTasks,
+            ...(resumed ? { resumed } : {}),
+          });
+          await conversation.append([{ role: 'user', content: textContent(text), source }]);
           break;
         }
         case 'host':
@@ -393,6 +451,7 @@ export class AgentRunner {
         events,
         promptCacheKey: `${this.host.teamId}:${this.member.id}`,
         beforeStep: () => this.stepBoundary(),
+        failures: this.failures,
         ...(this.keeper === undefined ? {} : { budget: this.keeper }),
       });
       events.publish(this.name, {
@@ -401,8 +460,19 @@ export class AgentRunner {
         steps: outcome.steps,
         text: outcome.text,
       });
+      if (outcome.stopReason === 'interrupted' && this.interrupted && !this.stopping) {
+        for (const taskId of this.noteOwnedTasks()) {
+          if (!this.resumeTasks.includes(taskId)) this.resumeTasks.push(taskId);
+        }
+      }
+      if (work.type === 'claim') this.noteOwnedTasks();
       if (work.type === 'host') work.prompt.resolve(outcome);
-      if (!this.isLead) await this.notifyIdle(outcome.text, 'transcript');
+      if (outcome.stopReason === 'repeated_failure') {
+        this.stalled = true;
+        if (!this.isLead) await this.notifyIdle(this.loopNotice(), 'failure');
+      } else if (!this.isLead) {
+        await this.notifyIdle(outcome.text, 'transcript');
+      }
     } catch (error) {
       if (work.type === 'host') work.prompt.reject(error);
       if (this.host.closed || this.stopping) throw error;
@@ -414,7 +484,21 @@ export class AgentRunner {
       if (!this.isLead) throw failure;
     } finally {
       this.turnAbort = undefined;
+      this.interrupted = false;
     }
+  }
+
+  /** What the lead reads when this member ended a turn on a repeated failure. */
+  private loopNotice(): string {
+    const repeat = this.failures.last;
+    const what =
+      repeat === undefined
+        ? 'the same tool call'
+        : `its call to ${repeat.tool} (${truncate(repeat.text, 300)})`;
+    return (
+      `${this.name} stopped: ${what} failed the same way ${this.failures.max} times in a row. ` +
+      'It takes no new task until it gets a message: tell it what to do differently, or shut it down.'
+    );
   }
 
   /**
@@ -431,6 +515,9 @@ export class AgentRunner {
   }
 
   private deliver(messages: readonly QueuedMessage[]): Promise<void> {
+    // New mail is something new to go on: a stalled member may act again, repeats count afresh.
+    this.stalled = false;
+    this.failures.reset();
     return deliverMessages(this.host, this.conversation as Conversation, this.member, messages);
   }
 
@@ -502,4 +589,8 @@ function toTeamError(error: unknown): TeamError {
     error instanceof Error ? error.message : String(error),
     { cause: error },
   );
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }

@@ -31,8 +31,17 @@ export interface AgentRef {
   readonly name: string;
 }
 
-/** Why a turn ended. `stopped`: the runner ended it at a step boundary (e.g. a shutdown). */
-export type TurnStopReason = 'end_turn' | 'step_limit' | 'interrupted' | 'stopped';
+/**
+ * Why a turn ended. `stopped`: the runner ended it at a step boundary (e.g. a shutdown).
+ * `repeated_failure`: the member made the same failing tool call, failing the same way, as many
+ * times in a row as the team allows (`maxRepeatedFailures`), so the turn ended instead of looping.
+ */
+export type TurnStopReason =
+  | 'end_turn'
+  | 'step_limit'
+  | 'interrupted'
+  | 'stopped'
+  | 'repeated_failure';
 
 /** The result of one turn. */
 export interface TurnOutcome {

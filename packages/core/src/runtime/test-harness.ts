@@ -119,6 +119,8 @@ export interface HarnessOptions {
   externalMembers?: OpenTeamOptions['externalMembers'];
   /** `openTeam`'s `context` (the team's context budget). */
   context?: OpenTeamOptions['context'];
+  /** `openTeam`'s `maxRepeatedFailures`. */
+  maxRepeatedFailures?: number;
 }
 
 export interface Harness {
@@ -195,6 +197,9 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
     idleClaim: options.idleClaim,
     externalMembers: options.externalMembers,
     ...(options.context === undefined ? {} : { context: options.context }),
+    ...(options.maxRepeatedFailures === undefined
+      ? {}
+      : { maxRepeatedFailures: options.maxRepeatedFailures }),
     ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });

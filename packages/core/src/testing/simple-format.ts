@@ -1,6 +1,6 @@
 import type { ChatMessage, MessageSource } from '../chat.js';
 import { contentText } from '../content.js';
-import { pickPriority } from '../policy/index.js';
+import { pickPriority, resumedNote } from '../policy/index.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { WireFormat } from '../ports/wire-format.js';
 import type { MessageKind, QueuedMessage } from '../records.js';
@@ -79,10 +79,11 @@ export function createSimplePolicy(): TeamPolicy {
     formatIdleNotice({ from, text }) {
       return text !== undefined && text.trim() !== '' ? text : `${from} is idle.`;
     },
-    formatTaskClaimPrompt({ task, openTasks }) {
+    formatTaskClaimPrompt({ task, openTasks, resumed }) {
       const others = openTasks.filter((t) => t.id !== task.id).map((t) => `${t.id} ${t.subject}`);
       return [
         `You claimed ${task.id}: ${task.subject}`,
+        ...(resumed === true ? [resumedNote(task.id)] : []),
         task.description,
         ...(others.length > 0 ? [`Other open tasks: ${others.join('; ')}`] : []),
       ].join('\n');
