@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import {
   type ChatMessage,
   type Clock,
-  SCHEMA_VERSION,
   type TeamRecord,
   TeamState,
+  TRANSCRIPT_SCHEMA_VERSION,
   textContent,
 } from '@teamwire/core';
 import { xmlFormat } from '@teamwire/protocol';
@@ -200,7 +200,7 @@ async function sendAndDeliver(
   await store.transcripts.append({
     memberId: target.id,
     entries: rendered.map((message) => ({
-      schemaVersion: SCHEMA_VERSION,
+      schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at: clock.now(),
       message,
     })),
@@ -236,7 +236,7 @@ function sampleBytes(clock: Clock): MessageBytes {
   const entries = xmlFormat
     .formatMessage({ message: queued.message, sender: { name: sender.name } })
     .map((message) => ({
-      schemaVersion: SCHEMA_VERSION,
+      schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at: clock.now(),
       message: { ...message, source },
     }));

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ContentBlock } from './content.js';
 import { TeamError } from './errors.js';
 import { copyValidUserEntry } from './record-copy.js';
-import { checkSchemaVersion, SCHEMA_VERSION } from './records.js';
+import { TRANSCRIPT_SCHEMA_VERSION } from './records.js';
 
 /** A tool call requested by the model. `input` is the parsed JSON arguments. */
 export const ToolCall = z.object({
@@ -183,7 +183,7 @@ export type ChatMessage = z.infer<typeof ChatMessage>;
 /** One line of a member's transcript. */
 export const TranscriptEntry = z.object({
   /** The schema version the entry was written with; newer ones are refused, not misread. */
-  schemaVersion: z.literal(SCHEMA_VERSION),
+  schemaVersion: z.literal(TRANSCRIPT_SCHEMA_VERSION),
   /** Milliseconds since the Unix epoch. */
   at: z.number(),
   /** The conversation entry itself. */
@@ -196,7 +196,7 @@ export function parseTranscriptEntry(value: unknown): TranscriptEntry {
   // The entry every delivery writes takes the fast path (see `record-copy.ts`).
   const fast = copyValidUserEntry(value);
   if (fast !== undefined) return fast as TranscriptEntry;
-  checkSchemaVersion(value);
+  checkTranscriptVersion(value);
   const parsed = TranscriptEntry.safeParse(value);
   if (!parsed.success) {
     throw new TeamError(
@@ -217,3 +217,21 @@ export const INTERRUPTED_TOOL_RESULT =
 /** The text a tool call cut off by a process termination is answered with on recovery. */
 export const TERMINATED_TOOL_RESULT =
   'Tool call interrupted by a process termination; its outcome is unknown. Check the state it may have changed before retrying.';
+
+/** Refuses a transcript entry whose `schemaVersion` is missing or newer than this code reads. */
+function checkTranscriptVersion(value: unknown): void {
+  const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
+    throw new TeamError(
+      'INVALID_RECORD',
+      `transcript entry has no valid schemaVersion (got ${String(version)})`,
+    );
+  }
+  if (version > TRANSCRIPT_SCHEMA_VERSION) {
+    throw new TeamError(
+      'UNSUPPORTED_SCHEMA_VERSION',
+      `transcript entry schemaVersion ${version} is newer than this version of teamwire reads (${TRANSCRIPT_SCHEMA_VERSION}); upgrade @teamwire/core`,
+      { details: { schemaVersion: version, supported: TRANSCRIPT_SCHEMA_VERSION } },
+    );
+  }
+}

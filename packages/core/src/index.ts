@@ -86,6 +86,9 @@ export { recordDigest } from './record-digest.js';
 export type { TeamRecordType } from './records.js';
 export {
   checkSchemaVersion,
+  DEAD_LETTER_DETAIL_MAX,
+  DeadLetter,
+  DeadLetterReason,
   LEAD_NAME,
   MEMBER_NAME_MAX,
   MEMBER_NAME_PATTERN,
@@ -94,18 +97,21 @@ export {
   MemberPhase,
   MemberRecord,
   MemberWorkspace,
+  MessageDeadLetteredRecord,
   MessageDeliveredRecord,
   MessageDelivery,
   MessageKind,
   MessageQueuedRecord,
   parseTeamRecord,
   QueuedMessage,
+  RECORD_SCHEMA_VERSIONS,
   SCHEMA_VERSION,
   TASK_ID_PATTERN,
   Task,
   TaskRecord,
   TaskStatus,
   TeamRecord,
+  TRANSCRIPT_SCHEMA_VERSION,
 } from './records.js';
 export { TASK_ACTION_TYPES, taskNumber } from './rules.js';
 export * from './runtime/index.js';

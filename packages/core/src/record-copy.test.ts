@@ -410,7 +410,7 @@ describe('copyValidRecord, the fast path of record validation', () => {
     const bad = { seq: 1, at: 0, teamId: 'T', schemaVersion: 1, type: 'task', task: {} };
     expect(copyValidRecord(bad)).toBeUndefined();
     expect(() => parseTeamRecord(bad)).toThrow(/invalid team record at seq 1/);
-    const newer = { ...bad, schemaVersion: 2 };
+    const newer = { ...bad, schemaVersion: 3 };
     expect(copyValidRecord(newer)).toBeUndefined();
     expect(() => parseTeamRecord(newer)).toThrow(
       expect.objectContaining({ name: 'TeamError', code: 'UNSUPPORTED_SCHEMA_VERSION' }),

@@ -10,8 +10,9 @@ import {
   MEMBER_PHASES,
   MESSAGE_DELIVERIES,
   MESSAGE_KINDS,
-  SCHEMA_VERSION,
+  RECORD_SCHEMA_VERSIONS,
   TASK_STATUSES,
+  TRANSCRIPT_SCHEMA_VERSION,
   WORKSPACE_BASE_MAX,
   WORKSPACE_BRANCH_MAX,
   WORKSPACE_PATH_MAX,
@@ -269,6 +270,12 @@ export function copyMessage(v: unknown): Obj | undefined {
     : { id, senderId, senderName, targetId, kind, delivery, content };
 }
 
+/**
+ * The version every record type the fast path copies is written with; the newer
+ * `message.dead_lettered` (rare) is left to zod.
+ */
+const V1 = RECORD_SCHEMA_VERSIONS.member;
+
 export function copyValidRecord(value: unknown): Record<string, unknown> | undefined {
   if (!isObj(value)) return undefined;
   const { seq, at, teamId, schemaVersion, type } = value;
@@ -277,18 +284,18 @@ export function copyValidRecord(value: unknown): Record<string, unknown> | undef
     typeof at !== 'number' ||
     !Number.isFinite(at) ||
     !nonEmpty(teamId) ||
-    schemaVersion !== SCHEMA_VERSION
+    schemaVersion !== V1
   ) {
     return undefined;
   }
   switch (type) {
     case 'member': {
       const member = copyMember(value.member);
-      return member && { seq, at, teamId, schemaVersion: SCHEMA_VERSION, type: 'member', member };
+      return member && { seq, at, teamId, schemaVersion: V1, type: 'member', member };
     }
     case 'task': {
       const task = copyTask(value.task);
-      return task && { seq, at, teamId, schemaVersion: SCHEMA_VERSION, type: 'task', task };
+      return task && { seq, at, teamId, schemaVersion: V1, type: 'task', task };
     }
     case 'message.queued': {
       const message = copyMessage(value.message);
@@ -297,7 +304,7 @@ export function copyValidRecord(value: unknown): Record<string, unknown> | undef
           seq,
           at,
           teamId,
-          schemaVersion: SCHEMA_VERSION,
+          schemaVersion: V1,
           type: 'message.queued',
           message,
         }
@@ -310,7 +317,7 @@ export function copyValidRecord(value: unknown): Record<string, unknown> | undef
             seq,
             at,
             teamId,
-            schemaVersion: SCHEMA_VERSION,
+            schemaVersion: V1,
             type: 'message.delivered',
             messageId,
             targetId,
@@ -333,7 +340,7 @@ export function copyValidUserEntry(value: unknown): Record<string, unknown> | un
   if (!isObj(value)) return undefined;
   const { schemaVersion, at, message } = value;
   if (
-    schemaVersion !== SCHEMA_VERSION ||
+    schemaVersion !== TRANSCRIPT_SCHEMA_VERSION ||
     typeof at !== 'number' ||
     !Number.isFinite(at) ||
     !isObj(message) ||
@@ -345,14 +352,14 @@ export function copyValidUserEntry(value: unknown): Record<string, unknown> | un
   const content = copyContent(message.content);
   if (content === undefined) return undefined;
   if (!('source' in message)) {
-    return { schemaVersion: SCHEMA_VERSION, at, message: { role: 'user', content } };
+    return { schemaVersion: TRANSCRIPT_SCHEMA_VERSION, at, message: { role: 'user', content } };
   }
   const source = message.source;
   if (!isObj(source) || source.kind !== 'team-message') return undefined;
   const { messageId, senderId, senderName } = source;
   if (!nonEmpty(messageId) || !nonEmpty(senderId) || !nonEmpty(senderName)) return undefined;
   return {
-    schemaVersion: SCHEMA_VERSION,
+    schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
     at,
     message: {
       role: 'user',

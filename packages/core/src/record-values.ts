@@ -4,8 +4,30 @@
  * values, so the fast path depends on nothing but these lists and the bounds in `limits.ts`.
  */
 
-/** The schema version this code writes and the newest it reads. */
-export const SCHEMA_VERSION = 1 as const;
+/**
+ * The newest record schema version this code reads. Each record type is written with the version
+ * that introduced it ({@link RECORD_SCHEMA_VERSIONS}), so a log without the newer types stays
+ * readable by older code, and older code meeting a newer type refuses it as newer rather than
+ * misreading it.
+ */
+export const SCHEMA_VERSION = 2 as const;
+/** The schema version each record type is written with (and must carry). */
+export const RECORD_SCHEMA_VERSIONS = {
+  member: 1,
+  task: 1,
+  'message.queued': 1,
+  'message.delivered': 1,
+  'message.dead_lettered': 2,
+} as const;
+/** The schema version of transcript entries, written and the newest read. */
+export const TRANSCRIPT_SCHEMA_VERSION = 1 as const;
+/**
+ * Why a message ended without delivery: its target failed (a spawn that never finished) or
+ * retired before it could take it, or the message alone is larger than its target's context.
+ */
+export const DEAD_LETTER_REASONS = ['TARGET_FAILED', 'TARGET_RETIRED', 'EXCEEDS_CONTEXT'] as const;
+/** A dead letter's `detail` has at most this many characters. */
+export const DEAD_LETTER_DETAIL_MAX = 1024;
 
 /** A member's lifecycle; see the fold rules for the moves allowed between them. */
 export const MEMBER_PHASES = ['provisioning', 'active', 'failed', 'retired'] as const;

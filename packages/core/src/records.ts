@@ -9,18 +9,29 @@ import {
 } from './limits.js';
 import { copyValidRecord } from './record-copy.js';
 import {
+  DEAD_LETTER_DETAIL_MAX,
+  DEAD_LETTER_REASONS,
   MEMBER_CONTEXTS,
   MEMBER_PHASES,
   MESSAGE_DELIVERIES,
   MESSAGE_KINDS,
+  RECORD_SCHEMA_VERSIONS,
   SCHEMA_VERSION,
   TASK_STATUSES,
+  TRANSCRIPT_SCHEMA_VERSION,
   WORKSPACE_BASE_MAX,
   WORKSPACE_BRANCH_MAX,
   WORKSPACE_PATH_MAX,
 } from './record-values.js';
 
-export { MEMBER_NAME_MAX, SCHEMA_VERSION, TASK_ID_PATTERN };
+export {
+  DEAD_LETTER_DETAIL_MAX,
+  MEMBER_NAME_MAX,
+  RECORD_SCHEMA_VERSIONS,
+  SCHEMA_VERSION,
+  TASK_ID_PATTERN,
+  TRANSCRIPT_SCHEMA_VERSION,
+};
 
 /** Member names: lowercase words joined by single hyphens, at most 64 characters. */
 export const MEMBER_NAME_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
@@ -169,7 +180,7 @@ const base = {
   /** The team the record belongs to. */
   teamId: z.string().min(1),
   /** The schema version the record was written with; newer ones are refused, not misread. */
-  schemaVersion: z.literal(SCHEMA_VERSION),
+  schemaVersion: z.literal(1),
 };
 
 /** A member's whole snapshot after a change (spawn, phase move). */
@@ -214,12 +225,56 @@ export const MessageDeliveredRecord = z.object({
 });
 export type MessageDeliveredRecord = z.infer<typeof MessageDeliveredRecord>;
 
+/** Why a message ended without delivery (see {@link MessageDeadLetteredRecord}). */
+export type DeadLetterReason = 'TARGET_FAILED' | 'TARGET_RETIRED' | 'EXCEEDS_CONTEXT';
+/** Schema of {@link DeadLetterReason}. */
+export const DeadLetterReason: z.ZodEnum<Record<DeadLetterReason, DeadLetterReason>> = z.enum(
+  DEAD_LETTER_REASONS satisfies readonly DeadLetterReason[],
+);
+
+/**
+ * A pending message that will never be delivered, with why: its target failed while provisioning
+ * or retired before taking it (`TARGET_FAILED`, `TARGET_RETIRED`), or it is larger than its
+ * target's whole context (`EXCEEDS_CONTEXT`). Like a delivery, it ends the message: it is no longer
+ * pending and can be neither delivered nor dead-lettered again. Schema version 2.
+ */
+export const MessageDeadLetteredRecord = z.object({
+  ...base,
+  /** Version 2: the record type it introduced. */
+  schemaVersion: z.literal(2),
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('message.dead_lettered'),
+  /** The message that ends here. */
+  messageId: z.string().min(1),
+  /** Its target. */
+  targetId: z.string().min(1),
+  /** Why it cannot be delivered. */
+  reason: DeadLetterReason,
+  /** More about why, for people. */
+  detail: z.string().min(1).max(DEAD_LETTER_DETAIL_MAX).optional(),
+});
+export type MessageDeadLetteredRecord = z.infer<typeof MessageDeadLetteredRecord>;
+
+/** A message that ended without delivery, as the team state keeps it (and its snapshot). */
+export const DeadLetter = z.object({
+  /** The message as it was queued. */
+  message: QueuedMessage,
+  /** Why it was not delivered. */
+  reason: DeadLetterReason,
+  /** More about why, for people. */
+  detail: z.string().min(1).max(DEAD_LETTER_DETAIL_MAX).optional(),
+  /** When it was dead-lettered (the record's `at`). */
+  at: z.number(),
+});
+export type DeadLetter = z.infer<typeof DeadLetter>;
+
 /** One entry of the team log, discriminated on `type`. Folding the log in `seq` order rebuilds the team. */
 export const TeamRecord = z.discriminatedUnion('type', [
   MemberRecord,
   TaskRecord,
   MessageQueuedRecord,
   MessageDeliveredRecord,
+  MessageDeadLetteredRecord,
 ]);
 export type TeamRecord = z.infer<typeof TeamRecord>;
 /** The `type`s of {@link TeamRecord}. */

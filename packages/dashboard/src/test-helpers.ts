@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_TEAM_LIMITS, SCHEMA_VERSION, type TeamLog, type TeamRecord } from '@teamwire/core';
+import { DEFAULT_TEAM_LIMITS, type TeamLog, type TeamRecord } from '@teamwire/core';
 import type { DashboardServer } from './serve.js';
 
 /** One HTTP answer, its body both as bytes and as text. */
@@ -75,7 +75,7 @@ export function chattyLog(options: {
 }): Pick<TeamLog, 'read' | 'lastSeq'> {
   const { teamId } = options;
   const base = (seq: number) =>
-    ({ seq, at: 1_700_000_000_000 + seq, teamId, schemaVersion: SCHEMA_VERSION }) as const;
+    ({ seq, at: 1_700_000_000_000 + seq, teamId, schemaVersion: 1 }) as const;
   const member = (seq: number, id: string, name: string): TeamRecord => ({
     ...base(seq),
     type: 'member',

@@ -4,7 +4,7 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCHEMA_VERSION, TeamState, textContent } from '@teamwire/core';
+import { TeamState, TRANSCRIPT_SCHEMA_VERSION, textContent } from '@teamwire/core';
 import { createManualClock } from '@teamwire/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkTeamFolder, readAcknowledged } from './verify.mjs';
@@ -74,7 +74,7 @@ function buildTeam({ deliver = ['m-1', 'm-2'] } = {}) {
 
 function mailEntry(messageId) {
   return {
-    schemaVersion: SCHEMA_VERSION,
+    schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
     at: 1,
     message: {
       role: 'user',
@@ -207,7 +207,7 @@ describe('the crash test checker', () => {
 
   it('accepts a compaction that fits its context and reports one that does not', async () => {
     const compaction = (over) => ({
-      schemaVersion: SCHEMA_VERSION,
+      schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at: 2,
       message: {
         role: 'user',
@@ -231,12 +231,12 @@ describe('the crash test checker', () => {
       },
     });
     const brief = {
-      schemaVersion: SCHEMA_VERSION,
+      schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at: 1,
       message: { role: 'user', content: textContent('brief') },
     };
     const answer = {
-      schemaVersion: SCHEMA_VERSION,
+      schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at: 1,
       message: { role: 'assistant', content: textContent('ok'), toolCalls: [] },
     };

@@ -2,7 +2,7 @@ import { type ChatMessage, COMPACTION_DELIVERED_MAX, type TranscriptEntry } from
 import type { Clock } from '../clock.js';
 import { contentText } from '../content.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
-import { SCHEMA_VERSION } from '../records.js';
+import { TRANSCRIPT_SCHEMA_VERSION } from '../records.js';
 import {
   applyCompaction,
   type CompactionMessage,
@@ -161,7 +161,7 @@ export class Conversation {
     this.guard();
     const at = this.clock.now();
     const entries: TranscriptEntry[] = messages.map((message) => ({
-      schemaVersion: SCHEMA_VERSION,
+      schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at,
       message,
     }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION } from '../records.js';
+import { TRANSCRIPT_SCHEMA_VERSION } from '../records.js';
 import { foldTeam, TeamState } from '../state/index.js';
 import { createManualClock } from '../testing/manual-clock.js';
 import type { MemoryTeamLog, MemoryTranscriptStore } from '../testing/memory-stores.js';
@@ -167,7 +167,7 @@ describe('recovery on the in-memory stores', () => {
       memberId: 'm-started',
       entries: [
         {
-          schemaVersion: SCHEMA_VERSION,
+          schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
           at: clock.now(),
           message: { role: 'user', content: [{ type: 'text', text: 'seed' }] },
         },

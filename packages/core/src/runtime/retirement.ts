@@ -41,7 +41,7 @@ export async function retireMember(
         if (!TeamError.isInstance(error)) throw error;
       }
     }
-    decided.push(state.setMemberPhase(member.id, 'retired'));
+    decided.push(...state.leave(member.id, 'retired'));
     return decided;
   });
   const queued = records.find((r): r is MessageQueuedRecord => r.type === 'message.queued');

@@ -536,8 +536,8 @@ export class RunnerPool implements RunnerHost {
   }
 
   /**
-   * Settles the members a crash left `provisioning` (recorded by the lead), then loads and starts
-   * the lead's runner. A member with transcript entries becomes `active`, else `failed`; an
+   * Settles the members a crash left `provisioning` (recorded by the lead), dead-letters the mail
+   * of members that left, then loads and starts the lead's runner. A member with transcript entries becomes `active`, else `failed`; an
    * isolated one always fails (its workspace was never recorded) and its workspace is handed back
    * to the provider, so no orphan is left.
    */
@@ -554,16 +554,16 @@ export class RunnerPool implements RunnerHost {
         member.name,
         () => {
           if (state.member(member.id)?.phase !== 'provisioning') return [];
-          return [
-            external || entries.length > 0
-              ? state.setMemberPhase(member.id, 'active')
-              : state.setMemberPhase(member.id, 'failed', 'interrupted while provisioning'),
-          ];
+          return external || entries.length > 0
+            ? [state.setMemberPhase(member.id, 'active')]
+            : state.leave(member.id, 'failed', 'interrupted while provisioning');
         },
         { actorId: leadId },
       );
       if (isolated) await this.workspaces.cleanUp(member);
     }
+    // Mail still pending for members that left can never be taken: it ends as dead letters.
+    await this.pipeline.commit('lead', () => state.deadLetterOrphans(), { actorId: leadId });
     const leadMember = state.member(leadId) as Member;
     if (this.external.isExternal(leadMember)) {
       // an external lead takes its turns in its client; teammates' notices wait in its inbox

@@ -264,7 +264,7 @@ export class TeamServiceFacade implements TeamService {
     } catch (error) {
       if (!pipeline.closed) {
         const why = failureReason(error);
-        await pipeline.commit(caller.name, () => [state.setMemberPhase(memberId, 'failed', why)], {
+        await pipeline.commit(caller.name, () => state.leave(memberId, 'failed', why), {
           actorId: caller.id,
         });
       }

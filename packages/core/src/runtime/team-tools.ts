@@ -279,6 +279,8 @@ export function describeTeamChange(
     }
     case 'message.queued':
       return `${record.message.kind.replace('_', ' ')} ${record.message.senderName} -> ${names.get(record.message.targetId) ?? record.message.targetId}`;
+    case 'message.dead_lettered':
+      return `message ${record.messageId} to ${names.get(record.targetId) ?? record.targetId} dead-lettered: ${record.reason}`;
     default:
       return undefined;
   }

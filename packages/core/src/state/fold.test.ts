@@ -363,6 +363,7 @@ describe('foldTeam', () => {
       roster: [],
       tasks: [],
       pendingMail: [],
+      deadLetters: [],
       lastSeq: 0,
     });
   });
@@ -471,6 +472,7 @@ describe('records written by commands', () => {
       roster: team.state.members(),
       tasks: team.state.allTasks(),
       pendingMail: team.state.pendingMail(),
+      deadLetters: team.state.deadLetters(),
       lastSeq: team.state.lastSeq,
     });
     const replayed = TeamState.fromRecords(parsed, { teamId: TEAM_ID });
@@ -493,10 +495,10 @@ describe('records written by commands', () => {
   it('are refused with UNSUPPORTED_SCHEMA_VERSION when their schemaVersion is unknown', () => {
     const { team } = busyTeam();
     const first = team.log[0]!;
-    const newer = { ...first, schemaVersion: 2 };
+    const newer = { ...first, schemaVersion: 3 };
     const error = catchTeamError(() => parseTeamRecord(newer));
     expect(error.code).toBe('UNSUPPORTED_SCHEMA_VERSION');
-    expect(error.details).toEqual({ schemaVersion: 2, supported: 1 });
+    expect(error.details).toEqual({ schemaVersion: 3, supported: 2 });
     expect(catchTeamError(() => parseTeamRecord({ ...first, schemaVersion: undefined })).code).toBe(
       'INVALID_RECORD',
     );

@@ -1,5 +1,5 @@
 import { TeamError } from '../errors.js';
-import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
+import type { DeadLetter, Member, QueuedMessage, Task, TeamRecord } from '../records.js';
 import { TeamModel } from './team-model.js';
 
 /** What a team log folds into. */
@@ -10,6 +10,8 @@ export interface FoldedTeam {
   tasks: Task[];
   /** Queued minus delivered, in log order: the recovery mailbox. */
   pendingMail: QueuedMessage[];
+  /** Messages that ended without delivery, with why, in log order. */
+  deadLetters: DeadLetter[];
   /** The seq of the last record read (of any team). */
   lastSeq: number;
 }
@@ -31,6 +33,7 @@ export function foldTeam(records: Iterable<TeamRecord>, options: { teamId: strin
     roster: model.roster.list(),
     tasks: [...model.board.values()],
     pendingMail: model.mailbox.pendingAll(),
+    deadLetters: [...model.deadLetters.values()],
     lastSeq: model.lastSeq,
   };
 }

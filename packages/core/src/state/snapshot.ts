@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { TeamError } from '../errors.js';
 import { copyMember, copyMessage, copyTask } from '../record-copy.js';
-import { Member, QueuedMessage, Task } from '../records.js';
+import { DeadLetter, Member, QueuedMessage, Task } from '../records.js';
 
 /** The `format` of a {@link TeamStateSnapshot}. */
 export const TEAM_STATE_SNAPSHOT_FORMAT = 'teamwire.team-state';
@@ -46,6 +46,8 @@ export interface TeamStateSnapshot {
    * Present from version 2 whenever `seq` > 0.
    */
   record?: string;
+  /** The messages that ended without delivery, in log order (absent when there are none). */
+  deadLetters?: DeadLetter[];
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
@@ -62,6 +64,7 @@ const Snapshot = z.object({
   pending: z.array(QueuedMessage),
   delivered: z.string(),
   record: z.string().regex(DIGEST).optional(),
+  deadLetters: z.array(DeadLetter).optional(),
 });
 
 /**
@@ -94,7 +97,8 @@ function fastSnapshot(value: unknown): TeamStateSnapshot | undefined {
     (seq as number) < 0 ||
     !Number.isSafeInteger(nextTaskNumber) ||
     (nextTaskNumber as number) < 1 ||
-    typeof delivered !== 'string'
+    typeof delivered !== 'string' ||
+    v.deadLetters !== undefined
   ) {
     return undefined;
   }

@@ -1,7 +1,7 @@
 import { TeamError } from '../errors.js';
 import { recordDigest } from '../record-digest.js';
-import type { Member, QueuedMessage, Task, TeamRecord } from '../records.js';
-import { checkSchemaVersion, SCHEMA_VERSION } from '../records.js';
+import type { DeadLetter, Member, QueuedMessage, Task, TeamRecord } from '../records.js';
+import { checkSchemaVersion, RECORD_SCHEMA_VERSIONS } from '../records.js';
 import { Mailbox } from './mailbox.js';
 import { invariant, type Problem } from './problem.js';
 import { Roster } from './roster.js';
@@ -24,6 +24,8 @@ export class TeamModel {
   readonly roster = new Roster();
   readonly board = new TaskBoard();
   readonly mailbox = new Mailbox();
+  /** Messages that ended without delivery, by id, in log order. */
+  readonly deadLetters = new Map<string, DeadLetter>();
   private seq = 0;
   /** What it takes to undo each applied record after {@link settledSeq}, oldest first. */
   private readonly undo: Undo[] = [];
@@ -62,6 +64,7 @@ export class TeamModel {
       pending: this.mailbox.pendingAll(),
       delivered: this.mailbox.deliveredIds().join('\n'),
       ...(this.seq === 0 ? {} : { record: this.lastDigest() }),
+      ...(this.deadLetters.size === 0 ? {} : { deadLetters: [...this.deadLetters.values()] }),
     };
   }
 
@@ -92,6 +95,7 @@ export class TeamModel {
       model.roster.restore(snapshot.members) ??
       model.board.restore(snapshot.tasks, snapshot.nextTaskNumber) ??
       model.mailbox.restore(snapshot.pending, delivered) ??
+      model.restoreDeadLetters(snapshot.deadLetters ?? []) ??
       model.checkRestored(snapshot);
     if (problem !== undefined) {
       throw snapshotInvalid(`invalid snapshot at seq ${snapshot.seq}: ${problem.message}`, {
@@ -101,6 +105,18 @@ export class TeamModel {
     model.seq = snapshot.seq;
     model.restoredDigest = snapshot.record;
     return model;
+  }
+
+  /** Dead letters were queued once each (so their ids are in the delivered history), not twice. */
+  private restoreDeadLetters(deadLetters: readonly DeadLetter[]): Problem | undefined {
+    for (const letter of deadLetters) {
+      const { id } = letter.message;
+      if (this.deadLetters.has(id) || !this.mailbox.wasQueued(id) || this.mailbox.get(id)) {
+        return invariant(`dead letter ${id} is not a message that ended once`);
+      }
+      this.deadLetters.set(id, letter);
+    }
+    return undefined;
   }
 
   private checkRestored(snapshot: TeamStateSnapshot): Problem | undefined {
@@ -199,7 +215,7 @@ export class TeamModel {
         { details: { seq, expected } },
       );
     }
-    if (record.schemaVersion !== SCHEMA_VERSION) checkSchemaVersion(record);
+    if (record.schemaVersion !== RECORD_SCHEMA_VERSIONS[record.type]) checkSchemaVersion(record);
     if (record.teamId === this.teamId) {
       const problem = this.check(record);
       if (problem !== undefined) {
@@ -227,6 +243,7 @@ export class TeamModel {
           nextTaskNumber: this.board.nextTaskNumber,
         };
       case 'message.delivered':
+      case 'message.dead_lettered':
         return {
           record,
           message: this.mailbox.get(record.messageId),
@@ -253,6 +270,10 @@ export class TeamModel {
       case 'message.delivered':
         this.mailbox.undeliver(entry.message as QueuedMessage, entry.position ?? 0);
         break;
+      case 'message.dead_lettered':
+        this.deadLetters.delete(record.messageId);
+        this.mailbox.undeliver(entry.message as QueuedMessage, entry.position ?? 0);
+        break;
     }
   }
 
@@ -265,6 +286,7 @@ export class TeamModel {
       case 'message.queued':
         return this.checkQueued(record.message);
       case 'message.delivered':
+      case 'message.dead_lettered':
         return this.mailbox.checkDeliverable(record.messageId, record.targetId);
       default:
         return invariant(
@@ -287,6 +309,17 @@ export class TeamModel {
       case 'message.delivered':
         this.mailbox.deliver(record.messageId);
         break;
+      case 'message.dead_lettered': {
+        const message = this.mailbox.get(record.messageId) as QueuedMessage;
+        this.mailbox.deliver(record.messageId);
+        this.deadLetters.set(record.messageId, {
+          message,
+          reason: record.reason,
+          ...(record.detail === undefined ? {} : { detail: record.detail }),
+          at: record.at,
+        });
+        break;
+      }
     }
   }
 

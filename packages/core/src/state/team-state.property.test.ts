@@ -685,6 +685,7 @@ describe('TeamState against a reference model', () => {
               roster: state.members(),
               tasks: state.allTasks(),
               pendingMail: state.pendingMail(),
+              deadLetters: state.deadLetters(),
               lastSeq: state.lastSeq,
             },
             step,

@@ -2,10 +2,13 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { TeamError } from '../errors.js';
 import type {
+  DeadLetter,
+  DeadLetterReason,
   Member,
   MemberPhase,
   MemberRecord,
   MemberWorkspace,
+  MessageDeadLetteredRecord,
   MessageDeliveredRecord,
   MessageQueuedRecord,
   QueuedMessage,
@@ -13,7 +16,7 @@ import type {
   TaskRecord,
   TeamRecord,
 } from '../records.js';
-import { checkRecordInput, SCHEMA_VERSION } from '../records.js';
+import { checkRecordInput, DEAD_LETTER_DETAIL_MAX, RECORD_SCHEMA_VERSIONS } from '../records.js';
 import { decideDelivered, decideQueueMessage, type QueueMessageInput } from './mail-commands.js';
 import {
   type CreateLeadInput,
@@ -238,6 +241,51 @@ export class TeamState {
   }
 
   /**
+   * A member leaves the team: its move to `failed` or `retired`, then a dead letter for each
+   * message still pending for it (`TARGET_FAILED` or `TARGET_RETIRED`), which no one will ever
+   * take. Commit the records together.
+   */
+  leave(memberId: string, phase: 'failed' | 'retired', error?: string): TeamRecord[] {
+    const records: TeamRecord[] = [this.setMemberPhase(memberId, phase, error)];
+    const reason = phase === 'failed' ? 'TARGET_FAILED' : 'TARGET_RETIRED';
+    const name = this.model.roster.get(memberId)?.name ?? memberId;
+    for (const message of [...this.pending(memberId)]) {
+      records.push(
+        this.deadLetter({
+          messageId: message.id,
+          reason,
+          detail:
+            phase === 'failed'
+              ? `${name} failed${error === undefined ? '' : `: ${error}`}`
+              : `${name} retired before it took this message`,
+        }),
+      );
+    }
+    return records;
+  }
+
+  /**
+   * Dead letters for the mail pending for members that already left (a log written before
+   * {@link leave} existed, or by a writer that stopped between the two): one sweep when a team
+   * opens ends them.
+   */
+  deadLetterOrphans(): TeamRecord[] {
+    const records: TeamRecord[] = [];
+    for (const message of this.pendingMail()) {
+      const target = this.model.roster.get(message.targetId);
+      if (target?.phase !== 'failed' && target?.phase !== 'retired') continue;
+      records.push(
+        this.deadLetter({
+          messageId: message.id,
+          reason: target.phase === 'failed' ? 'TARGET_FAILED' : 'TARGET_RETIRED',
+          detail: `${target.name} had ${target.phase === 'failed' ? 'failed' : 'retired'} when this message was still pending`,
+        }),
+      );
+    }
+    return records;
+  }
+
+  /**
    * Moves a `provisioning` member to `active` (`INVALID_PHASE` from any other phase), recording
    * `workspace`, where it works, when it has one of its own: the record keeps it for every later
    * record of the member, so a revived member finds the same directory. Without a workspace it is
@@ -340,6 +388,30 @@ export class TeamState {
     });
   }
 
+  /**
+   * Ends a pending message without delivery, with why (`MESSAGE_STATE` if it is not pending): it
+   * can never be delivered afterwards, and {@link deadLetters} lists it.
+   */
+  deadLetter(input: {
+    messageId: string;
+    reason: DeadLetterReason;
+    detail?: string | undefined;
+  }): MessageDeadLetteredRecord {
+    const message = decideDelivered(this.model.mailbox, input.messageId);
+    return this.emit<MessageDeadLetteredRecord>({
+      type: 'message.dead_lettered',
+      messageId: message.id,
+      targetId: message.targetId,
+      reason: input.reason,
+      ...(input.detail === undefined ? {} : { detail: truncateDetail(input.detail) }),
+    });
+  }
+
+  /** The messages that ended without delivery, in log order. */
+  deadLetters(): DeadLetter[] {
+    return [...this.model.deadLetters.values()];
+  }
+
   /** Undelivered messages of `targetId` in queue order; a cached frozen array, O(1) to fetch. */
   pending(targetId: string): readonly QueuedMessage[] {
     return this.model.mailbox.pending(targetId);
@@ -379,8 +451,8 @@ export class TeamState {
       seq: this.model.lastSeq + 1,
       at: this.clock.now(),
       teamId: this.teamId,
-      schemaVersion: SCHEMA_VERSION,
-    };
+      schemaVersion: RECORD_SCHEMA_VERSIONS[body.type as TeamRecord['type']],
+    } as RecordHeader;
     const checked = checkRecordInput(Object.assign(header, body) as R);
     this.model.apply(checked);
     return checked;
@@ -393,4 +465,11 @@ export class TeamState {
   private emitTask(task: Task): TaskRecord {
     return this.emit<TaskRecord>({ type: 'task', task });
   }
+}
+
+/** A detail within `DEAD_LETTER_DETAIL_MAX` characters, cut with an ellipsis past it. */
+function truncateDetail(detail: string): string {
+  return detail.length <= DEAD_LETTER_DETAIL_MAX
+    ? detail
+    : `${detail.slice(0, DEAD_LETTER_DETAIL_MAX - 1)}…`;
 }
