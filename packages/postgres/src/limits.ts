@@ -9,6 +9,13 @@ export const MAX_APPEND_BYTES = 64 * 1024 * 1024;
 /** The longest id (team, member, actor, process) the store accepts, in characters. */
 export const MAX_ID_LENGTH = 256;
 
+/**
+ * The largest activity report a process stores (`processes.activity`), in UTF-8 bytes of its
+ * JSON. A report names only the members the process runs; one that would be larger keeps a
+ * prefix of them in member-id order (see `PostgresPlacement.report`).
+ */
+export const MAX_ACTIVITY_BYTES = 64 * 1024;
+
 /** Rows fetched per query when reading the log or loading a transcript. */
 export const PAGE_SIZE = 1000;
 
