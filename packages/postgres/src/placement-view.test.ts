@@ -320,6 +320,24 @@ describePg('placement view and activity reports', () => {
     }
   });
 
+  it('leaves out of a report a member id jsonb cannot hold, and keeps heartbeating', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
+    const b = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-b' });
+    const lone = 'lone-\ud800';
+    const team = [teammate('good'), teammate(lone)];
+    const va = await follow(a, team);
+    expect(a.placement.runsHere(lone)).toBe(true);
+    const vb = await follow(b, team);
+    const seen = vb.changed((v) => v.placed.get('good')?.activity === 'running', 'good running');
+    a.placement.report!(activity({ good: 'running', [lone]: 'running' }));
+    await seen;
+    const row = await scratch.sql(
+      `SELECT activity FROM "${scratch.schema}".processes WHERE process_id = 'process-a'`,
+    );
+    expect(row.rows).toEqual([{ activity: { good: 'running' } }]);
+    expect(va.view().placed.get(lone)).toMatchObject({ here: true, activity: undefined });
+  });
+
   it('migrates a version-2 schema: processes get activity and reported_at, and reports work', async () => {
     const first = await scratch.open(TEAM);
     await first.close();

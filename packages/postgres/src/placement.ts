@@ -13,7 +13,7 @@ import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { Backoff, describeError, execute, isTransient, sleep } from './connection.js';
 import type { Doorbell } from './doorbell.js';
-import { MAX_ACTIVITY_BYTES } from './limits.js';
+import { MAX_ACTIVITY_BYTES, storableText } from './limits.js';
 import type { Tables } from './schema.js';
 
 /** What a process is willing to run. */
@@ -96,7 +96,8 @@ const EMPTY_VIEW: PlacementView = Object.freeze({
 /**
  * The JSON of an activity report, bounded: entries in member-id order while the text stays
  * within {@link MAX_ACTIVITY_BYTES}; the first that would not fit and every later one are left
- * out (their members read as not reported yet).
+ * out (their members read as not reported yet). A member id `jsonb` cannot hold (NUL, an
+ * unpaired surrogate) is left out too: the heartbeat carrying the report must never fail for it.
  */
 function reportText(activity: ReadonlyMap<string, MemberActivity>): {
   text: string;
@@ -106,6 +107,7 @@ function reportText(activity: ReadonlyMap<string, MemberActivity>): {
   const parts: string[] = [];
   let bytes = 2; // {}
   for (const memberId of [...activity.keys()].sort()) {
+    if (!storableText(memberId)) continue;
     const value = activity.get(memberId) as MemberActivity;
     const part = `${JSON.stringify(memberId)}:${JSON.stringify(value)}`;
     const more = Buffer.byteLength(part, 'utf8') + (parts.length > 0 ? 1 : 0);
