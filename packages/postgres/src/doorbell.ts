@@ -14,16 +14,29 @@ export function noticePayload(notice: AppendNotice): string {
   return JSON.stringify([notice.teamId, notice.lastSeq, notice.processId]);
 }
 
-function parseNotice(payload: string | undefined): AppendNotice | undefined {
+/** The second element of a report notice's payload, where an append notice has its last seq. */
+const REPORT_MARK = 'report';
+
+/**
+ * The NOTIFY payload telling the others that `processId` wrote a new activity report for `teamId`
+ * (`[teamId, 'report', processId]`).
+ */
+export function reportPayload(teamId: string, processId: string): string {
+  return JSON.stringify([teamId, REPORT_MARK, processId]);
+}
+
+type Notice =
+  | { kind: 'append'; notice: AppendNotice }
+  | { kind: 'report'; teamId: string; processId: string };
+
+function parseNotice(payload: string | undefined): Notice | undefined {
   try {
-    const [teamId, lastSeq, processId] = JSON.parse(payload ?? '') as unknown[];
-    if (
-      typeof teamId === 'string' &&
-      typeof lastSeq === 'number' &&
-      typeof processId === 'string'
-    ) {
-      return { teamId, lastSeq, processId };
+    const [teamId, second, processId] = JSON.parse(payload ?? '') as unknown[];
+    if (typeof teamId !== 'string' || typeof processId !== 'string') return undefined;
+    if (typeof second === 'number') {
+      return { kind: 'append', notice: { teamId, lastSeq: second, processId } };
     }
+    if (second === REPORT_MARK) return { kind: 'report', teamId, processId };
   } catch {
     // Not ours (someone else NOTIFYing on the channel): a doorbell may ring spuriously anyway.
   }
@@ -31,20 +44,23 @@ function parseNotice(payload: string | undefined): AppendNotice | undefined {
 }
 
 /**
- * Why listeners are rung: a notice from another process, a reconnect that may have missed some,
- * or the periodic look that covers a notice never sent (its writer died right after committing).
+ * Why listeners are rung: a notice of appends from another process, a reconnect that may have
+ * missed some, the periodic look that covers a notice never sent (its writer died right after
+ * committing), or another process's new activity report (placement only: no record was appended).
  */
 export type Ring =
   | { kind: 'notice'; notice: AppendNotice }
   | { kind: 'reconnected' }
-  | { kind: 'poll' };
+  | { kind: 'poll' }
+  | { kind: 'report'; processId: string };
 
 /** How often listeners are rung without a notice, by default, in case one was lost (ms). */
 export const DEFAULT_POLL_MS = 1000;
 
 /**
  * LISTENs on the schema's channel over a dedicated connection (not one of the pool's, which come
- * and go) and rings its listeners for every append of this team by another process. When the
+ * and go) and rings its listeners for every append of this team by another process, and for
+ * every activity report another process announces ({@link announceReport}). When the
  * connection is lost it reconnects with backoff, LISTENs again and rings once, since
  * notifications sent meanwhile are lost; it also rings every `pollMs`.
  *
@@ -70,6 +86,8 @@ export class Doorbell {
   #poll: ReturnType<typeof setInterval> | undefined;
   /** The highest seq this process appended and has not announced yet (0: none). */
   #unannounced = 0;
+  /** Whether this process wrote an activity report it has not announced yet. */
+  #reportUnannounced = false;
   #announcing: Promise<void> | undefined;
 
   constructor(options: {
@@ -103,19 +121,41 @@ export class Doorbell {
   announce(lastSeq: number): void {
     if (this.#stop.signal.aborted) return;
     this.#unannounced = Math.max(this.#unannounced, lastSeq);
+    this.#startAnnouncing();
+  }
+
+  /**
+   * Tells the other processes that this one wrote a new activity report, so they look at the
+   * placement again before their next heartbeat. Best-effort like {@link announce} and coalesced
+   * with it (one notice however many reports were written while one was in flight); the caller
+   * bounds how often it reports.
+   */
+  announceReport(): void {
+    if (this.#stop.signal.aborted) return;
+    this.#reportUnannounced = true;
+    this.#startAnnouncing();
+  }
+
+  #startAnnouncing(): void {
     this.#announcing ??= this.#sendAnnouncements().finally(() => {
       this.#announcing = undefined;
     });
   }
 
   async #sendAnnouncements(): Promise<void> {
-    while (this.#unannounced > 0 && !this.#stop.signal.aborted) {
+    while ((this.#unannounced > 0 || this.#reportUnannounced) && !this.#stop.signal.aborted) {
       const client = this.#client;
       // Without a connection, the reconnect will ring everyone anyway.
       if (client === undefined) return;
-      const lastSeq = this.#unannounced;
-      this.#unannounced = 0;
-      const payload = noticePayload({ teamId: this.#teamId, lastSeq, processId: this.#processId });
+      let payload: string;
+      if (this.#unannounced > 0) {
+        const lastSeq = this.#unannounced;
+        this.#unannounced = 0;
+        payload = noticePayload({ teamId: this.#teamId, lastSeq, processId: this.#processId });
+      } else {
+        this.#reportUnannounced = false;
+        payload = reportPayload(this.#teamId, this.#processId);
+      }
       try {
         await client.query('SELECT pg_notify($1, $2)', [this.#channel, payload]);
       } catch {
@@ -162,9 +202,15 @@ export class Doorbell {
     client.on('end', ended);
     client.on('notification', (message) => {
       if (message.channel !== this.#channel) return;
-      const notice = parseNotice(message.payload);
-      if (notice === undefined || notice.teamId !== this.#teamId) return;
-      if (notice.processId === this.#processId) return;
+      const parsed = parseNotice(message.payload);
+      if (parsed === undefined) return;
+      if (parsed.kind === 'report') {
+        if (parsed.teamId !== this.#teamId || parsed.processId === this.#processId) return;
+        this.#ring({ kind: 'report', processId: parsed.processId });
+        return;
+      }
+      const { notice } = parsed;
+      if (notice.teamId !== this.#teamId || notice.processId === this.#processId) return;
       this.#ring({ kind: 'notice', notice });
     });
     try {

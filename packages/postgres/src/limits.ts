@@ -9,20 +9,27 @@ export const MAX_APPEND_BYTES = 64 * 1024 * 1024;
 /** The longest id (team, member, actor, process) the store accepts, in characters. */
 export const MAX_ID_LENGTH = 256;
 
+/**
+ * The largest activity report a process stores (`processes.activity`), in UTF-8 bytes of its
+ * JSON. A report names only the members the process runs; one that would be larger keeps a
+ * prefix of them in member-id order (see `PostgresPlacement.report`).
+ */
+export const MAX_ACTIVITY_BYTES = 64 * 1024;
+
 /** Rows fetched per query when reading the log or loading a transcript. */
 export const PAGE_SIZE = 1000;
+
+/** Whether PostgreSQL `text` and `jsonb` hold `text` as given: no NUL, no unpaired surrogate. */
+export function storableText(text: string): boolean {
+  return !/\u0000|\p{Cs}/u.test(text);
+}
 
 /**
  * Refuses an id that PostgreSQL `text` cannot hold as given (NUL, an unpaired surrogate) or that
  * is empty or longer than {@link MAX_ID_LENGTH}.
  */
 export function checkId(kind: string, id: unknown): asserts id is string {
-  if (
-    typeof id !== 'string' ||
-    id.length === 0 ||
-    id.length > MAX_ID_LENGTH ||
-    /\u0000|\p{Cs}/u.test(id)
-  ) {
+  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH || !storableText(id)) {
     throw new TeamError(
       'INVALID_ARGUMENT',
       `${kind} must be a string of 1 to ${MAX_ID_LENGTH} characters without NUL or unpaired surrogates, got ${JSON.stringify(id)?.slice(0, 80)}`,

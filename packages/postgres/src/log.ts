@@ -94,7 +94,10 @@ export class PostgresTeamLog implements TeamLog {
     this.#ownedSeq = lastSeq;
     this.#delivered = lastSeq;
     this.shared = {
-      onAppended: (listener) => ctx.doorbell.listen(() => listener()),
+      onAppended: (listener) =>
+        ctx.doorbell.listen((ring) => {
+          if (ring.kind !== 'report') listener();
+        }),
       placement: ctx.placement,
     };
     this.#unlisten = ctx.doorbell.listen((ring) => this.#rung(ring));
@@ -392,7 +395,7 @@ export class PostgresTeamLog implements TeamLog {
   }
 
   #rung(ring: Ring): void {
-    if (this.#subscribers.size === 0 || this.#closing) return;
+    if (this.#subscribers.size === 0 || this.#closing || ring.kind === 'report') return;
     if (ring.kind === 'notice' && ring.notice.lastSeq <= this.#delivered) return;
     void this.#pump();
   }

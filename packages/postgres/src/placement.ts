@@ -1,10 +1,19 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import type { MemberPlacement, PlacementCandidate, PlacementListener } from '@teamwire/core';
+import type {
+  MemberActivity,
+  MemberPlacement,
+  PlacedMember,
+  PlacementCandidate,
+  PlacementListener,
+  PlacementView,
+} from '@teamwire/core';
 import { TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { Backoff, describeError, execute, isTransient, sleep } from './connection.js';
+import type { Doorbell } from './doorbell.js';
+import { MAX_ACTIVITY_BYTES, storableText } from './limits.js';
 import type { Tables } from './schema.js';
 
 /** What a process is willing to run. */
@@ -32,12 +41,16 @@ export type FenceCheck =
   | { readonly kind: 'held'; readonly token: string }
   | { readonly kind: 'lost' };
 
-/** A row of `placements` for a member of interest, with whether its process is alive. */
+/**
+ * A row of `placements` for a member of interest, with whether its process is alive and what that
+ * process last reported the member doing.
+ */
 interface PlacementRow {
   member_id: string;
   process_id: string;
   token: string;
   owner_live: boolean;
+  activity: string | null;
 }
 
 /** A live process of the team, with how many members it runs. */
@@ -60,6 +73,52 @@ function processWilling(row: ProcessRow, candidate: PlacementCandidate): boolean
   return willing({ lead: row.runs_lead, agentTypes: row.agent_types ?? 'all' }, candidate);
 }
 
+/** Every {@link MemberActivity}: the compiler fails here when core adds one. */
+const ACTIVITIES: Readonly<Record<MemberActivity, true>> = { running: true, idle: true };
+
+function isActivity(value: unknown): value is MemberActivity {
+  return typeof value === 'string' && Object.hasOwn(ACTIVITIES, value);
+}
+
+/** What the last look read: the rows of the members of interest, the live processes, the candidates. */
+interface Observed {
+  readonly rows: ReadonlyMap<string, PlacementRow>;
+  readonly live: readonly ProcessRow[];
+  readonly candidates: readonly PlacementCandidate[];
+}
+
+const EMPTY_VIEW: PlacementView = Object.freeze({
+  placed: new Map<string, PlacedMember>(),
+  awaiting: new Set<string>(),
+  liveProcesses: 0,
+});
+
+/**
+ * The JSON of an activity report, bounded: entries in member-id order while the text stays
+ * within {@link MAX_ACTIVITY_BYTES}; the first that would not fit and every later one are left
+ * out (their members read as not reported yet). A member id `jsonb` cannot hold (NUL, an
+ * unpaired surrogate) is left out too: the heartbeat carrying the report must never fail for it.
+ */
+function reportText(activity: ReadonlyMap<string, MemberActivity>): {
+  text: string;
+  kept: Map<string, MemberActivity>;
+} {
+  const kept = new Map<string, MemberActivity>();
+  const parts: string[] = [];
+  let bytes = 2; // {}
+  for (const memberId of [...activity.keys()].sort()) {
+    if (!storableText(memberId)) continue;
+    const value = activity.get(memberId) as MemberActivity;
+    const part = `${JSON.stringify(memberId)}:${JSON.stringify(value)}`;
+    const more = Buffer.byteLength(part, 'utf8') + (parts.length > 0 ? 1 : 0);
+    if (bytes + more > MAX_ACTIVITY_BYTES) break;
+    bytes += more;
+    parts.push(part);
+    kept.set(memberId, value);
+  }
+  return { text: `{${parts.join(',')}}`, kept };
+}
+
 /**
  * The {@link MemberPlacement} of a PostgreSQL store: processes register in `processes` and keep a
  * heartbeat there; each member's row in `placements` names the process running it and a token
@@ -76,6 +135,7 @@ export class PostgresPlacement implements MemberPlacement {
   readonly #runs: ResolvedRuns;
   readonly #leaseMs: number;
   readonly #policy: RetryPolicy;
+  readonly #doorbell: Doorbell | undefined;
   readonly #stop = new AbortController();
   /** The members this process runs, with the token of its claim. */
   readonly #tokens = new Map<string, string>();
@@ -92,6 +152,24 @@ export class PostgresPlacement implements MemberPlacement {
   #paused = false;
   #failures: Backoff;
   #closing: Promise<void> | undefined;
+  #unlisten: (() => void) | undefined;
+  /** This process's latest report (members it runs only, bounded) and its JSON. */
+  #activity: ReadonlyMap<string, MemberActivity> = new Map();
+  #activityText = '{}';
+  /** The report the last completed write stored (heartbeat or report write). */
+  #writtenText: string | undefined;
+  /** The report the last notice told the others about. */
+  #announcedText = '{}';
+  /** When (local monotonic clock) the last report write outside a heartbeat started. */
+  #reportWrittenAt = Number.NEGATIVE_INFINITY;
+  #reportTimer: NodeJS.Timeout | undefined;
+  #reporting: Promise<void> | undefined;
+  #observed: Observed | undefined;
+  #view: PlacementView = EMPTY_VIEW;
+  #viewKey = '';
+  #changeQueued = false;
+  /** A look is under way: the view waits for its end. */
+  #looking = false;
 
   constructor(options: {
     pool: pg.Pool;
@@ -101,6 +179,8 @@ export class PostgresPlacement implements MemberPlacement {
     runs: ResolvedRuns;
     leaseMs: number;
     policy: RetryPolicy;
+    /** Where report notices go and come from; without it the others see reports on their next look. */
+    doorbell?: Doorbell | undefined;
   }) {
     this.#pool = options.pool;
     this.#tables = options.tables;
@@ -109,6 +189,7 @@ export class PostgresPlacement implements MemberPlacement {
     this.#runs = options.runs;
     this.#leaseMs = options.leaseMs;
     this.#policy = options.policy;
+    this.#doorbell = options.doorbell;
     this.#failures = new Backoff(options.policy);
   }
 
@@ -122,6 +203,10 @@ export class PostgresPlacement implements MemberPlacement {
     }
     this.#candidates = () => options.candidates();
     this.#listener = options.listener;
+    // Another process reported new activity: look now rather than at the next heartbeat.
+    this.#unlisten = this.#doorbell?.listen((ring) => {
+      if (ring.kind === 'report') this.#requestTick();
+    });
     // The first look is awaited (and retried while the database cannot be reached), so a process
     // willing to run the lead runs it when `start` resolves.
     const backoff = new Backoff(this.#policy);
@@ -159,12 +244,52 @@ export class PostgresPlacement implements MemberPlacement {
     this.#requestTick();
   }
 
+  /**
+   * Publishes what the members this process runs are doing. Entries for members it does not run
+   * (any more) are dropped, so a report names at most the members placed here; a report over
+   * {@link MAX_ACTIVITY_BYTES} of JSON keeps a prefix in member-id order. The report goes out with
+   * the next heartbeat, or at once (and with a notice to the other processes) when no report
+   * was written during the last heartbeat interval: at most one write and one notice per
+   * interval besides the heartbeats. Never waits for the database.
+   *
+   * Throws `INVALID_ARGUMENT` when `activity` is not a map of member ids to `'running' | 'idle'`.
+   */
+  report(activity: ReadonlyMap<string, MemberActivity>): void {
+    if (
+      typeof activity !== 'object' ||
+      activity === null ||
+      typeof (activity as { forEach?: unknown }).forEach !== 'function'
+    ) {
+      throw new TeamError('INVALID_ARGUMENT', 'report takes a Map of member ids to activities');
+    }
+    const mine = new Map<string, MemberActivity>();
+    activity.forEach((value, memberId) => {
+      if (typeof memberId !== 'string' || !isActivity(value)) {
+        throw new TeamError(
+          'INVALID_ARGUMENT',
+          `a report maps member ids to 'running' or 'idle', got ${JSON.stringify(String(memberId)).slice(0, 80)} → ${JSON.stringify(value)?.slice(0, 40)}`,
+          { details: { memberId: String(memberId).slice(0, 80) } },
+        );
+      }
+      if (this.#tokens.has(memberId)) mine.set(memberId, value);
+    });
+    if (this.#closing) return;
+    this.#setActivity(mine, true);
+  }
+
+  view(): PlacementView {
+    return this.#view;
+  }
+
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#stop.abort();
+      this.#unlisten?.();
       clearTimeout(this.#tickTimer);
       clearTimeout(this.#leaseTimer);
+      clearTimeout(this.#reportTimer);
       await this.#ticking;
+      await this.#reporting;
       this.#tokens.clear();
       if (!this.#candidates) return;
       // Hand the members back at once: others claim them on their next look, not after a lease.
@@ -202,9 +327,12 @@ export class PostgresPlacement implements MemberPlacement {
     this.#paused = true;
     clearTimeout(this.#tickTimer);
     clearTimeout(this.#leaseTimer);
+    clearTimeout(this.#reportTimer);
+    this.#reportTimer = undefined;
     // A look already under way (its queries sent) finishes first, so nothing this process learns
     // after the pause returns can be newer than the pause.
     await this.#ticking;
+    await this.#reporting;
   }
 
   /**
@@ -214,6 +342,7 @@ export class PostgresPlacement implements MemberPlacement {
   resume(): void {
     this.#paused = false;
     this.#requestTick();
+    this.#scheduleReport();
   }
 
   #interval(): number {
@@ -257,7 +386,14 @@ export class PostgresPlacement implements MemberPlacement {
     this.#beatAt = sentAt;
     this.#armLease(sentAt);
     if (this.#paused || this.#stop.signal.aborted) return;
-    await this.#place();
+    // The view is rebuilt once the look is over, not for every member it gains or loses.
+    this.#looking = true;
+    try {
+      await this.#place();
+    } finally {
+      this.#looking = false;
+      this.#refreshView(false);
+    }
   }
 
   /**
@@ -273,16 +409,90 @@ export class PostgresPlacement implements MemberPlacement {
     );
   }
 
+  /** Writes the heartbeat, and this process's latest report with it (`reported_at` moves when it changed). */
   async #heartbeat(): Promise<void> {
     const t = this.#tables;
     const agentTypes = this.#runs.agentTypes === 'all' ? null : [...this.#runs.agentTypes];
+    const text = this.#activityText;
     await execute(
       this.#pool,
-      `INSERT INTO ${t.processes} (team_id, process_id, runs_lead, agent_types, host, pid)
-       VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (team_id, process_id) DO UPDATE SET heartbeat_at = now()`,
-      [this.#teamId, this.#processId, this.#runs.lead, agentTypes, hostname(), process.pid],
+      `INSERT INTO ${t.processes} AS p
+              (team_id, process_id, runs_lead, agent_types, host, pid, activity, reported_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, now())
+       ON CONFLICT (team_id, process_id) DO UPDATE
+          SET heartbeat_at = now(),
+              activity = CASE WHEN p.activity IS DISTINCT FROM EXCLUDED.activity
+                              THEN EXCLUDED.activity ELSE p.activity END,
+              reported_at = CASE WHEN p.activity IS DISTINCT FROM EXCLUDED.activity
+                                 THEN now() ELSE p.reported_at END`,
+      [this.#teamId, this.#processId, this.#runs.lead, agentTypes, hostname(), process.pid, text],
     );
+    this.#wrote(text);
+  }
+
+  /** Replaces this process's report; the view's own members change with it. */
+  #setActivity(activity: ReadonlyMap<string, MemberActivity>, fromReport: boolean): void {
+    const { text, kept } = reportText(activity);
+    if (text === this.#activityText) return;
+    this.#activity = kept;
+    this.#activityText = text;
+    // A report comes from the runtime: it hears `changed` after it returned, not inside the call.
+    this.#refreshView(fromReport);
+    this.#scheduleReport();
+  }
+
+  /** A write of `text` completed: another write follows if the report moved meanwhile. */
+  #wrote(text: string): void {
+    this.#writtenText = text;
+    if (text !== this.#activityText || text !== this.#announcedText) this.#scheduleReport();
+  }
+
+  /**
+   * Writes the latest report and tells the others, at once when no report write started within
+   * the last heartbeat interval, else when the interval is over (the heartbeat may carry it
+   * first; then only the notice is left).
+   */
+  #scheduleReport(): void {
+    if (this.#reportTimer !== undefined || this.#reporting !== undefined) return;
+    if (!this.#candidates || this.#paused || this.#closing) return;
+    if (this.#activityText === this.#writtenText && this.#activityText === this.#announcedText) {
+      return;
+    }
+    const delay = Math.max(0, this.#reportWrittenAt + this.#interval() - performance.now());
+    this.#reportTimer = setTimeout(() => {
+      this.#reportTimer = undefined;
+      this.#writeReport();
+    }, delay);
+    this.#reportTimer.unref();
+  }
+
+  #writeReport(): void {
+    if (this.#paused || this.#closing) return;
+    this.#reportWrittenAt = performance.now();
+    const text = this.#activityText;
+    this.#reporting = (async () => {
+      try {
+        if (text !== this.#writtenText) {
+          await execute(
+            this.#pool,
+            `UPDATE ${this.#tables.processes}
+                SET activity = $3::jsonb, reported_at = now()
+              WHERE team_id = $1 AND process_id = $2 AND activity IS DISTINCT FROM $3::jsonb`,
+            [this.#teamId, this.#processId, text],
+          );
+          this.#writtenText = text;
+        }
+        if (this.#writtenText === text && text !== this.#announcedText) {
+          this.#announcedText = text;
+          this.#doorbell?.announceReport();
+        }
+      } catch {
+        // The next heartbeat carries the report; the next report write announces it.
+      } finally {
+        this.#reporting = undefined;
+      }
+      this.#scheduleReport();
+    })();
   }
 
   /** Hands every member back if no heartbeat succeeded for a whole lease: others may take them. */
@@ -315,7 +525,8 @@ export class PostgresPlacement implements MemberPlacement {
     const placed = await execute<PlacementRow>(
       this.#pool,
       `SELECT pl.member_id, pl.process_id, pl.token,
-              coalesce(p.heartbeat_at > now() - $4 * interval '1 millisecond', false) AS owner_live
+              coalesce(p.heartbeat_at > now() - $4 * interval '1 millisecond', false) AS owner_live,
+              p.activity ->> pl.member_id AS activity
          FROM ${t.placements} pl
          LEFT JOIN ${t.processes} p ON p.team_id = pl.team_id AND p.process_id = pl.process_id
         WHERE pl.team_id = $1 AND (pl.member_id = ANY($2::text[]) OR pl.process_id = $3)`,
@@ -344,6 +555,7 @@ export class PostgresPlacement implements MemberPlacement {
         this.#tokens.delete(memberId);
         rows.delete(memberId);
       }
+      this.#forgetActivity();
     }
 
     const live = await execute<ProcessRow>(
@@ -400,6 +612,7 @@ export class PostgresPlacement implements MemberPlacement {
       this.#tokens.set(memberId, token);
       this.#notify('acquired', memberId);
     }
+    this.#observed = { rows, live: live.rows, candidates };
   }
 
   /** Takes `memberId` if it is free, its process dead, or this process's own; its new token. */
@@ -425,6 +638,81 @@ export class PostgresPlacement implements MemberPlacement {
   #lose(memberId: string): void {
     if (!this.#tokens.delete(memberId)) return;
     this.#notify('lost', memberId);
+    this.#forgetActivity();
+    this.#refreshView(false);
+  }
+
+  /** Drops members this process no longer runs from its report. */
+  #forgetActivity(): void {
+    if (![...this.#activity.keys()].some((memberId) => !this.#tokens.has(memberId))) return;
+    const kept = new Map([...this.#activity].filter(([memberId]) => this.#tokens.has(memberId)));
+    this.#setActivity(kept, false);
+  }
+
+  /**
+   * Builds the view from the last look, this process's tokens and its latest report, and tells
+   * the listener when it differs from the previous one (`deferred`: in a microtask).
+   */
+  #refreshView(deferred: boolean): void {
+    const observed = this.#observed;
+    if (observed === undefined || this.#looking) return;
+    const me = this.#processId;
+    const placed = new Map<string, PlacedMember>();
+    for (const memberId of this.#tokens.keys()) {
+      const activity = this.#activity.get(memberId);
+      placed.set(memberId, { memberId, processId: me, here: true, activity });
+    }
+    for (const row of observed.rows.values()) {
+      if (row.process_id === me || !row.owner_live || placed.has(row.member_id)) continue;
+      const activity = isActivity(row.activity) ? row.activity : undefined;
+      placed.set(row.member_id, {
+        memberId: row.member_id,
+        processId: row.process_id,
+        here: false,
+        activity,
+      });
+    }
+    const awaiting = new Set<string>();
+    for (const candidate of observed.candidates) {
+      if (placed.has(candidate.memberId)) continue;
+      const someone = observed.live.some((process) =>
+        process.process_id === me
+          ? candidate.pinned === true || willing(this.#runs, candidate)
+          : processWilling(process, candidate),
+      );
+      if (someone) awaiting.add(candidate.memberId);
+    }
+    const key = JSON.stringify([
+      [...placed.values()]
+        .map((m) => [m.memberId, m.processId, m.activity ?? null])
+        .sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
+      [...awaiting].sort(),
+      observed.live.length,
+    ]);
+    if (key === this.#viewKey) return;
+    this.#viewKey = key;
+    this.#view = Object.freeze({ placed, awaiting, liveProcesses: observed.live.length });
+    if (!deferred) {
+      this.#notifyChanged();
+      return;
+    }
+    if (this.#changeQueued) return;
+    this.#changeQueued = true;
+    queueMicrotask(() => {
+      this.#changeQueued = false;
+      this.#notifyChanged();
+    });
+  }
+
+  #notifyChanged(): void {
+    if (this.#stop.signal.aborted) return;
+    try {
+      this.#listener?.changed?.();
+    } catch (error) {
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
   }
 
   #notify(kind: 'acquired' | 'lost', memberId: string): void {

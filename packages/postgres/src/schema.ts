@@ -8,7 +8,7 @@ import { execute, quoteIdent, transaction } from './connection.js';
  * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
  * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The SQL schema used when `schema` is not given. */
 export const DEFAULT_SCHEMA = 'teamwire';
@@ -159,6 +159,17 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
          END LOOP;
        END
        $migrate$`,
+    ],
+  },
+  {
+    // What each process reports its members doing, so every process sees the team's activity.
+    // Both nullable: adding them rewrites no row, and a row without a report reads as "none yet".
+    version: 3,
+    statements: (t) => [
+      `ALTER TABLE ${t.processes}
+         ADD COLUMN activity jsonb CONSTRAINT processes_activity_object
+           CHECK (activity IS NULL OR jsonb_typeof(activity) = 'object'),
+         ADD COLUMN reported_at timestamptz`,
     ],
   },
 ];

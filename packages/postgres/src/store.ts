@@ -172,6 +172,7 @@ export async function openPostgresTeamStore(
       }
     }
 
+    const bell = doorbell as Doorbell;
     const placement = new PostgresPlacement({
       pool,
       tables,
@@ -180,9 +181,9 @@ export async function openPostgresTeamStore(
       runs: settings.runs,
       leaseMs: settings.leaseMs,
       policy: settings.reconnect,
+      doorbell: bell,
     });
     const context = { pool, tables, teamId, processId, policy: settings.reconnect, placement };
-    const bell = doorbell as Doorbell;
     const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq, settings.snapshots);
     const transcripts = new PostgresTranscriptStore(context);
     let closing: Promise<void> | undefined;

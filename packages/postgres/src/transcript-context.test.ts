@@ -1,6 +1,7 @@
 import type { ChatMessage, CompactionMessage, TranscriptEntry } from '@teamwire/core';
 import { applyCompaction, repairTranscript, TeamState, transcriptContext } from '@teamwire/core';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from './schema.js';
 import type { PostgresTeamStore } from './store.js';
 import { describePg, Scratch } from './test-support.js';
 
@@ -247,11 +248,13 @@ describePg('PostgreSQL transcript context (loadContext)', () => {
     await first.log.append({ records: lead });
     const whole = transcriptContext(await first.transcripts.load({ memberId: ALICE }));
     await first.close();
-    // Back to what version 1 created: no snapshots table, no compaction column.
+    // Back to what version 1 created: no snapshots table, no compaction column (nor what later
+    // versions added).
     const s = `"${scratch.schema}"`;
     await scratch.sql(`DROP TABLE ${s}.team_snapshots`);
     await scratch.sql(`ALTER TABLE ${s}.transcript DROP COLUMN compaction`);
-    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version = 2`);
+    await scratch.sql(`ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at`);
+    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version >= 2`);
     // a v1 row whose text looks like a compaction but is not JSON stays unparsed
     await scratch.sql(
       `INSERT INTO ${s}.transcript (team_id, member_id, idx, entry, batch_id)
@@ -260,7 +263,7 @@ describePg('PostgreSQL transcript context (loadContext)', () => {
     );
 
     const again = await scratch.open(TEAM);
-    expect(again.migrated).toEqual({ from: 1, to: 2 });
+    expect(again.migrated).toEqual({ from: 1, to: SCHEMA_VERSION });
     const filled = await scratch.sql<{ n: number }>(
       `SELECT count(*)::int AS n FROM ${s}.transcript WHERE compaction IS NOT NULL`,
     );
