@@ -51,6 +51,8 @@ export type {
 } from './service-types.js';
 export type { LoadedState } from './snapshots.js';
 export { loadTeamState } from './snapshots.js';
+export type { ProgressInputs, TeamProgress } from './team-progress.js';
+export { teamProgress } from './team-progress.js';
 export {
   createLeadTools,
   createTeamTools,

@@ -21,6 +21,7 @@ export function bindMemberService(service: TeamService, agent: AgentRef): Member
     agent,
     membership: () => service.membership(agent),
     listMembers: () => service.listMembers(agent),
+    progress: () => service.progress(agent),
     spawnTeammate: (input: SpawnTeammateInput) => service.spawnTeammate(agent, input),
     sendMessage: (input: SendMessageInput) => service.sendMessage(agent, input),
     createTask: (input: CreateTaskInput) => service.createTask(agent, input),

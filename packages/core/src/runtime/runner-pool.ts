@@ -3,7 +3,7 @@ import type { Clock, IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { EventSink, MemberStatus } from '../ports/events.js';
-import type { MemberPlacement, PlacementCandidate } from '../ports/placement.js';
+import type { MemberActivity, MemberPlacement, PlacementCandidate } from '../ports/placement.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
@@ -26,6 +26,7 @@ import type { MemberWorkspaces } from './member-workspaces.js';
 import { AgentRunner } from './runner.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
+import { type TeamProgress, teamProgress } from './team-progress.js';
 import { createLeadTools, createTeamTools } from './team-tools.js';
 import { Waker } from './waker.js';
 
@@ -63,6 +64,8 @@ export interface RunnerPoolOptions {
    * placement every member is served here anyway.
    */
   serveExternal: (name: string) => boolean;
+  /** The placement's view changed: statuses and progress derived from it may differ now. */
+  placementChanged?: (() => void) | undefined;
 }
 
 /**
@@ -71,6 +74,8 @@ export interface RunnerPoolOptions {
  * mail to them, recovers a reopened team, answers `idle()` and stops everything on dispose.
  */
 export class RunnerPool implements RunnerHost {
+  /** The last activity reported to the placement, as a comparable key. */
+  private reported = '';
   readonly teamId: string;
   readonly state: TeamState;
   readonly format: WireFormat;
@@ -202,6 +207,7 @@ export class RunnerPool implements RunnerHost {
   }
 
   runnerChanged(): void {
+    this.reportActivity();
     if (this.idleWaiters.length === 0 || !this.isQuiet()) return;
     for (const waiter of this.idleWaiters.splice(0)) waiter.resolve();
   }
@@ -217,10 +223,56 @@ export class RunnerPool implements RunnerHost {
         return 'failed';
       case 'retired':
         return 'retired';
-      default:
+      default: {
         if (this.external.isExternal(member)) return this.external.statusOf(member.id);
-        return this.runners.get(member.id)?.status ?? 'inactive';
+        const runner = this.runners.get(member.id);
+        if (runner !== undefined && (runner.live || runner.failure !== undefined)) {
+          return runner.status;
+        }
+        // A member another live process runs is as that process reports it (running until its
+        // first report: a member just taken over is about to work).
+        const placed = this.placement?.view?.().placed.get(member.id);
+        if (placed !== undefined && !placed.here) return placed.activity ?? 'running';
+        return runner?.status ?? 'inactive';
+      }
     }
+  }
+
+  /** Where a member runs, when the team's placement knows (a team spread over processes). */
+  processOf(memberId: string): { processId: string; here: boolean } | undefined {
+    const placed = this.placement?.view?.().placed.get(memberId);
+    return placed === undefined ? undefined : { processId: placed.processId, here: placed.here };
+  }
+
+  /** {@link teamProgress} as `selfId` sees the team now. */
+  progress(selfId: string): TeamProgress {
+    return teamProgress({
+      members: this.state.members(),
+      selfId,
+      statusOf: (member) => this.statusOf(member),
+      pending: (memberId) => this.state.pending(memberId),
+      view: this.placement?.view?.(),
+    });
+  }
+
+  /**
+   * Tells the placement what the members this process runs are doing, when that changed, so
+   * every other process shows them as they are.
+   */
+  private reportActivity(): void {
+    const placement = this.placement;
+    if (placement?.report === undefined) return;
+    const activity = new Map<string, MemberActivity>();
+    let key = '';
+    for (const [memberId, runner] of this.runners) {
+      if (!runner.live) continue;
+      const status = runner.status === 'running' ? 'running' : 'idle';
+      activity.set(memberId, status);
+      key += `${memberId}=${status};`;
+    }
+    if (key === this.reported) return;
+    this.reported = key;
+    placement.report(activity);
   }
 
   /** Why the member's runner stopped, if it failed. */
@@ -365,6 +417,7 @@ export class RunnerPool implements RunnerHost {
       listener: {
         acquired: (memberId) => this.acquired(memberId),
         lost: (memberId) => this.lose(memberId),
+        changed: () => this.options.placementChanged?.(),
       },
     });
     await this.acquiring;

@@ -10,6 +10,7 @@ import type {
   TeamRecord,
 } from '../records.js';
 import type { CreateTaskInput, TaskView, TeamLimits, UpdateTaskInput } from '../state/index.js';
+import type { TeamProgress } from './team-progress.js';
 
 /*
  * The public shapes of the runtime: the credential, the TeamService a host calls, the
@@ -61,6 +62,11 @@ export interface MemberInfo extends Member {
   status: MemberStatus;
   /** Whether this member is the lead. */
   isLead: boolean;
+  /**
+   * The process that runs the member, when the team spreads over processes and the placement
+   * knows it (`here`: this one).
+   */
+  process?: { processId: string; here: boolean };
   /** Why the member's runner stopped, when its status is `failed`. */
   failure?: {
     /** The failure's `TeamError` code. */
@@ -258,6 +264,11 @@ export interface TeamService {
   tryMembership(agent: AgentRef): Membership | undefined;
   /** Every member, lead first, with derived status. */
   listMembers(agent: AgentRef): MemberInfo[];
+  /**
+   * Whether the team moves without `agent`: another member works, has mail that wakes it, or
+   * waits for a process to take it over (see `teamProgress`). The same in every process of a team.
+   */
+  progress(agent: AgentRef): TeamProgress;
   /** Lead only: records a teammate, queues its prompt and starts its runner. */
   spawnTeammate(agent: AgentRef, input: SpawnTeammateInput): Promise<SpawnTeammateResult>;
   /** Queues a message (durable before this answers) and dispatches or wakes its target. */
@@ -343,6 +354,8 @@ export interface MemberTeamService {
   membership(): Membership;
   /** Every member, lead first, with derived status. */
   listMembers(): MemberInfo[];
+  /** See `TeamService.progress`. */
+  progress(): TeamProgress;
   /** Lead only: records a teammate, queues its prompt and starts its runner. */
   spawnTeammate(input: SpawnTeammateInput): Promise<SpawnTeammateResult>;
   /** Queues a message from the bound member (durable before this answers). */

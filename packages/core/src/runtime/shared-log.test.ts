@@ -13,10 +13,11 @@ import { createSimpleFormat, createSimplePolicy } from '../testing/simple-format
 import type { AgentRef } from './agents.js';
 import { createAgentRegistry } from './agents.js';
 import { openTeam } from './open-team.js';
-import type { TeamService } from './service-types.js';
+import type { MemberInfo, TeamService } from './service-types.js';
 import type { RecordingSink, RefBook } from './test-harness.js';
 import {
   createRecordingSink,
+  deferred,
   describeTranscript,
   messageIdsIn,
   notedLead,
@@ -123,6 +124,52 @@ function turnStarts(process: Process, agent: string): number {
 }
 
 describe('a team spread over processes (shared log)', () => {
+  it('shows every process a member as the process that runs it reports it, and progress with it', async () => {
+    const gate = deferred();
+    const started = deferred();
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) => {
+        if (call === 2) {
+          started.resolve();
+          return { text: 'working', gate: gate.promise };
+        }
+        return { text: `alice ${call}` };
+      },
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await b.service.idle();
+    await a.service.idle();
+    const alice = () =>
+      a.service.listMembers(a.service.lead).find((m) => m.name === 'alice') as MemberInfo;
+    // Idle in b, and a sees it so: not inactive, and placed on b.
+    expect(alice().status).toBe('idle');
+    expect(alice().process).toEqual({ processId: 'participant-1', here: false });
+    expect(a.service.progress(a.service.lead).progressing).toBe(false);
+    await a.service.sendMessage(a.service.lead, { to: 'alice', text: 'one more thing' });
+    await started.promise;
+    expect(alice().status).toBe('running');
+    const progress = a.service.progress(a.service.lead);
+    expect(progress).toMatchObject({ progressing: true, working: ['alice'] });
+    // The lead's wait_for_team waits rather than answering noProgress at once.
+    const wait = a.service.forMember(a.service.lead).waitForChange({ timeoutMs: 60_000 });
+    gate.resolve();
+    await expect(wait).resolves.toMatchObject({ changed: true });
+    await b.service.idle();
+    await a.service.idle();
+    expect(alice().status).toBe('idle');
+    expect(a.service.progress(a.service.lead).summary).toMatch(/no other member is working/);
+    await b.service.dispose();
+    await a.service.dispose();
+  });
+
   it('runs a teammate in the process its placement gives it, and mail crosses both ways', async () => {
     const w = world({
       lead: notedLead,

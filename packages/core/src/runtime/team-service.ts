@@ -47,6 +47,7 @@ import type {
   WaitForChangeResult,
 } from './service-types.js';
 import type { SnapshotScheduler } from './snapshots.js';
+import type { TeamProgress } from './team-progress.js';
 
 const MEMBER_COLORS = ['blue', 'green', 'yellow', 'purple', 'orange', 'pink', 'cyan', 'red'];
 const DEFAULT_PAGE = 50;
@@ -159,15 +160,21 @@ export class TeamServiceFacade implements TeamService {
     }
   }
 
+  progress(agent: AgentRef): TeamProgress {
+    return this.pool.progress(this.resolve(agent).id);
+  }
+
   listMembers(agent: AgentRef): MemberInfo[] {
     this.resolve(agent);
     return this.state.members().map((member) => {
       const failure = this.pool.failureOf(member.id);
+      const process = this.pool.processOf(member.id);
       return {
         ...member,
         memberId: member.id,
         status: this.pool.statusOf(member),
         isLead: member.id === this.state.leadId,
+        ...(process === undefined ? {} : { process }),
         ...(failure !== undefined && member.phase === 'active'
           ? { failure: { code: failure.code, message: failure.message } }
           : {}),

@@ -445,18 +445,15 @@ export function createLeadTools(options: {
     defineTool({
       name: 'wait_for_team',
       description:
-        'Wait until something changes in the team (a message, a task, a member). Returns at once with noProgress when no teammate is working.',
+        'Wait until something changes in the team (a message, a task, a member). Returns at once with noProgress when no teammate is working, about to, or waiting for a process to take it over.',
       inputSchema: WaitForTeamToolInput,
       async execute(input, { team, signal }: ToolContext) {
         const self = team.agent.memberId;
-        const members = team.listMembers();
-        const working = members.some(
-          (m) => m.memberId !== self && (m.status === 'running' || m.status === 'provisioning'),
-        );
-        if (!working) {
+        const progress = team.progress();
+        if (!progress.progressing) {
           return {
-            noProgress: 'no other member is running or provisioning',
-            members: memberStatusLines(members, self),
+            noProgress: progress.summary,
+            members: memberStatusLines(team.listMembers(), self),
           };
         }
         const result = await team.waitForChange({

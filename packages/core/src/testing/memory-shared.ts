@@ -1,5 +1,12 @@
 import { TeamError } from '../errors.js';
-import type { MemberPlacement, PlacementCandidate, PlacementListener } from '../ports/placement.js';
+import type {
+  MemberActivity,
+  MemberPlacement,
+  PlacedMember,
+  PlacementCandidate,
+  PlacementListener,
+  PlacementView,
+} from '../ports/placement.js';
 import type { SharedTeamLog, TeamLog } from '../ports/team-log.js';
 import type { TeamRecord } from '../records.js';
 import { parseTeamRecord } from '../records.js';
@@ -76,6 +83,8 @@ interface Participant {
   candidates: (() => readonly PlacementCandidate[]) | undefined;
   closed: boolean;
   bells: Set<() => void>;
+  /** What it last reported its members doing. */
+  activity: ReadonlyMap<string, MemberActivity>;
 }
 
 /** Creates a {@link MemorySharedTeam} for `teamId`. */
@@ -100,6 +109,7 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
       participants[before.participant]?.listener?.lost(memberId);
     }
     to.listener?.acquired(memberId);
+    viewsChanged();
   };
 
   /** Places every unplaced (or orphaned) candidate on its least-loaded willing participant. */
@@ -131,6 +141,35 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
     }
   };
 
+  /** Every participant's listener hears that views may differ (after a microtask). */
+  const viewsChanged = (): void => {
+    for (const p of participants) {
+      if (!p.closed) queueMicrotask(() => p.listener?.changed?.());
+    }
+  };
+
+  const viewOf = (self: Participant): PlacementView => {
+    const placed = new Map<string, PlacedMember>();
+    for (const [memberId, row] of placements) {
+      const owner = participants[row.participant];
+      if (owner === undefined || owner.closed) continue;
+      placed.set(memberId, {
+        memberId,
+        processId: `participant-${row.participant}`,
+        here: owner === self,
+        activity: owner.activity.get(memberId),
+      });
+    }
+    const awaiting = new Set<string>();
+    for (const p of participants) {
+      for (const candidate of p.candidates?.() ?? []) {
+        if (placed.has(candidate.memberId)) continue;
+        if (participants.some((q) => willing(q, candidate))) awaiting.add(candidate.memberId);
+      }
+    }
+    return { placed, awaiting, liveProcesses: participants.filter((p) => !p.closed).length };
+  };
+
   const ring = (except: Participant): void => {
     for (const p of participants) {
       if (p === except || p.closed) continue;
@@ -147,6 +186,7 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
         candidates: undefined,
         closed: false,
         bells: new Set(),
+        activity: new Map(),
       };
       participants.push(self);
       let held: Promise<void> | undefined;
@@ -163,6 +203,11 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
         candidatesChanged() {
           if (!self.closed) queueMicrotask(rebalance);
         },
+        report(activity) {
+          self.activity = new Map(activity);
+          viewsChanged();
+        },
+        view: () => viewOf(self),
         async close() {
           if (self.closed) return;
           self.closed = true;

@@ -1,0 +1,78 @@
+import type { MemberStatus } from '../ports/events.js';
+import type { PlacementView } from '../ports/placement.js';
+import type { Member, QueuedMessage } from '../records.js';
+
+/**
+ * Whether a team can still move without the member asking (the lead, usually): some other member
+ * is working, is about to (it has mail that wakes it, or it is being spawned), or waits for a
+ * process of the team to take it over. Derived from the team's records and its placement, so every
+ * process of a team answers alike.
+ */
+export interface TeamProgress {
+  /** True when some other member works or will. */
+  readonly progressing: boolean;
+  /** Names of the members working now (`running`, or `provisioning`). */
+  readonly working: readonly string[];
+  /** Names of the members with mail that wakes them, not working yet. */
+  readonly woken: readonly string[];
+  /** Names of the members no live process runs yet, that a willing live process will take. */
+  readonly awaitingPlacement: readonly string[];
+  /** One line for a model or a person: who moves, or why nothing does. */
+  readonly summary: string;
+}
+
+/** What {@link teamProgress} reads. */
+export interface ProgressInputs {
+  /** Every member of the team. */
+  readonly members: readonly Member[];
+  /** The member asking: it does not count as progress for itself. */
+  readonly selfId: string;
+  /** A member's derived status (placement-aware). */
+  statusOf(member: Member): MemberStatus;
+  /** A member's pending mail. */
+  pending(memberId: string): readonly QueuedMessage[];
+  /** The placement as this process sees it, for a team spread over processes. */
+  readonly view?: PlacementView | undefined;
+}
+
+/** The one rule of team progress, used by `wait_for_team`, the service and the example. */
+export function teamProgress(inputs: ProgressInputs): TeamProgress {
+  const working: string[] = [];
+  const woken: string[] = [];
+  const awaitingPlacement: string[] = [];
+  for (const member of inputs.members) {
+    if (member.id === inputs.selfId) continue;
+    if (member.phase === 'provisioning') {
+      working.push(member.name);
+      continue;
+    }
+    if (member.phase !== 'active') continue;
+    const status = inputs.statusOf(member);
+    if (status === 'running' || status === 'provisioning') {
+      working.push(member.name);
+    } else if (inputs.view?.awaiting.has(member.id) === true) {
+      awaitingPlacement.push(member.name);
+    } else if (
+      status !== 'failed' &&
+      inputs.pending(member.id).some((message) => message.delivery === 'wakeup')
+    ) {
+      woken.push(member.name);
+    }
+  }
+  const progressing = working.length + woken.length + awaitingPlacement.length > 0;
+  const parts: string[] = [];
+  if (working.length > 0) parts.push(`working: ${working.join(', ')}`);
+  if (woken.length > 0) parts.push(`about to take mail: ${woken.join(', ')}`);
+  if (awaitingPlacement.length > 0) {
+    parts.push(`waiting for a process to take them over: ${awaitingPlacement.join(', ')}`);
+  }
+  return {
+    progressing,
+    working,
+    woken,
+    awaitingPlacement,
+    summary: progressing
+      ? parts.join('; ')
+      : 'no other member is working, about to, or waiting for a process',
+  };
+}
