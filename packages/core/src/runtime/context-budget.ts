@@ -333,6 +333,29 @@ export class ContextKeeper implements TurnBudget {
     return this.compact('overflow', signal);
   }
 
+  /**
+   * The bytes mail may still add at a step boundary before the next request passes the budget:
+   * mail recorded there follows the latest assistant message, which no compaction replaces, so
+   * what does not fit now waits for a later boundary (or the member's next turn).
+   */
+  room(): number {
+    return Math.max(0, Math.floor(this.limitBytes()) - this.requestBytes());
+  }
+
+  /**
+   * The largest message that can ever fit: the budget less what every request carries (system,
+   * tools, the messages kept first) and a summary's share. A message larger than this fits no
+   * context this member can have, however much is compacted.
+   */
+  largestMessage(): number {
+    const { budget, conversation } = this.options;
+    let head = 0;
+    const kept = Math.min(budget.keepFirst, conversation.messages.length);
+    for (let i = 0; i < kept; i++) head += conversation.sizeAt(i);
+    const limit = this.limitBytes();
+    return Math.max(0, Math.floor(limit * (1 - budget.summaryShare)) - this.fixedBytes - head);
+  }
+
   /** The budget in request bytes: from the window, and under a refused request's size. */
   private limitBytes(): number {
     const fromWindow = this.limit * this.bytesPerTokenNow();

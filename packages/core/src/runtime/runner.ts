@@ -4,7 +4,9 @@ import { textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
-import type { Member, MemberWorkspace, QueuedMessage } from '../records.js';
+import type { Member, MemberWorkspace, QueuedMessage, TeamRecord } from '../records.js';
+import { isLivePhase } from '../state/index.js';
+import { messageBytes } from '../transcript-context.js';
 import { runTurn, type ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
 import { isWriteFailure } from './commit-pipeline.js';
@@ -17,6 +19,7 @@ import {
   orderByPolicy,
   pickWith,
   queueIdleNotice,
+  renderMessage,
 } from './mail-delivery.js';
 import type { MemberPlace } from './member-workspaces.js';
 import { RepeatedFailureGuard } from './repeated-failures.js';
@@ -395,14 +398,19 @@ export class AgentRunner {
     this.turnAbort = abort;
     try {
       switch (work.type) {
-        case 'message':
+        case 'message': {
+          // A turn starts after the latest exchange, so the context can be compacted around the
+          // message: it only has to fit the member's largest message at all.
+          const deliver = await this.fitting([work.message], Number.POSITIVE_INFINITY);
+          if (deliver.length === 0) return;
           events.publish(this.name, {
             type: 'turn.start',
             reason: 'message',
             messageId: work.message.id,
           });
-          await this.deliver([work.message]);
+          await this.deliver(deliver);
           break;
+        }
         case 'claim':
         case 'resume': {
           events.publish(this.name, {
@@ -510,8 +518,85 @@ export class AgentRunner {
     const pending = this.host.deliverable(this.member.id);
     if (pending.length === 0) return 'continue';
     if (!this.isLead && pending.some((m) => m.kind === 'shutdown_request')) return 'stop';
-    await this.deliver(orderByPolicy(this.host.policy, pending, this.host.state.leadId ?? ''));
+    const ordered = orderByPolicy(this.host.policy, pending, this.host.state.leadId ?? '');
+    await this.deliver(
+      await this.fitting(ordered, this.keeper?.room() ?? Number.POSITIVE_INFINITY),
+    );
     return 'continue';
+  }
+
+  /**
+   * Of `messages` (in order), those to record now: as many as fit in `room` bytes of the member's
+   * context, in order, stopping at the first that does not (it stays pending for a later boundary
+   * or turn, never marked delivered into a context that would be refused). A message larger than
+   * any context of the member can be is dead-lettered (`EXCEEDS_CONTEXT`) and its sender told.
+   */
+  private async fitting(
+    messages: readonly QueuedMessage[],
+    room: number,
+  ): Promise<QueuedMessage[]> {
+    const keeper = this.keeper;
+    if (keeper === undefined) return [...messages];
+    const largest = keeper.largestMessage();
+    const deliver: QueuedMessage[] = [];
+    const tooLarge: { message: QueuedMessage; bytes: number }[] = [];
+    let used = 0;
+    for (const message of messages) {
+      const conversation = this.conversation as Conversation;
+      const bytes = conversation.holds(message.id) ? 0 : renderedBytes(this.host, message);
+      if (bytes > largest) {
+        tooLarge.push({ message, bytes });
+        continue;
+      }
+      if (used + bytes > room) break;
+      used += bytes;
+      deliver.push(message);
+    }
+    if (tooLarge.length > 0) await this.refuseTooLarge(tooLarge, largest);
+    return deliver;
+  }
+
+  /** Dead-letters messages no context of this member can hold, and tells each sender. */
+  private async refuseTooLarge(
+    letters: readonly { message: QueuedMessage; bytes: number }[],
+    largest: number,
+  ): Promise<void> {
+    const { state } = this.host;
+    try {
+      const records = await this.host.commit(this.member, () =>
+        letters.flatMap(({ message, bytes }) => {
+          if (!state.isPending(message.id)) return [];
+          const detail = `${bytes} bytes; ${this.name}'s context holds messages of at most ${largest} bytes`;
+          const out: TeamRecord[] = [
+            state.deadLetter({ messageId: message.id, reason: 'EXCEEDS_CONTEXT', detail }),
+          ];
+          const sender = state.member(message.senderId);
+          if (sender !== undefined && isLivePhase(sender.phase) && sender.id !== this.member.id) {
+            out.push(
+              state.queueMessage({
+                id: this.host.ids.next(),
+                senderId: this.member.id,
+                targetId: sender.id,
+                kind: 'message',
+                delivery: 'wakeup',
+                content: textContent(
+                  `Your message ${message.summary === undefined ? message.id : `"${message.summary}"`} ` +
+                    `to ${this.name} was not delivered: it is too large for ${this.name}'s context ` +
+                    `(${detail}). Send it in smaller parts, or point to a file.`,
+                ),
+              }),
+            );
+          }
+          return out;
+        }),
+      );
+      for (const record of records) {
+        if (record.type === 'message.queued') this.host.dispatch(record.message);
+      }
+    } catch (error) {
+      if (!TeamError.isInstance(error)) throw error;
+      // The service broke or the member moved; another boundary or process decides again.
+    }
   }
 
   private deliver(messages: readonly QueuedMessage[]): Promise<void> {
@@ -593,4 +678,11 @@ function toTeamError(error: unknown): TeamError {
 
 function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** The bytes a message takes in a member's context once rendered (envelope included). */
+function renderedBytes(host: RunnerHost, message: QueuedMessage): number {
+  let bytes = 0;
+  for (const entry of renderMessage(host, message)) bytes += messageBytes(entry);
+  return bytes;
 }

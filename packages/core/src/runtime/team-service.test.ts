@@ -145,7 +145,7 @@ describe('waitForChange', () => {
     });
     expect((await h.service.promptLead('wait')).text).toBe('done waiting');
     expect(h.transcript('lead')[2]).toBe(
-      'tool wait_for_team: {"noProgress":"no other member is running or provisioning","members":[]}',
+      'tool wait_for_team: {"noProgress":"no other member is working, about to, or waiting for a process","members":[]}',
     );
     await spawnIdle(h, 'bob');
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'work' });
@@ -157,7 +157,7 @@ describe('waitForChange', () => {
     await h.service.idle();
     const waited = h.transcript('lead').filter((l) => l.startsWith('tool wait_for_team'));
     expect(waited).toEqual([
-      'tool wait_for_team: {"noProgress":"no other member is running or provisioning","members":[]}',
+      'tool wait_for_team: {"noProgress":"no other member is working, about to, or waiting for a process","members":[]}',
       'tool wait_for_team: {"changed":true,"changes":["idle notification bob -> lead"],"members":["bob: running"]}',
     ]);
   });
