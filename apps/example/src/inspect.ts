@@ -46,6 +46,15 @@ export async function inspectTeam(
     );
   }
   out.push('', `Pending mail: ${state.pendingMail.length}`);
+  const dead = reading.state.deadLetters();
+  out.push('', `Dead letters: ${dead.length}`);
+  for (const d of dead) {
+    const to = names.get(d.message.targetId) ?? d.message.targetId;
+    const what = d.message.summary ?? `${d.message.kind} ${d.message.id}`;
+    out.push(
+      `  ${d.message.senderName} -> ${to}: ${what}  ${d.reason}${d.detail ? ` (${d.detail})` : ''}`,
+    );
+  }
   for (const m of state.roster) {
     const entries = await readTranscript(path.join(teamDir, TRANSCRIPTS_DIR, `${m.id}.jsonl`));
     out.push('', `Transcript of ${m.name} (${entries.length} entries):`);

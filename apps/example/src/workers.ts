@@ -301,6 +301,40 @@ export function multiProcessHooks(options: {
   let finished = false;
   const say = (line: string) =>
     observer?.print(command.plain || io.stdout.isTTY !== true ? plainLine(Date.now(), line) : line);
+  /**
+   * Every worker this process started exited before the review finished. The team lives on as
+   * long as another process of it is live (a `worker --team` someone joined takes the reviewers
+   * over): the run stops only when none has been for two leases, so a placement, not what this
+   * process spawned, says whether the team is abandoned.
+   */
+  const watchOtherProcesses = async (stop: (problem: string) => void): Promise<void> => {
+    let told = false;
+    let aloneSince: number | undefined;
+    while (!finished && !progress.finished && io.signal?.aborted !== true) {
+      const live = await db.liveProcesses(teamId).catch(() => undefined);
+      if (live !== undefined) {
+        live.delete(db.processId);
+        if (live.size > 0) {
+          aloneSince = undefined;
+          if (!told) {
+            say(
+              `the workers this process started exited; ${live.size} other process(es) of the team go on`,
+            );
+            told = true;
+          }
+        } else {
+          aloneSince ??= Date.now();
+          if (Date.now() - aloneSince >= 2 * db.settings.leaseMs) {
+            stop(
+              'every worker process exited before the review finished, and no other process of the team is live (see their lines)',
+            );
+            return;
+          }
+        }
+      }
+      await sleep(100);
+    }
+  };
   return {
     onEvent: (_agent, event) => {
       if (event.type === 'record') progress.apply(event.record);
@@ -333,9 +367,7 @@ export function multiProcessHooks(options: {
         // the line itself is printed as every worker line is
         onCompaction: (stat) => board.noteCompaction(stat, { feed: false }),
         onAllExited: (sawDone) => {
-          if (!sawDone) {
-            run.stop('every worker process exited before the review finished (see their lines)');
-          }
+          if (!sawDone) void watchOtherProcesses(run.stop);
         },
       });
       fleet.start();
