@@ -81,7 +81,13 @@ export function generateTeamLog(
   const stats: LogStats = {
     records: 0,
     bytes: 0,
-    byType: { member: 0, task: 0, 'message.queued': 0, 'message.delivered': 0 },
+    byType: {
+      member: 0,
+      task: 0,
+      'message.queued': 0,
+      'message.delivered': 0,
+      'message.dead_lettered': 0,
+    },
     members: 0,
     tasks: 0,
     messages: 0,
@@ -316,7 +322,13 @@ function generateChatLog(
   const stats: LogStats = {
     records: 0,
     bytes: 0,
-    byType: { member: 0, task: 0, 'message.queued': 0, 'message.delivered': 0 },
+    byType: {
+      member: 0,
+      task: 0,
+      'message.queued': 0,
+      'message.delivered': 0,
+      'message.dead_lettered': 0,
+    },
     members: 0,
     tasks: 0,
     messages: 0,

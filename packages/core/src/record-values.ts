@@ -13,10 +13,15 @@
 export const SCHEMA_VERSION = 2 as const;
 /** The schema version each record type is written with (and must carry). */
 export const RECORD_SCHEMA_VERSIONS = {
+  /** `member` records: version 1. */
   member: 1,
+  /** `task` records: version 1. */
   task: 1,
+  /** `message.queued` records: version 1. */
   'message.queued': 1,
+  /** `message.delivered` records: version 1. */
   'message.delivered': 1,
+  /** `message.dead_lettered` records: version 2, which introduced them. */
   'message.dead_lettered': 2,
 } as const;
 /** The schema version of transcript entries, written and the newest read. */
