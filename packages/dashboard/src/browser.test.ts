@@ -7,8 +7,10 @@ import {
   createAgentRegistry,
   createEventHub,
   type EventHub,
+  foldTeam,
   openTeam,
   type TeamLog,
+  type TeamRecord,
   type TeamService,
 } from '@teamwire/core';
 import { type AgentScript, createScriptedModel } from '@teamwire/core/testing';
@@ -154,6 +156,13 @@ async function start(
 const attr = (page: Page, selector: string, name: string) =>
   page.locator(selector).first().getAttribute(name);
 
+/** Core's fold of everything `log` holds now: what the page must agree with. */
+async function foldLog(log: TeamLog, teamId: string): Promise<ReturnType<typeof foldTeam>> {
+  const records: TeamRecord[] = [];
+  for await (const record of log.read()) records.push(record);
+  return foldTeam(records, { teamId });
+}
+
 /**
  * A new page that records every Content-Security-Policy violation of every document it loads:
  * the browser's own report (`securitypolicyviolation`) and its console line.
@@ -263,6 +272,12 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
       expect(run.team.getTask(run.team.lead, { taskId: 'task-3' }).subject).toBe(
         'Review the printer',
       );
+      // a quiet message waits for ann's next turn, which never comes: it ends as a dead letter
+      const later = await run.team.sendMessage(run.team.lead, {
+        to: 'ann',
+        text: 'For your next turn.',
+        delivery: 'quiet',
+      });
       await page
         .locator('[data-testid="member"][data-name="ann"] [data-testid="shutdown"]')
         .click();
@@ -273,6 +288,31 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
         .locator('[data-testid="mail"][data-kind="shutdown_request"][data-to="ann"]')
         .waitFor();
       expect(await page.locator('[data-testid="action-error"]').textContent()).toBe('');
+      const deadMail = page.locator('[data-testid="mail"][data-delivery="dead-letter"]', {
+        hasText: 'For your next turn.',
+      });
+      await deadMail.waitFor();
+      await run.team.idle();
+      const folded = await foldLog(run.log, 'web-1');
+      const letter = folded.deadLetters.find((d) => d.message.id === later.messageId);
+      const annId = folded.roster.find((m) => m.name === 'ann')?.id;
+      expect(letter?.reason).toBe('TARGET_RETIRED');
+      const mark = deadMail.locator('[data-testid="dead-letter"]');
+      expect(await mark.getAttribute('data-reason')).toBe(letter?.reason);
+      expect(await mark.textContent()).toContain(letter?.detail);
+      const annDead = folded.deadLetters.filter((d) => d.message.targetId === annId).length;
+      await page
+        .locator(
+          `[data-testid="member"][data-name="ann"] [data-testid="member-dead-letters"][data-count="${annDead}"]`,
+        )
+        .waitFor();
+      // the team's dead letters, as a list of their own
+      await page.locator('[data-testid="mail-filter-delivery"]').selectOption('dead-letter');
+      expect(await page.locator('[data-testid="mail"]').count()).toBe(folded.deadLetters.length);
+      expect(
+        await page.locator('[data-testid="mail"]:not([data-delivery="dead-letter"])').count(),
+      ).toBe(0);
+      await page.locator('[data-testid="mail-filter-delivery"]').selectOption('');
 
       // only the HTTP server goes away (the team and its hub stay): the page reconnects with
       // Last-Event-ID and gets what happened meanwhile, with no reload
@@ -303,6 +343,10 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
       expect(await attr(page, '[data-testid="task"][data-task-id="task-1"]', 'data-status')).toBe(
         'completed',
       );
+      // the reloaded snapshot still holds the dead letter, marked
+      expect(
+        await deadMail.locator('[data-testid="dead-letter"]').getAttribute('data-reason'),
+      ).toBe('TARGET_RETIRED');
       // the page did all of that under its Content-Security-Policy
       expect(violations).toEqual([]);
     } finally {

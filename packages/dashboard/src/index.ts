@@ -12,6 +12,8 @@ export { MAIL_TEXT_KEEP } from './snapshot-record.js';
 export type {
   DashboardSnapshot,
   DashboardState,
+  DeadLetterView,
+  MailDelivery,
   MailView,
   MemberView,
   TaskView,
@@ -23,6 +25,7 @@ export {
   emptyState,
   fromSnapshot,
   MAIL_KEEP,
+  mailDelivery,
   OUTPUT_KEEP,
   selectMail,
   tokenTotals,

@@ -27,6 +27,8 @@ export interface SnapshotCuts {
   'member.description'?: number;
   /** Why the member failed. */
   'member.error'?: number;
+  /** Why a message ended without delivery (a `message.dead_lettered` record's `detail`). */
+  'deadLetter.detail'?: number;
 }
 
 /**
@@ -131,6 +133,11 @@ export function cutRecord(record: TeamRecord): SnapshotRecord {
           ...(error === undefined ? {} : { error: keep('member.error', error) }),
         },
       });
+    }
+    case 'message.dead_lettered': {
+      const detail = record.detail;
+      if (detail === undefined || detail.length <= MAIL_TEXT_KEEP) return record;
+      return marked({ ...record, detail: keep('deadLetter.detail', detail) });
     }
     default:
       return record;

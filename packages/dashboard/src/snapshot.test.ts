@@ -1,9 +1,12 @@
 import {
   createEventHub,
+  DEAD_LETTER_DETAIL_MAX,
   DEFAULT_TEAM_LIMITS,
   MEMBER_DESCRIPTION_MAX,
   type TeamRecord,
+  TeamState,
 } from '@teamwire/core';
+import { createManualClock, createMemoryTeamLog } from '@teamwire/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type DashboardServer,
@@ -15,6 +18,7 @@ import {
 } from './index.js';
 import type { ServeDashboardOptions } from './serve.js';
 import { at, chattyLog, fakePage, http, isLegalMessage } from './test-helpers.js';
+import { fromSnapshot } from './view-model.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -110,6 +114,61 @@ describe('the snapshot', () => {
     await expect(serve(log, { maxSnapshotBytes: -1 })).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     });
+  });
+
+  it('carries dead letters within its byte bound, each long detail cut with its mark', async () => {
+    const state = new TeamState({ teamId: 't1', clock: createManualClock() });
+    const records: TeamRecord[] = [
+      ...state.createLead({ id: 't1', agentType: 'lead', provider: 'scripted' }),
+      state.spawnMember('t1', {
+        id: 'ann-id',
+        name: 'ann',
+        description: 'works',
+        agentType: 'worker',
+        provider: 'scripted',
+        context: 'fresh',
+      }),
+    ];
+    for (let i = 0; i < 100; i++) {
+      records.push(
+        state.queueMessage({
+          id: `m-${i}`,
+          senderId: 't1',
+          targetId: 'ann-id',
+          kind: 'message',
+          delivery: 'wakeup',
+          content: [{ type: 'text', text: `note ${i}` }],
+        }),
+        state.deadLetter({
+          messageId: `m-${i}`,
+          reason: 'EXCEEDS_CONTEXT',
+          detail: `note ${i} ${'is too large '.repeat(DEAD_LETTER_DETAIL_MAX)}`,
+        }),
+      );
+    }
+    const log = createMemoryTeamLog({ teamId: 't1' });
+    await log.append({ records });
+    const maxSnapshotBytes = 16 * 1024;
+    const { reply, snapshot } = await snapshotOf(await serve(log, { maxSnapshotBytes }));
+    expect(reply.status).toBe(200);
+    expect(reply.raw.length).toBeLessThanOrEqual(maxSnapshotBytes);
+    expect(snapshot.truncated).toBeGreaterThan(0);
+    const dead = snapshot.records.filter((r) => r.type === 'message.dead_lettered');
+    expect(dead.length).toBeGreaterThan(5);
+    for (const record of dead) {
+      const written = records.find((r) => r.seq === record.seq) as typeof record;
+      expect(record.cut).toEqual({ 'deadLetter.detail': written.detail?.length });
+      expect(record.detail).toBe(written.detail?.slice(0, MAIL_TEXT_KEEP));
+    }
+    // the page marks each message it holds, and counts every dead letter for ann
+    const view = fromSnapshot(snapshot);
+    const shown = new Set(view.mail.map((m) => m.id));
+    const marked = dead.filter((r) => shown.has(r.messageId));
+    expect(marked.length).toBeGreaterThan(0);
+    expect(view.mail.map((m) => [m.id, m.deadLetter?.detailMore])).toEqual(
+      marked.map((r) => [r.messageId, (r.cut?.['deadLetter.detail'] ?? 0) - MAIL_TEXT_KEEP]),
+    );
+    expect(view.members.get('ann-id')?.deadLetters).toBe(dead.length);
   });
 
   it('answers 500 with a JSON error, never a 200 cut short, when a record cannot be serialized', async () => {

@@ -1,11 +1,14 @@
 import {
   createAgentRegistry,
   createEventHub,
+  DEAD_LETTER_DETAIL_MAX,
   deterministicSummary,
+  foldTeam,
   type HubItem,
   MEMBER_DESCRIPTION_MAX,
   openTeam,
   type TeamRecord,
+  TeamState,
 } from '@teamwire/core';
 import {
   createManualClock,
@@ -263,6 +266,109 @@ describe('the dashboard view model', () => {
       ['lead', 'ann', text.slice(0, MAIL_TEXT_KEEP - 1), text.length - (MAIL_TEXT_KEEP - 1)],
     ]);
     await team.dispose();
+  });
+
+  it('keeps mail that ends without delivery as a dead letter with its reason, as core folds the log', async () => {
+    const model = createScriptedModel({
+      scripts: { lead: () => ({ text: 'Noted.' }), ann: ({ call }) => ({ text: `reply ${call}` }) },
+    });
+    const { team, log, items } = await openWatchedTeam(model);
+    await team.spawnTeammate(team.lead, {
+      name: 'ann',
+      description: 'works',
+      prompt: 'Wait.',
+      agentType: 'worker',
+    });
+    await team.idle();
+    // a quiet message waits for ann's next turn, which never comes: ann retires first
+    await team.sendMessage(team.lead, { to: 'ann', text: 'For later.', delivery: 'quiet' });
+    await team.sendMessage(team.lead, { to: 'ann', text: 'Also later.', delivery: 'quiet' });
+    await team.shutdown(team.lead, { target: 'ann' });
+    await team.idle();
+    const truth = foldTeam(log.records(), { teamId: 't1' });
+    expect(truth.deadLetters.length).toBeGreaterThan(1);
+
+    const live = emptyState('t1');
+    for (const item of items) expect(applyHubItem(live, item)).toBe('ok');
+    const records = [...log.records()];
+    const loaded = fromSnapshot(snapshotOf(records.map(cutRecord)));
+    const annId = truth.roster.find((m) => m.name === 'ann')?.id as string;
+    for (const state of [live, loaded]) {
+      // each dead letter is marked on its message, with core's reason and detail
+      expect(
+        state.mail.flatMap((m) =>
+          m.deadLetter === undefined
+            ? []
+            : [[m.id, m.deadLetter.reason, m.deadLetter.detail, m.deadLetter.at]],
+        ),
+      ).toEqual(truth.deadLetters.map((d) => [d.message.id, d.reason, d.detail, d.at]));
+      // it is no longer pending, and never shown delivered
+      expect(selectMail(state, { delivery: 'pending' }).map((m) => m.id)).toEqual(
+        truth.pendingMail.map((m) => m.id),
+      );
+      expect(selectMail(state, { delivery: 'dead-letter' }).map((m) => m.id)).toEqual(
+        truth.deadLetters.map((d) => d.message.id),
+      );
+      expect(state.mail.filter((m) => m.deadLetter !== undefined && m.delivered)).toEqual([]);
+      // and counted for its target
+      expect(state.members.get(annId)?.deadLetters).toBe(
+        truth.deadLetters.filter((d) => d.message.targetId === annId).length,
+      );
+      expect(state.members.get('t1')?.deadLetters).toBe(
+        truth.deadLetters.filter((d) => d.message.targetId === 't1').length,
+      );
+    }
+    await team.dispose();
+  });
+
+  it("shows a dead letter's detail the snapshot cut as the whole record shows it", () => {
+    const clock = createManualClock();
+    const state = new TeamState({ teamId: 't1', clock });
+    const records: TeamRecord[] = [
+      ...state.createLead({ id: 't1', agentType: 'lead', provider: 'scripted' }),
+      state.spawnMember('t1', {
+        id: 'ann-id',
+        name: 'ann',
+        description: 'works',
+        agentType: 'worker',
+        provider: 'scripted',
+        context: 'fresh',
+      }),
+      state.queueMessage({
+        id: 'big',
+        senderId: 't1',
+        targetId: 'ann-id',
+        kind: 'message',
+        delivery: 'wakeup',
+        content: [{ type: 'text', text: 'A long read.' }],
+      }),
+    ];
+    // a pair of surrogates straddles the cut: neither view splits it
+    const detail = `${'d'.repeat(MAIL_TEXT_KEEP - 1)}😀${'e'.repeat(DEAD_LETTER_DETAIL_MAX)}`;
+    records.push(state.deadLetter({ messageId: 'big', reason: 'EXCEEDS_CONTEXT', detail }));
+    const written = (records.at(-1) as TeamRecord & { detail: string }).detail;
+    expect(written.length).toBeGreaterThan(MAIL_TEXT_KEEP);
+
+    const cutRecords = records.map(cutRecord);
+    expect(cutRecords.at(-1)).toMatchObject({ cut: { 'deadLetter.detail': written.length } });
+    expect(JSON.stringify(cutRecords.at(-1)).length).toBeLessThan(MAIL_TEXT_KEEP + 400);
+    const whole = emptyState('t1');
+    for (const record of records) applyRecord(whole, record);
+    const cut = fromSnapshot(snapshotOf(cutRecords));
+    const view = (s: typeof whole) => s.mail.map((m) => [m.id, m.delivered, m.deadLetter]);
+    expect(view(cut)).toEqual(view(whole));
+    expect(view(whole)).toEqual([
+      [
+        'big',
+        false,
+        {
+          reason: 'EXCEEDS_CONTEXT',
+          detail: written.slice(0, MAIL_TEXT_KEEP - 1),
+          detailMore: written.length - (MAIL_TEXT_KEEP - 1),
+          at: records.at(-1)?.at,
+        },
+      ],
+    ]);
   });
 
   it('asks for a reload on a reset, counts gaps, and keeps output bounded', async () => {

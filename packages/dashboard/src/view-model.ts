@@ -12,6 +12,7 @@ import {
 export type {
   DashboardSnapshot,
   DashboardState,
+  DeadLetterView,
   MailView,
   MemberView,
   TaskView,
@@ -83,6 +84,15 @@ function kept(text: string, length = text.length): { text: string; more: number 
   return { text: shown, more: Math.max(0, length - shown.length) };
 }
 
+/** The message of the timeline with this id, looked for from the newest. */
+function mailWithId(state: DashboardState, id: string): MailView | undefined {
+  for (let i = state.mail.length - 1; i >= 0; i--) {
+    const item = state.mail[i] as MailView;
+    if (item.id === id) return item;
+  }
+  return undefined;
+}
+
 /**
  * Applies one team-log record, whole or as a snapshot cut it; a record at or below the last
  * applied seq is skipped.
@@ -104,6 +114,7 @@ export function applyRecord(state: DashboardState, record: SnapshotRecord): bool
         compactions: 0,
         compacting: false,
         active: false,
+        deadLetters: 0,
         ...known,
         id: m.id,
         name: m.name,
@@ -156,13 +167,26 @@ export function applyRecord(state: DashboardState, record: SnapshotRecord): bool
       break;
     }
     case 'message.delivered': {
-      for (let i = state.mail.length - 1; i >= 0; i--) {
-        const item = state.mail[i] as MailView;
-        if (item.id === record.messageId) {
-          item.delivered = true;
-          break;
-        }
+      const item = mailWithId(state, record.messageId);
+      if (item !== undefined) item.delivered = true;
+      break;
+    }
+    case 'message.dead_lettered': {
+      const detail =
+        record.detail === undefined
+          ? undefined
+          : kept(record.detail, record.cut?.['deadLetter.detail']);
+      const item = mailWithId(state, record.messageId);
+      if (item !== undefined) {
+        item.deadLetter = {
+          reason: record.reason,
+          detail: detail?.text,
+          detailMore: detail?.more ?? 0,
+          at: record.at,
+        };
       }
+      const target = state.members.get(record.targetId);
+      if (target !== undefined) target.deadLetters++;
       break;
     }
   }
@@ -259,15 +283,32 @@ export function applyHubItem(state: DashboardState, item: HubItem): 'ok' | 'relo
   }
 }
 
-/** The timeline filtered by member (sender or target) and kind. */
+/**
+ * Where a message of the timeline stands: `pending` until its record says it was delivered, or
+ * that it ended without delivery (`dead-letter`).
+ */
+export type MailDelivery = 'pending' | 'delivered' | 'dead-letter';
+
+/** Where `item` stands (see {@link MailDelivery}). */
+export function mailDelivery(item: MailView): MailDelivery {
+  if (item.delivered) return 'delivered';
+  return item.deadLetter === undefined ? 'pending' : 'dead-letter';
+}
+
+/** The timeline filtered by member (sender or target), kind and where each message stands. */
 export function selectMail(
   state: DashboardState,
-  filter: { member?: string | undefined; kind?: MessageKind | undefined } = {},
+  filter: {
+    member?: string | undefined;
+    kind?: MessageKind | undefined;
+    delivery?: MailDelivery | undefined;
+  } = {},
 ): MailView[] {
   return state.mail.filter(
     (m) =>
       (filter.member === undefined || m.from === filter.member || m.to === filter.member) &&
-      (filter.kind === undefined || m.kind === filter.kind),
+      (filter.kind === undefined || m.kind === filter.kind) &&
+      (filter.delivery === undefined || mailDelivery(m) === filter.delivery),
   );
 }
 

@@ -1,4 +1,4 @@
-import type { MemberStatus, MessageKind, TaskStatus } from '@teamwire/core';
+import type { DeadLetterReason, MemberStatus, MessageKind, TaskStatus } from '@teamwire/core';
 import type { MAIL_TEXT_KEEP, SnapshotRecord } from './snapshot-record.js';
 
 /* What the page shows, and what it loads first: the view model's types and bounds. */
@@ -62,6 +62,8 @@ export interface MemberView {
         message: string;
       }
     | undefined;
+  /** Messages to it that ended without delivery (dead letters), as seen by this page. */
+  deadLetters: number;
   /** Its display color. */
   color?: string | undefined;
   /** Run by a client (an MCP member, or the dashboard's own operator). */
@@ -113,6 +115,23 @@ export interface MailView {
   more: number;
   /** Whether its `message.delivered` record was seen. */
   delivered: boolean;
+  /**
+   * Set when its `message.dead_lettered` record was seen: it ended without delivery, and never
+   * will be delivered.
+   */
+  deadLetter?: DeadLetterView | undefined;
+}
+
+/** Why a message of the timeline ended without delivery. */
+export interface DeadLetterView {
+  /** Why, as core says it (`TARGET_FAILED`, `TARGET_RETIRED`, `EXCEEDS_CONTEXT`). */
+  reason: DeadLetterReason;
+  /** More about why, cut to {@link MAIL_TEXT_KEEP} characters. */
+  detail?: string | undefined;
+  /** Characters of the detail left out (0 when it is whole). */
+  detailMore: number;
+  /** When it ended (ms since the Unix epoch). */
+  at: number;
 }
 
 /** What the server answers on `GET /api/snapshot`; see the package README. */

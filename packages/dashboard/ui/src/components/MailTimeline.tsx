@@ -1,6 +1,13 @@
 import { memo, useCallback, useLayoutEffect, useRef, useState } from 'react';
 import type { MessageBody } from '../../../src/snapshot-record.js';
-import { type DashboardState, type MailView, selectMail } from '../../../src/view-model.js';
+import {
+  type DashboardState,
+  type DeadLetterView,
+  type MailDelivery,
+  type MailView,
+  mailDelivery,
+  selectMail,
+} from '../../../src/view-model.js';
 import { toApiError } from '../api.js';
 import { clockTime, fullTime } from '../format.js';
 import { CutMark } from './CutMark.js';
@@ -14,12 +21,25 @@ const KINDS: readonly Kind[] = [
   'task_assignment',
 ];
 
+const DELIVERIES: readonly MailDelivery[] = ['pending', 'delivered', 'dead-letter'];
+
+/** What the timeline shows of where a message stands. */
+const DELIVERY_MARKS: Record<MailDelivery, { mark: string; title: string }> = {
+  pending: { mark: '…', title: 'queued' },
+  delivered: { mark: '✓', title: 'delivered' },
+  'dead-letter': { mark: '✗', title: 'never delivered' },
+};
+
 /** A string that changes whenever anything the timeline shows changes. */
 export function mailKey(state: DashboardState): string {
   const mail = state.mail;
   let delivered = 0;
-  for (const item of mail) if (item.delivered) delivered++;
-  return `${mail.length}:${mail[0]?.id ?? ''}:${mail.at(-1)?.id ?? ''}:${delivered}`;
+  let dead = 0;
+  for (const item of mail) {
+    if (item.delivered) delivered++;
+    if (item.deadLetter !== undefined) dead++;
+  }
+  return `${mail.length}:${mail[0]?.id ?? ''}:${mail.at(-1)?.id ?? ''}:${delivered}:${dead}`;
 }
 
 export interface MailTimelineProps {
@@ -61,10 +81,12 @@ export const MailTimeline = memo(function MailTimeline({
     [loadMessage],
   );
   const [kind, setKind] = useState<Kind | ''>('');
+  const [delivery, setDelivery] = useState<MailDelivery | ''>('');
   const names = memberNames === '' ? [] : memberNames.split('\n');
   const items = selectMail(state, {
     member: member === '' ? undefined : member,
     kind: kind === '' ? undefined : kind,
+    delivery: delivery === '' ? undefined : delivery,
   });
 
   const listRef = useRef<HTMLOListElement>(null);
@@ -115,6 +137,21 @@ export const MailTimeline = memo(function MailTimeline({
             ))}
           </select>
         </label>
+        <label>
+          delivery{' '}
+          <select
+            data-testid="mail-filter-delivery"
+            value={delivery}
+            onChange={(event) => setDelivery(event.target.value as MailDelivery | '')}
+          >
+            <option value="">all</option>
+            {DELIVERIES.map((d) => (
+              <option key={d} value={d}>
+                {d}
+              </option>
+            ))}
+          </select>
+        </label>
       </div>
       {items.length === 0 ? (
         <p className="empty">{state.mail.length === 0 ? 'No mail yet.' : 'No mail matches.'}</p>
@@ -130,11 +167,12 @@ export const MailTimeline = memo(function MailTimeline({
           {items.map((item) => (
             <li
               key={item.id}
-              className={`mail mail-${item.kind}`}
+              className={`mail mail-${item.kind} mail-${mailDelivery(item)}`}
               data-testid="mail"
               data-from={item.from}
               data-to={item.to}
               data-kind={item.kind}
+              data-delivery={mailDelivery(item)}
             >
               <div className="mail-head">
                 <time dateTime={new Date(item.at).toISOString()} title={fullTime(item.at)}>
@@ -145,10 +183,10 @@ export const MailTimeline = memo(function MailTimeline({
                 </span>
                 <span className={`kind kind-${item.kind}`}>{item.kind}</span>
                 <span
-                  className={`delivery${item.delivered ? ' delivered' : ''}`}
-                  title={item.delivered ? 'delivered' : 'queued'}
+                  className={`delivery delivery-${mailDelivery(item)}`}
+                  title={DELIVERY_MARKS[mailDelivery(item)].title}
                 >
-                  {item.delivered ? '✓' : '…'}
+                  {DELIVERY_MARKS[mailDelivery(item)].mark}
                 </span>
               </div>
               {item.summary !== undefined && item.summary !== '' ? (
@@ -158,6 +196,7 @@ export const MailTimeline = memo(function MailTimeline({
                 </div>
               ) : null}
               <MailText item={item} expanded={expanded.get(item.seq)} expand={expand} />
+              {item.deadLetter !== undefined ? <DeadLetterMark letter={item.deadLetter} /> : null}
             </li>
           ))}
         </ol>
@@ -165,6 +204,25 @@ export const MailTimeline = memo(function MailTimeline({
     </section>
   );
 });
+
+/** Why a message will never be delivered: core's reason, and its detail. */
+function DeadLetterMark({ letter }: { letter: DeadLetterView }) {
+  return (
+    <div className="dead-letter" data-testid="dead-letter" data-reason={letter.reason}>
+      <time dateTime={new Date(letter.at).toISOString()} title={fullTime(letter.at)}>
+        {clockTime(letter.at)}
+      </time>{' '}
+      not delivered: <code>{letter.reason}</code>
+      {letter.detail !== undefined ? (
+        <>
+          {' '}
+          <span className="dead-letter-detail">{letter.detail}</span>
+          {letter.detailMore > 0 ? <CutMark more={letter.detailMore} /> : null}
+        </>
+      ) : null}
+    </div>
+  );
+}
 
 /** A message's body: as the timeline keeps it, or whole once the person asked for it. */
 function MailText({

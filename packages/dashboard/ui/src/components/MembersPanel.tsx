@@ -126,6 +126,16 @@ function MemberRow({ member, isOperator, canSteer, busy, act }: MemberRowProps) 
         <span className="muted">
           {member.turns} {member.turns === 1 ? 'turn' : 'turns'}
         </span>
+        {member.deadLetters > 0 ? (
+          <span
+            className="dead-count"
+            data-testid="member-dead-letters"
+            data-count={member.deadLetters}
+            title={`messages to ${member.name} that will never be delivered`}
+          >
+            {member.deadLetters} {member.deadLetters === 1 ? 'dead letter' : 'dead letters'}
+          </span>
+        ) : null}
         {member.lastError !== undefined ? (
           <span className="error-text" title={member.lastError.message}>
             {member.lastError.code}: {member.lastError.message}
