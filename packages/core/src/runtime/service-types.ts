@@ -66,7 +66,12 @@ export interface MemberInfo extends Member {
    * The process that runs the member, when the team spreads over processes and the placement
    * knows it (`here`: this one).
    */
-  process?: { processId: string; here: boolean };
+  process?: {
+    /** The store's id of that process. */
+    processId: string;
+    /** True when it is this process. */
+    here: boolean;
+  };
   /** Why the member's runner stopped, when its status is `failed`. */
   failure?: {
     /** The failure's `TeamError` code. */
