@@ -231,7 +231,11 @@ async function appendWorktrees(report: string, worktrees: FixSummary['worktrees'
 
 export function formatFixSummary(summary: FixSummary): string {
   const lines = [
-    summary.interrupted ? 'Stopped before the fix finished.' : 'Fix finished.',
+    summary.interrupted
+      ? 'Stopped before the fix finished.'
+      : summary.missing.length > 0
+        ? 'Fix finished with work missing.'
+        : 'Fix finished.',
     ...summaryCounts(summary),
     `  result branch: ${summary.resultBranch} in ${summary.repo}`,
     `    see it with: git -C ${summary.repo} log --stat ${summary.resultBranch}`,
@@ -243,7 +247,7 @@ export function formatFixSummary(summary: FixSummary): string {
     );
   }
   lines.push(`  team folder: ${summary.teamDir}`);
-  if (summary.interrupted || !summary.reportWritten) {
+  if (summary.interrupted || summary.missing.length > 0) {
     lines.push(`  resume with: teamwire-example fix --resume ${summary.teamId}`);
   }
   return `${lines.join('\n')}\n`;
