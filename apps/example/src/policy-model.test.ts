@@ -335,3 +335,190 @@ describe('the offline reviewer policy after its context was compacted', () => {
     ]);
   });
 });
+
+/** A task-claim prompt as core words it (a resume after an interrupt or a takeover starts the same). */
+const claimPrompt = (
+  taskId: string,
+  subject: string,
+  description: string,
+  note = '',
+): ChatMessage => ({
+  role: 'user',
+  content: [
+    {
+      type: 'text',
+      text: `You claimed ${taskId}: ${subject}\n\n${description}${note}\n\nWork on ${taskId} now.`,
+    },
+  ],
+  source: { kind: 'task-claim', taskId },
+});
+const reviewA = () =>
+  claimPrompt(
+    'task-1',
+    'Review a',
+    'Review the folder a (path: a): files, lines; send the findings to the lead.',
+  );
+
+/** The answers of a small world to a reviewer's calls: folder `a` and a board that takes every update. */
+function reviewerWorld(call: { name: string; input: unknown }): unknown {
+  const input = call.input as { path?: string; taskId?: string; action?: string };
+  switch (call.name) {
+    case 'list_files':
+      return { files: [{ path: 'a/index.ts', lines: 3 }], total: 1 };
+    case 'search_text':
+      return { matches: [], total: 0 };
+    case 'read_file':
+      return { path: input.path, text: 'export const a = 1;\n', totalLines: 3 };
+    case 'send_message':
+      return { messageId: 'm1', status: 'queued' };
+    case 'task_update':
+      return task(
+        input.taskId ?? '?',
+        'Review a',
+        input.action === 'complete' ? 'completed' : 'pending',
+      );
+    default:
+      throw new Error(`unexpected call ${call.name}`);
+  }
+}
+
+/** What a world answers a call with: a result, a tool error, or a cut (the turn ends there). */
+type Answer = unknown;
+/** The turn is cut off at this call (an interrupt, a kill): its result is `text`, nothing follows. */
+const cut = (text: string) => ({ cutOff: text });
+
+/**
+ * Runs the policy to the end of its turn against `world`, appending each answer and the results
+ * it gets; returns every call it made. A `cut` answer ends the turn there, as core ends a turn
+ * that was interrupted or killed. Fails past `limit` steps: a policy that loops never ends.
+ */
+async function runTurnOf(
+  role: PolicyOptions['role'],
+  messages: ChatMessage[],
+  world: (call: { name: string; input: unknown }) => Answer,
+  limit = 50,
+): Promise<{ calls: ToolCall[]; text: string }> {
+  const calls: ToolCall[] = [];
+  for (let step = 0; step < limit; step++) {
+    const answer = await nextStep(role, messages);
+    messages.push(answer);
+    if (answer.toolCalls.length === 0) {
+      return { calls, text: answer.content.map((c) => (c.type === 'text' ? c.text : '')).join('') };
+    }
+    let stopped = false;
+    for (const call of answer.toolCalls) {
+      calls.push(call);
+      const result = stopped ? cut(INTERRUPTED_TOOL_RESULT) : world(call);
+      const cutOff = (result as { cutOff?: string } | null)?.cutOff;
+      const failed = cutOff !== undefined || (result as { error?: unknown } | null)?.error;
+      messages.push({
+        role: 'tool',
+        toolCallId: call.id,
+        toolName: call.name,
+        content: [{ type: 'text', text: cutOff ?? JSON.stringify(result) }],
+        ...(failed ? { isError: true } : {}),
+      });
+      if (cutOff !== undefined) stopped = true;
+    }
+    if (stopped) return { calls, text: '' };
+  }
+  throw new Error(`the ${role} policy did not end its turn in ${limit} steps`);
+}
+
+const count = (calls: readonly ToolCall[], name: string) =>
+  calls.filter((c) => c.name === name).length;
+
+describe('the offline reviewer policy resumes a task from its transcript', () => {
+  it('after a takeover, a second claim of a task whose findings it sent completes it without sending them again', async () => {
+    // the first turn: the whole review and the findings; the process was killed during the
+    // completion, which a revival finds without a result (core repairs it as terminated)
+    const messages: ChatMessage[] = [reviewA()];
+    const first = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'task_update' ? cut(TERMINATED_TOOL_RESULT) : reviewerWorld(call),
+    );
+    expect(count(first.calls, 'send_message')).toBe(1);
+
+    // the member revived in another process is told of its task again
+    messages.push(reviewA());
+    const second = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(second.calls.map((c) => [c.name, c.input])).toEqual([
+      ['task_update', { taskId: 'task-1', action: 'complete' }],
+    ]);
+    expect(callNames(messages).filter((n) => n === 'send_message')).toHaveLength(1);
+  });
+
+  it('after an interrupt, the resume prompt continues from the reads it has, with no read or message twice', async () => {
+    // listed and searched; the read of the largest file was cut off by the interrupt
+    const messages: ChatMessage[] = [reviewA()];
+    const first = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'read_file' ? cut(INTERRUPTED_TOOL_RESULT) : reviewerWorld(call),
+    );
+    expect(first.calls.map((c) => c.name)).toEqual([
+      'list_files',
+      'search_text',
+      'search_text',
+      'read_file',
+    ]);
+    messages.push(
+      claimPrompt(
+        'task-1',
+        'Review a',
+        'Review the folder a (path: a): files, lines; send the findings to the lead.',
+        '\n\nYour work on this task was interrupted; resume it where you stopped.',
+      ),
+    );
+    const resumed = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(resumed.calls.map((c) => c.name)).toEqual(['read_file', 'send_message', 'task_update']);
+    const all = callNames(messages);
+    expect(all.filter((n) => n === 'list_files')).toHaveLength(1);
+    expect(all.filter((n) => n === 'search_text')).toHaveLength(2);
+    expect(all.filter((n) => n === 'send_message')).toHaveLength(1);
+  });
+
+  it('reviews a task reopened after it completed it, from the start', async () => {
+    const messages: ChatMessage[] = [reviewA()];
+    const first = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(count(first.calls, 'task_update')).toBe(1);
+    messages.push(reviewA());
+    const again = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(again.calls.map((c) => c.name)).toEqual(first.calls.map((c) => c.name));
+  });
+});
+
+/** The name of every tool call in `messages`, in order. */
+function callNames(messages: readonly ChatMessage[]): string[] {
+  return messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls.map((c) => c.name) : []));
+}
+
+describe('the offline reviewer policy given a task that names no folder', () => {
+  const operatorTask = () =>
+    claimPrompt('task-9', 'Check the licence headers', 'Every file needs one.');
+
+  it('tells the lead and completes it in one step, then ends its turn', async () => {
+    const messages: ChatMessage[] = [operatorTask()];
+    const turn = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'task_update'
+        ? task('task-9', 'Check the licence headers', 'completed', 'reviewer-1')
+        : { messageId: 'm1', status: 'queued' },
+    );
+    expect(turn.calls.map((c) => [c.name, (c.input as { to?: string }).to])).toEqual([
+      ['send_message', 'lead'],
+      ['task_update', undefined],
+    ]);
+    expect(turn.calls[1]?.input).toEqual({ taskId: 'task-9', action: 'complete' });
+    expect((turn.calls[0]?.input as { message?: string } | undefined)?.message).toContain(
+      'task-9 ("Check the licence headers") names no folder to review',
+    );
+  });
+
+  it('makes no call again when the task cannot be changed', async () => {
+    const messages: ChatMessage[] = [operatorTask()];
+    const turn = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'task_update'
+        ? { error: { code: 'NOT_ALLOWED_TO_CHANGE_STATUS', message: 'not yours' } }
+        : { messageId: 'm1', status: 'queued' },
+    );
+    expect(turn.calls.map((c) => c.name)).toEqual(['send_message', 'task_update']);
+    expect(turn.text).toContain('Could not close task-9');
+  });
+});
