@@ -7,6 +7,7 @@ import {
   currentTasks,
   isLive,
   leadTurn,
+  MAX_STALLED_WAITS,
   type MemberLite,
   summaryTaskStep,
   type TaskLite,
@@ -26,6 +27,7 @@ const MAX_NUDGES = 3;
 /** The reviewer of unit `i` (1-based), `attempt` 1 the first. */
 export const fixerName = (i: number, attempt = 1) =>
   attempt === 1 ? `fixer-${i}` : `fixer-${i}-${attempt}`;
+const FIXER_NAME = /^fixer-\d+(-\d+)?$/;
 
 export interface FixLeadPolicyOptions {
   /** The directory shown in the report. */
@@ -156,11 +158,14 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   const open = units.filter((_, i) => (unitTasks[i] as TaskLite).status !== 'completed');
   let givenUp = false;
   if (open.length > 0) {
-    const { lastWait, listedSince, nudgedSince, stalled } = waitState(done);
+    const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
+      FIXER_NAME.test(name),
+    );
     if (!lastWait || listedSince) {
       return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
     }
-    if (stalled && !nudgedSince) {
+    if (stalledWaits >= MAX_STALLED_WAITS) givenUp = true;
+    else if (stalled && !nudgedSince) {
       const nudged = outcomes(messages).filter((o) => o.call.name === 'send_message');
       const nudges = open
         .map((unit) => current[units.indexOf(unit)]?.name as string)

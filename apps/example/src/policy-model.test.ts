@@ -7,6 +7,7 @@ import {
 } from '@teamwire/core';
 import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
+import { MAX_STALLED_WAITS } from './policy-lead-common.js';
 import { createPolicyModel, type PolicyOptions, SUMMARY_SUBJECT } from './policy-model.js';
 
 /** The policy's next answer to a conversation. */
@@ -520,5 +521,109 @@ describe('the offline reviewer policy given a task that names no folder', () => 
     );
     expect(turn.calls.map((c) => c.name)).toEqual(['send_message', 'task_update']);
     expect(turn.text).toContain('Could not close task-9');
+  });
+});
+
+/**
+ * A small world for the review lead: folders `a`, `b` and `c`, one reviewer, a board that takes
+ * every call, and a `wait_for_team` that always finds nobody working; `onWait` may move the
+ * board on at each wait.
+ */
+function leadWorld(
+  onWait: (tasks: ReturnType<typeof task>[], waits: number) => void = () => {},
+  reviewerStatus = 'idle',
+) {
+  const tasks: ReturnType<typeof task>[] = [];
+  let waits = 0;
+  const world = (call: { name: string; input: unknown }): unknown => {
+    const input = call.input as { subject?: string; taskId?: string; action?: string };
+    switch (call.name) {
+      case 'list_files':
+        return {
+          files: ['a', 'b', 'c'].map((d) => ({ path: `${d}/index.ts`, lines: 3 })),
+          total: 3,
+        };
+      case 'list_members':
+        return [
+          { name: 'lead', status: 'running' },
+          { name: 'reviewer-1', status: 'idle' },
+        ];
+      case 'task_list':
+        return { tasks: tasks.map((t) => ({ ...t })) };
+      case 'task_create': {
+        const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
+        tasks.push(created);
+        return { ...created };
+      }
+      case 'task_update': {
+        const found = tasks.find((t) => t.id === input.taskId);
+        if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
+        if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
+        if (input.action === 'complete') found.status = 'completed';
+        return { ...found };
+      }
+      case 'wait_for_team':
+        onWait(tasks, ++waits);
+        return {
+          noProgress: 'no other member is running or provisioning',
+          members: [`reviewer-1: ${reviewerStatus}`],
+        };
+      case 'write_report':
+        return { path: 'team-report.md', bytes: 1 };
+      case 'spawn_teammate':
+      case 'send_message':
+      case 'shutdown_teammate':
+        return { messageId: 'm1', status: 'queued' };
+      default:
+        throw new Error(`unexpected call ${call.name}`);
+    }
+  };
+  return { world, tasks, waits: () => waits };
+}
+
+describe('the offline lead policy when the team stalls', () => {
+  it('wraps up after a bounded number of waits that find nobody working, and says what is missing', async () => {
+    const { world, tasks, waits } = leadWorld();
+    const lead = leadConversation().messages;
+    const turn = await runTurnOf('lead', lead, world, 100);
+
+    // a few waits, one nudge, then the report of what the team did and the summary task
+    expect(waits()).toBe(MAX_STALLED_WAITS);
+    expect(count(turn.calls, 'send_message')).toBe(1);
+    expect(turn.calls.length).toBeLessThanOrEqual(20);
+    const report = turn.calls.find((c) => c.name === 'write_report');
+    expect((report?.input as { markdown?: string } | undefined)?.markdown).toContain(
+      '| a | - | - | - | - | not reviewed |',
+    );
+    expect(tasks.find((t) => t.subject === SUMMARY_SUBJECT)?.status).toBe('completed');
+    expect(count(turn.calls, 'shutdown_teammate')).toBe(1);
+    expect(turn.text).toContain('The review stopped short: 3 review task(s) are not done');
+    expect(turn.text).toContain('task-1 "Review a" (pending)');
+  });
+
+  it('keeps waiting while the board moves on, however slowly', async () => {
+    // one review task completes at every other wait, each wait finding nobody working
+    const { world, waits } = leadWorld((tasks, n) => {
+      const next = tasks.find((t) => t.subject.startsWith('Review ') && t.status !== 'completed');
+      if (next && n % 2 === 0) next.status = 'completed';
+    });
+    const turn = await runTurnOf('lead', leadConversation().messages, world, 100);
+    expect(waits()).toBeGreaterThan(MAX_STALLED_WAITS);
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
+    const report = turn.calls.find((c) => c.name === 'write_report');
+    expect(report).toBeDefined();
+  });
+
+  it('does not count a wait that cannot see its reviewer (inactive here: it may run in another process)', async () => {
+    // a reviewer in another process, shown inactive; a folder done at every fifth wait
+    const { world, waits } = leadWorld((tasks, n) => {
+      const next = tasks.find((t) => t.subject.startsWith('Review ') && t.status !== 'completed');
+      if (next && n % 5 === 0) next.status = 'completed';
+    }, 'inactive');
+    const turn = await runTurnOf('lead', leadConversation().messages, world, 100);
+    expect(waits()).toBe(15);
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
+    // nor is a reviewer it cannot see nudged at every wait
+    expect(count(turn.calls, 'send_message')).toBe(0);
   });
 });
