@@ -44,6 +44,8 @@ const FixSettings = z.object({
     .optional(),
   report: z.string(),
   conflictFile: z.string().optional(),
+  /** The team's limit of live teammates, when a test set one (else core's default). */
+  maxMembers: z.number().int().min(0).optional(),
   /** Started with `--web`: the team has the agent type of the dashboard's `operator` member. */
   web: z.boolean().optional(),
 });
@@ -98,6 +100,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
         ...(command.contextWindow === undefined ? {} : { contextWindow: command.contextWindow }),
         report: path.resolve(io.cwd, command.report),
         ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
+        ...(command.maxMembers === undefined ? {} : { maxMembers: command.maxMembers }),
         ...(command.web ? { web: true } : {}),
       };
     },
@@ -108,6 +111,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
       role: 'fix-lead',
       format,
       displayDir: path.relative(io.cwd, settings.dir) || '.',
+      memberLimit: settings.maxMembers,
       paceMs: command.paceMs,
     }),
     reviewer: createPolicyModel({
@@ -173,6 +177,9 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
           ...(settings.web === true || command.web !== undefined ? [OPERATOR_AGENT] : []),
         ]),
         lead: { agentType: 'lead', description: 'Leads the fix.' },
+        ...(settings.maxMembers === undefined
+          ? {}
+          : { limits: { maxMembers: settings.maxMembers } }),
         // each reviewer claims the task it was spawned for, never another one
         idleClaim: false,
         cwd: settings.repo,
