@@ -271,7 +271,48 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     return { toolCalls: [{ name: 'merge_branch', input: { member: next } }] };
   }
 
-  // 5. the report, then the summary task
+  // 5. tasks the lead did not plan (an operator's, say) that nobody took: no reviewer of this
+  //    job can do them, so the lead notes them in the report and completes them, rather than
+  //    leave them to hold the team up
+  const planned = new Set([summary.id, ...unitTasks.map((t) => t?.id)]);
+  const unplanned = [...tasks.values()].filter(
+    (t) =>
+      !planned.has(t.id) &&
+      ((t.status === 'pending' && !t.owner) || (t.status === 'in_progress' && t.owner === 'lead')),
+  );
+  const noted = outcomes(messages).filter(
+    (o) =>
+      o.ok &&
+      o.call.name === 'task_update' &&
+      !planned.has((o.value as TaskLite).id) &&
+      (o.value as TaskLite).status === 'completed',
+  );
+  const tried = new Set(
+    done
+      .filter((o) => o.call.name === 'task_update')
+      .map((o) => (o.call.input as { taskId: string }).taskId),
+  );
+  const toNote = unplanned.filter((t) => !tried.has(t.id));
+  if (toNote.length > 0) {
+    return {
+      text: `${toNote.length} task(s) on the board are not folders of this job; noting them in the report.`,
+      toolCalls: toNote.map((t) => ({
+        name: 'task_update',
+        input: { taskId: t.id, action: 'complete' },
+      })),
+    };
+  }
+
+  // 6. the report, then the summary task
+  const summaryRefused = done.find(
+    (o) =>
+      !o.ok &&
+      o.call.name === 'task_update' &&
+      (o.call.input as { taskId: string }).taskId === summary.id,
+  );
+  if (summaryRefused) {
+    return { text: `The fix stopped: completing ${summary.id} failed: ${summaryRefused.text}` };
+  }
   if (!last(done, 'write_report')) {
     const markdown = renderFixReport({
       dir: options.displayDir ?? '.',
@@ -279,6 +320,7 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
       reviewers: current.map((c) => c.name),
       open: new Set(open),
       merges,
+      unplanned: noted.map((o) => o.value as TaskLite),
     });
     return {
       text: `Merged ${merges.size} branch(es); writing the report.`,
@@ -312,6 +354,8 @@ export function renderFixReport(options: {
   reviewers: readonly string[];
   open: ReadonlySet<string>;
   merges: ReadonlyMap<string, MergeOutcome | string>;
+  /** Tasks the lead did not plan, completed by it without changes. */
+  unplanned?: readonly TaskLite[];
 }): string {
   const outcomesList = [...options.merges.values()].filter(
     (m): m is MergeOutcome => typeof m !== 'string',
@@ -350,6 +394,13 @@ export function renderFixReport(options: {
   });
   out.push('', '## Conflicts', '');
   out.push(...(conflicts.length > 0 ? conflicts : ['None.']));
+  if (options.unplanned && options.unplanned.length > 0) {
+    out.push('', '## Tasks outside the plan', '');
+    out.push(
+      'Not folders of this job: the lead noted them here and completed them without changes.',
+    );
+    out.push('', ...options.unplanned.map((t) => `- ${t.id} "${t.subject}"`));
+  }
   out.push('', ...details);
   return out.join('\n');
 }

@@ -9,6 +9,7 @@ import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
 import { MAX_STALLED_WAITS } from './policy-lead-common.js';
 import { createPolicyModel, type PolicyOptions, SUMMARY_SUBJECT } from './policy-model.js';
+import { failedCalls } from './test-support.js';
 
 /** The policy's next answer to a conversation. */
 async function nextStep(
@@ -625,5 +626,78 @@ describe('the offline lead policy when the team stalls', () => {
     expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
     // nor is a reviewer it cannot see nudged at every wait
     expect(count(turn.calls, 'send_message')).toBe(0);
+  });
+});
+
+describe('the offline fix lead given a task it did not plan', () => {
+  it('notes it in the report and completes it, so that it does not hold the team up', async () => {
+    const tasks: ReturnType<typeof task>[] = [];
+    const fixers: string[] = [];
+    const world = (call: { name: string; input: unknown }): unknown => {
+      const input = call.input as { subject?: string; taskId?: string; action?: string };
+      const named = call.input as { name: string; member: string };
+      switch (call.name) {
+        case 'list_files':
+          return { files: [{ path: 'a/x.ts', lines: 1 }], total: 1 };
+        case 'list_members':
+          return [
+            { name: 'lead', status: 'running' },
+            ...fixers.map((name) => ({ name, status: 'idle' })),
+          ];
+        case 'task_list':
+          return { tasks: tasks.map((t) => ({ ...t })) };
+        case 'task_create': {
+          const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
+          tasks.push(created);
+          return { ...created };
+        }
+        case 'task_update': {
+          const found = tasks.find((t) => t.id === input.taskId);
+          if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
+          if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
+          if (input.action === 'complete') found.status = 'completed';
+          return { ...found };
+        }
+        case 'spawn_teammate':
+          fixers.push(named.name);
+          return { name: named.name };
+        case 'wait_for_team':
+          // the folder is done, and the operator added a task of their own
+          for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
+          tasks.push(task(`task-${tasks.length + 1}`, 'Check the licence headers'));
+          return { changed: true, changes: [], members: fixers.map((n) => `${n}: idle`) };
+        case 'merge_branch':
+          return {
+            member: named.member,
+            branch: `teamwire/t/${named.member}`,
+            into: 'teamwire-fix/t',
+            exists: true,
+            merged: true,
+            conflicts: [],
+            commits: [{ commit: 'a'.repeat(40), subject: 'Add review notes for a' }],
+            files: ['a/REVIEW.md'],
+          };
+        case 'write_report':
+          return { path: 'team-report.md', bytes: 1 };
+        case 'shutdown_teammate':
+          return { messageId: 'm1', status: 'queued' };
+        default:
+          throw new Error(`unexpected call ${call.name}`);
+      }
+    };
+    const lead = leadConversation().messages;
+    const turn = await runTurnOf('fix-lead', lead, world, 100);
+
+    expect(tasks.map((t) => [t.subject, t.status])).toEqual([
+      ['Fix a', 'completed'],
+      ['Merge the branches and write the report', 'completed'],
+      ['Check the licence headers', 'completed'],
+    ]);
+    const report = turn.calls.find((c) => c.name === 'write_report');
+    const markdown = (report?.input as { markdown?: string } | undefined)?.markdown;
+    expect(markdown).toContain('## Tasks outside the plan');
+    expect(markdown).toContain('- task-3 "Check the licence headers"');
+    expect(failedCalls(lead)).toEqual([]);
+    expect(turn.text).toBe('The fix is complete; the report is written.');
   });
 });
