@@ -288,12 +288,16 @@ function runReviewTeam(
 
 export function formatSummary(summary: RunSummary): string {
   const lines = [
-    summary.interrupted ? 'Stopped before the review finished.' : 'Review finished.',
+    summary.interrupted
+      ? 'Stopped before the review finished.'
+      : summary.missing.length > 0
+        ? 'Review finished with work missing.'
+        : 'Review finished.',
     ...(summary.problem ? [`  why: ${summary.problem}`] : []),
     ...summaryCounts(summary),
     summary.store ? `  team: ${summary.teamDir}` : `  team folder: ${summary.teamDir}`,
   ];
-  if (summary.interrupted || !summary.reportWritten) {
+  if (summary.interrupted || summary.missing.length > 0) {
     const store = summary.store ? ` --store ${summary.store}` : '';
     lines.push(`  resume with: teamwire-example --resume ${summary.teamId}${store}`);
   }

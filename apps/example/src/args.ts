@@ -41,6 +41,11 @@ export type Command =
        * that their branches conflict when merged.
        */
       conflictFile?: string | undefined;
+      /**
+       * Test-only, never set from the command line: the team's limit of live teammates (core's
+       * `maxMembers`), lower than its default so a test has more folders than places.
+       */
+      maxMembers?: number | undefined;
     } & TeamOptions)
   | { command: 'inspect'; teamId: string; stateDir: string; verify: boolean }
   | {

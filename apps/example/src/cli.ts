@@ -5,6 +5,7 @@ import { HELP, parseArgs, UsageError } from './args.js';
 import { formatFixSummary, runFix } from './fix-app.js';
 import { inspectTeam } from './inspect.js';
 import { runMcp } from './mcp-command.js';
+import { runExitCode } from './run-summary.js';
 import { runWeb } from './web-command.js';
 import { runWorker } from './worker.js';
 import { WORKER_OF_ENV } from './workers.js';
@@ -73,9 +74,7 @@ async function main(): Promise<number> {
     summary = await runReview(command, io);
     process.stdout.write(formatSummary(summary));
   }
-  if (summary.problem) return 1;
-  if (summary.interrupted) return 130;
-  return summary.reportWritten ? 0 : 1;
+  return runExitCode(summary);
 }
 
 /**

@@ -44,6 +44,8 @@ const FixSettings = z.object({
     .optional(),
   report: z.string(),
   conflictFile: z.string().optional(),
+  /** The team's limit of live teammates, when a test set one (else core's default). */
+  maxMembers: z.number().int().min(0).optional(),
   /** Started with `--web`: the team has the agent type of the dashboard's `operator` member. */
   web: z.boolean().optional(),
 });
@@ -98,6 +100,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
         ...(command.contextWindow === undefined ? {} : { contextWindow: command.contextWindow }),
         report: path.resolve(io.cwd, command.report),
         ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
+        ...(command.maxMembers === undefined ? {} : { maxMembers: command.maxMembers }),
         ...(command.web ? { web: true } : {}),
       };
     },
@@ -108,6 +111,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
       role: 'fix-lead',
       format,
       displayDir: path.relative(io.cwd, settings.dir) || '.',
+      memberLimit: settings.maxMembers,
       paceMs: command.paceMs,
     }),
     reviewer: createPolicyModel({
@@ -173,6 +177,9 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
           ...(settings.web === true || command.web !== undefined ? [OPERATOR_AGENT] : []),
         ]),
         lead: { agentType: 'lead', description: 'Leads the fix.' },
+        ...(settings.maxMembers === undefined
+          ? {}
+          : { limits: { maxMembers: settings.maxMembers } }),
         // each reviewer claims the task it was spawned for, never another one
         idleClaim: false,
         cwd: settings.repo,
@@ -231,7 +238,11 @@ async function appendWorktrees(report: string, worktrees: FixSummary['worktrees'
 
 export function formatFixSummary(summary: FixSummary): string {
   const lines = [
-    summary.interrupted ? 'Stopped before the fix finished.' : 'Fix finished.',
+    summary.interrupted
+      ? 'Stopped before the fix finished.'
+      : summary.missing.length > 0
+        ? 'Fix finished with work missing.'
+        : 'Fix finished.',
     ...summaryCounts(summary),
     `  result branch: ${summary.resultBranch} in ${summary.repo}`,
     `    see it with: git -C ${summary.repo} log --stat ${summary.resultBranch}`,
@@ -243,7 +254,7 @@ export function formatFixSummary(summary: FixSummary): string {
     );
   }
   lines.push(`  team folder: ${summary.teamDir}`);
-  if (summary.interrupted || !summary.reportWritten) {
+  if (summary.interrupted || summary.missing.length > 0) {
     lines.push(`  resume with: teamwire-example fix --resume ${summary.teamId}`);
   }
   return `${lines.join('\n')}\n`;

@@ -1,20 +1,25 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { foldTeam } from '@teamwire/core';
+import { foldTeam, type TeamRecord } from '@teamwire/core';
 import { readTeamLog } from '@teamwire/storage';
 import { describe, expect, it } from 'vitest';
 import { parseArgs } from './args.js';
-import { runFix } from './fix-app.js';
+import { formatFixSummary, runFix } from './fix-app.js';
+import { MAX_STALLED_WAITS } from './policy-lead-common.js';
+import { runExitCode } from './run-summary.js';
 import {
   FIX_EXPECTED,
+  failedCalls,
   gitOut,
   makeFixRepo,
   repoSnapshot,
   tempDir,
   textSink,
+  toolCalls,
+  transcriptOf,
 } from './test-support.js';
 
-async function fix(work: string, extra: { conflictFile?: string } = {}) {
+async function fix(work: string, extra: { conflictFile?: string; maxMembers?: number } = {}) {
   const command = parseArgs(['fix', '--dir', 'repo', '--durability', 'buffered', '--plain'], {
     cwd: work,
   });
@@ -118,5 +123,83 @@ describe('demo fix on the offline policy model', () => {
     expect(gitOut(summary.repo, ['show', `${branch(3)}:NOTES.md`])).toBe(
       'Last folder reviewed: gamma\n',
     );
+  });
+});
+
+/** The most teammates (the lead not counted) that were live at once, record by record. */
+function mostLiveAtOnce(records: readonly TeamRecord[], leadId: string): number {
+  const phases = new Map<string, string>();
+  let most = 0;
+  for (const r of records) {
+    if (r.type !== 'member' || r.member.id === leadId) continue;
+    phases.set(r.member.id, r.member.phase);
+    const live = [...phases.values()].filter((p) => p === 'provisioning' || p === 'active');
+    most = Math.max(most, live.length);
+  }
+  return most;
+}
+
+describe('demo fix with more folders than the team has places', () => {
+  it('does every folder, never past the member limit: a reviewer whose folder is done gives its place up', async () => {
+    const work = tempDir('fix-limit');
+    makeFixRepo(path.join(work, 'repo'));
+    const { summary } = await fix(work, { maxMembers: 2 });
+
+    expect(summary.missing).toEqual([]);
+    expect(runExitCode(summary)).toBe(0);
+    expect(summary.tasks).toEqual({ done: 4, total: 4 });
+    expect(formatFixSummary(summary)).toMatch(/^Fix finished\.$/m);
+    const { records } = await readTeamLog(summary.teamDir);
+    const team = foldTeam(records, { teamId: summary.teamId });
+    expect(team.tasks.every((t) => t.status === 'completed')).toBe(true);
+    expect(mostLiveAtOnce(records, summary.teamId)).toBe(2);
+    // one reviewer per folder, each spawned once: no spawn refused, none replaced
+    expect(team.roster.filter((m) => m.name !== 'lead').map((m) => [m.name, m.phase])).toEqual([
+      ['fixer-1', 'retired'],
+      ['fixer-2', 'retired'],
+      ['fixer-3', 'retired'],
+    ]);
+    const lead = transcriptOf(summary.teamDir, summary.teamId);
+    expect(toolCalls(lead).filter((n) => n === 'spawn_teammate')).toHaveLength(3);
+    expect(failedCalls(lead)).toEqual([]);
+
+    const report = readFileSync(summary.reportPath, 'utf8');
+    for (const [i, unit] of ['alpha', 'beta', 'gamma'].entries()) {
+      const branch = `teamwire/${summary.teamId}/fixer-${i + 1}`;
+      expect(report).toContain(`| ${unit} | fixer-${i + 1} | \`${branch}\` | merged | 1 | 1 |`);
+    }
+    const base = gitOut(path.join(work, 'repo'), ['rev-parse', 'main']).trim();
+    const changed = gitOut(summary.repo, ['diff', '--name-only', base, summary.resultBranch]);
+    expect(changed.split('\n').filter(Boolean)).toEqual([
+      'alpha/REVIEW.md',
+      'beta/REVIEW.md',
+      'gamma/REVIEW.md',
+    ]);
+  });
+
+  it('fails loudly, naming every unfinished folder, when no folder can get a place', async () => {
+    const work = tempDir('fix-no-place');
+    makeFixRepo(path.join(work, 'repo'));
+    const { summary } = await fix(work, { maxMembers: 0 });
+
+    expect(summary.reportWritten).toBe(true);
+    expect(summary.missing).toEqual([
+      'task-1 "Fix alpha" is pending',
+      'task-2 "Fix beta" is pending',
+      'task-3 "Fix gamma" is pending',
+    ]);
+    expect(runExitCode(summary)).toBe(1);
+    const printed = formatFixSummary(summary);
+    expect(printed).toMatch(/^Fix finished with work missing\.$/m);
+    expect(printed).toContain('  work missing (3):\n    - task-1 "Fix alpha" is pending\n');
+    expect(printed).toContain(`resume with: teamwire-example fix --resume ${summary.teamId}`);
+    // the lead waited a bounded number of times, then wrapped up and said what is missing
+    const lead = transcriptOf(summary.teamDir, summary.teamId);
+    expect(toolCalls(lead).filter((n) => n === 'wait_for_team').length).toBeLessThanOrEqual(
+      MAX_STALLED_WAITS,
+    );
+    expect(toolCalls(lead).filter((n) => n === 'spawn_teammate')).toEqual([]);
+    const report = readFileSync(summary.reportPath, 'utf8');
+    expect(report).toContain('| alpha | fixer-1 | - | unfinished, not merged | - | - |');
   });
 });

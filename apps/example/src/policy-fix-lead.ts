@@ -1,12 +1,21 @@
 import type { ChatMessage } from '@teamwire/core';
+import { DEFAULT_TEAM_LIMITS } from '@teamwire/core';
 import type { MergeOutcome } from './fix-tools.js';
-import { last, outcomes, outcomeUnknown, type Step } from './policy-conversation.js';
+import {
+  last,
+  outcomes,
+  outcomeUnknown,
+  type Step,
+  type ToolOutcome,
+} from './policy-conversation.js';
 import { fixAssignment } from './policy-fix-reviewer.js';
 import { unitsFromPaths } from './policy-lead.js';
 import {
   currentTasks,
+  describeOpenTask,
   isLive,
   leadTurn,
+  MAX_STALLED_WAITS,
   type MemberLite,
   summaryTaskStep,
   type TaskLite,
@@ -26,11 +35,26 @@ const MAX_NUDGES = 3;
 /** The reviewer of unit `i` (1-based), `attempt` 1 the first. */
 export const fixerName = (i: number, attempt = 1) =>
   attempt === 1 ? `fixer-${i}` : `fixer-${i}-${attempt}`;
+const FIXER_NAME = /^fixer-\d+(-\d+)?$/;
 
 export interface FixLeadPolicyOptions {
   /** The directory shown in the report. */
   displayDir?: string;
+  /**
+   * The team's limit of live teammates (its `maxMembers`; default core's): the lead never has
+   * more reviewers at once. A folder past it waits until a reviewer whose folder is done has
+   * been shut down and has freed its slot.
+   */
+  memberLimit?: number | undefined;
 }
+
+/** The code of a tool call's error (`{"error":{"code"}}`, as core renders a failed call). */
+const errorCode = (o: ToolOutcome) =>
+  o.ok ? undefined : (o.value as { error?: { code?: string } } | undefined)?.error?.code;
+
+/** A spawn refused because the team was full: no member was made, so the name is still free. */
+const refusedForLimit = (o: ToolOutcome) =>
+  o.call.name === 'spawn_teammate' && errorCode(o) === 'MEMBER_LIMIT';
 
 /**
  * The fix lead's next step: one task per folder and one reviewer per task (isolated, each in its
@@ -64,7 +88,7 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     return failed;
   };
   for (const o of done) {
-    if (o.call.name !== 'spawn_teammate') continue;
+    if (o.call.name !== 'spawn_teammate' || refusedForLimit(o)) continue;
     const name = (o.call.input as { name: string }).name;
     if (!status.has(name) || !o.ok) status.set(name, o.ok ? 'provisioning' : 'failed');
   }
@@ -72,6 +96,14 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   const bySubject = new Map([...tasks.values()].map((t) => [t.subject, t]));
   const summary = bySubject.get(FIX_SUMMARY_SUBJECT);
   const reviewers = [...status.keys()].filter((n) => n !== 'lead');
+  // asked in any turn: a notice that wakes the lead must not bring a second request
+  const asked = new Set(
+    outcomes(messages)
+      .filter((o) => o.call.name === 'shutdown_teammate' && o.ok)
+      .map((o) => (o.call.input as { name: string }).name),
+  );
+  const unitTasks = units.map((u) => bySubject.get(`${FIX_SUBJECT_PREFIX}${u}`));
+  const open = units.filter((_, i) => unitTasks[i]?.status !== 'completed');
 
   if (summary?.status === 'completed') {
     const completedAt = done.findIndex(
@@ -80,12 +112,6 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     if (completedAt > done.indexOf(members)) {
       return { toolCalls: [{ name: 'list_members', input: {} }] };
     }
-    // asked in any turn: a notice that wakes the lead must not bring a second request
-    const asked = new Set(
-      outcomes(messages)
-        .filter((o) => o.call.name === 'shutdown_teammate' && o.ok)
-        .map((o) => (o.call.input as { name: string }).name),
-    );
     const toStop = reviewers.filter((n) => isLive(status.get(n) ?? '') && !asked.has(n));
     if (toStop.length > 0) {
       return {
@@ -94,6 +120,14 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
           name: 'shutdown_teammate',
           input: { name, reason: 'The fix is merged and reported.' },
         })),
+      };
+    }
+    if (open.length > 0) {
+      const missing = open.map((u) =>
+        describeOpenTask(bySubject.get(`${FIX_SUBJECT_PREFIX}${u}`) as TaskLite),
+      );
+      return {
+        text: `The fix stopped short: ${open.length} folder(s) are unfinished: ${missing.join(', ')}. The report lists them.`,
       };
     }
     return { text: 'The fix is complete; the report is written.' };
@@ -114,20 +148,25 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
       })),
     };
   }
-  const unitTasks = units.map((u) => bySubject.get(`${FIX_SUBJECT_PREFIX}${u}`) as TaskLite);
   const summaryStep = summaryTaskStep(summary, {
     subject: FIX_SUMMARY_SUBJECT,
     description: 'Merge every reviewer branch into the result branch and write team-report.md.',
-    blockedBy: unitTasks.map((t) => t.id),
+    blockedBy: unitTasks.map((t) => (t as TaskLite).id),
   });
   if (summaryStep || !summary) return summaryStep as Step;
 
-  // 2. one reviewer per folder; one that failed to start is replaced under a new name
+  // 2. one reviewer per folder, as many at once as the team's member limit allows; one that
+  //    failed to start is replaced under a new name
   const current = units.map((_, i) => {
     let attempt = 1;
     while (status.has(fixerName(i + 1, attempt + 1))) attempt++;
     return { name: fixerName(i + 1, attempt), attempt };
   });
+  const live = reviewers.filter((n) => isLive(status.get(n) ?? '')).length;
+  // refused for the limit since the roster was read: it is out of date; read again after a wait
+  const full = done.slice(done.indexOf(members) + 1).some(refusedForLimit);
+  let free = full ? 0 : (options.memberLimit ?? DEFAULT_TEAM_LIMITS.maxMembers) - live;
+  let waiting = 0;
   const spawns: Step['toolCalls'] = [];
   units.forEach((unit, i) => {
     const task = unitTasks[i] as TaskLite;
@@ -137,6 +176,11 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
       name = fixerName(i + 1, ++attempt);
     }
     if (status.has(name)) return;
+    if (free <= 0) {
+      waiting++;
+      return;
+    }
+    free--;
     (current[i] as { name: string }).name = name;
     spawns.push({
       name: 'spawn_teammate',
@@ -151,16 +195,37 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   });
   if (spawns.length > 0)
     return { text: `Spawning ${spawns.length} reviewer(s).`, toolCalls: spawns };
+  // a reviewer whose folder is done gives its slot to a folder that waits for one (its branch
+  // stays, to be merged with the others)
+  const finished = current.filter(
+    (c, i) =>
+      unitTasks[i]?.status === 'completed' &&
+      isLive(status.get(c.name) ?? '') &&
+      !asked.has(c.name),
+  );
+  const toRetire = finished.slice(0, waiting);
+  if (toRetire.length > 0) {
+    return {
+      text: `${waiting} folder(s) wait for a free place on the team; retiring ${toRetire.length} reviewer(s) whose folder is done.`,
+      toolCalls: toRetire.map((c) => ({
+        name: 'shutdown_teammate',
+        input: { name: c.name, reason: 'Your folder is done; its place goes to the next folder.' },
+      })),
+    };
+  }
 
-  // 3. wait until every folder is done (or nobody can finish the rest)
-  const open = units.filter((_, i) => (unitTasks[i] as TaskLite).status !== 'completed');
+  // 3. wait until every folder is done (or nobody can finish the rest); the board and the
+  //    roster are read again after each wait (a retired reviewer frees a place)
   let givenUp = false;
   if (open.length > 0) {
-    const { lastWait, listedSince, nudgedSince, stalled } = waitState(done);
+    const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
+      FIXER_NAME.test(name),
+    );
     if (!lastWait || listedSince) {
       return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
     }
-    if (stalled && !nudgedSince) {
+    if (stalledWaits >= MAX_STALLED_WAITS) givenUp = true;
+    else if (stalled && !nudgedSince) {
       const nudged = outcomes(messages).filter((o) => o.call.name === 'send_message');
       const nudges = open
         .map((unit) => current[units.indexOf(unit)]?.name as string)
@@ -182,9 +247,18 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
           })),
         };
       }
-      givenUp = true;
+      // nobody left to nudge: given up at once, unless a folder waits for a place that a
+      // retiring reviewer is about to free
+      givenUp = waiting === 0;
     }
-    if (!givenUp) return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
+    if (!givenUp) {
+      return {
+        toolCalls: [
+          { name: 'task_list', input: { limit: 100 } },
+          { name: 'list_members', input: {} },
+        ],
+      };
+    }
   }
 
   // 4. merge every reviewer's branch, one at a time (each merge moves the result branch)
@@ -197,7 +271,48 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     return { toolCalls: [{ name: 'merge_branch', input: { member: next } }] };
   }
 
-  // 5. the report, then the summary task
+  // 5. tasks the lead did not plan (an operator's, say) that nobody took: no reviewer of this
+  //    job can do them, so the lead notes them in the report and completes them, rather than
+  //    leave them to hold the team up
+  const planned = new Set([summary.id, ...unitTasks.map((t) => t?.id)]);
+  const unplanned = [...tasks.values()].filter(
+    (t) =>
+      !planned.has(t.id) &&
+      ((t.status === 'pending' && !t.owner) || (t.status === 'in_progress' && t.owner === 'lead')),
+  );
+  const noted = outcomes(messages).filter(
+    (o) =>
+      o.ok &&
+      o.call.name === 'task_update' &&
+      !planned.has((o.value as TaskLite).id) &&
+      (o.value as TaskLite).status === 'completed',
+  );
+  const tried = new Set(
+    done
+      .filter((o) => o.call.name === 'task_update')
+      .map((o) => (o.call.input as { taskId: string }).taskId),
+  );
+  const toNote = unplanned.filter((t) => !tried.has(t.id));
+  if (toNote.length > 0) {
+    return {
+      text: `${toNote.length} task(s) on the board are not folders of this job; noting them in the report.`,
+      toolCalls: toNote.map((t) => ({
+        name: 'task_update',
+        input: { taskId: t.id, action: 'complete' },
+      })),
+    };
+  }
+
+  // 6. the report, then the summary task
+  const summaryRefused = done.find(
+    (o) =>
+      !o.ok &&
+      o.call.name === 'task_update' &&
+      (o.call.input as { taskId: string }).taskId === summary.id,
+  );
+  if (summaryRefused) {
+    return { text: `The fix stopped: completing ${summary.id} failed: ${summaryRefused.text}` };
+  }
   if (!last(done, 'write_report')) {
     const markdown = renderFixReport({
       dir: options.displayDir ?? '.',
@@ -205,6 +320,7 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
       reviewers: current.map((c) => c.name),
       open: new Set(open),
       merges,
+      unplanned: noted.map((o) => o.value as TaskLite),
     });
     return {
       text: `Merged ${merges.size} branch(es); writing the report.`,
@@ -238,6 +354,8 @@ export function renderFixReport(options: {
   reviewers: readonly string[];
   open: ReadonlySet<string>;
   merges: ReadonlyMap<string, MergeOutcome | string>;
+  /** Tasks the lead did not plan, completed by it without changes. */
+  unplanned?: readonly TaskLite[];
 }): string {
   const outcomesList = [...options.merges.values()].filter(
     (m): m is MergeOutcome => typeof m !== 'string',
@@ -276,6 +394,13 @@ export function renderFixReport(options: {
   });
   out.push('', '## Conflicts', '');
   out.push(...(conflicts.length > 0 ? conflicts : ['None.']));
+  if (options.unplanned && options.unplanned.length > 0) {
+    out.push('', '## Tasks outside the plan', '');
+    out.push(
+      'Not folders of this job: the lead noted them here and completed them without changes.',
+    );
+    out.push('', ...options.unplanned.map((t) => `- ${t.id} "${t.subject}"`));
+  }
   out.push('', ...details);
   return out.join('\n');
 }

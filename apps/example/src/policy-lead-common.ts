@@ -94,15 +94,63 @@ export function summaryTaskStep(
   return undefined;
 }
 
-/** Where the lead is in waiting for the team: its last wait, what it did since, and whether the team stalled. */
-export function waitState(done: readonly ToolOutcome[]) {
-  const lastWait = last(done, 'wait_for_team');
+/**
+ * No-progress waits in a row, the team looking the same at each, after which a lead stops
+ * waiting and wraps up with what the team finished, saying what is missing: nothing it does
+ * makes the team move, and another wait would only spend tokens.
+ */
+export const MAX_STALLED_WAITS = 3;
+
+const noProgress = (wait: ToolOutcome | undefined) =>
+  (wait?.value as { noProgress?: string } | undefined)?.noProgress;
+
+/**
+ * Where the lead is in waiting for the team: its last wait, what it did since, whether the team
+ * stalled, and `stalledWaits`: how many of its latest waits in a row returned `noProgress` while
+ * the team looked the same (the board as the lead knew it before each, and the members the wait
+ * listed). A change of either between two waits is progress and starts the count again, so a
+ * team that moves on slowly is not given up on.
+ *
+ * A wait that lists one of the lead's own teammates (`mine`) as `inactive` is no proof of a
+ * stall and counts for nothing: this process does not run that member, which may be working, or
+ * about to be taken over, in another process (a team spread over processes is watched by the
+ * processes themselves: the main process ends a run whose workers have all exited).
+ */
+export function waitState(done: readonly ToolOutcome[], mine: (name: string) => boolean) {
+  const waits = done.filter((o) => o.call.name === 'wait_for_team');
+  const lastWait = waits.at(-1);
   const afterWait = lastWait ? done.slice(done.indexOf(lastWait) + 1) : [];
-  const stalled = (lastWait?.value as { noProgress?: string } | undefined)?.noProgress;
+  const view = (wait: ToolOutcome) => {
+    const before = done.slice(0, done.indexOf(wait));
+    const listed = (last(before, 'task_list')?.value as { tasks?: TaskLite[] } | undefined)?.tasks;
+    const board = [...currentTasks(before, listed ?? []).values()].map(
+      (t) => `${t.id} ${t.status} ${t.owner ?? ''}`,
+    );
+    return JSON.stringify([board, (wait.value as { members?: unknown }).members]);
+  };
+  let stalledWaits = 0;
+  let seen: string | undefined;
+  const unseen = (wait: ToolOutcome) =>
+    ((wait.value as { members?: unknown }).members as string[] | undefined)?.some((line) => {
+      const [name, status] = String(line).split(': ');
+      return status === 'inactive' && mine(name ?? '');
+    }) === true;
+  for (const wait of [...waits].reverse()) {
+    if (noProgress(wait) === undefined || unseen(wait)) break;
+    const now = view(wait);
+    if (seen !== undefined && now !== seen) break;
+    seen = now;
+    stalledWaits++;
+  }
   return {
     lastWait,
     listedSince: afterWait.some((o) => o.call.name === 'task_list'),
     nudgedSince: afterWait.some((o) => o.call.name === 'send_message'),
-    stalled,
+    stalled: noProgress(lastWait),
+    stalledWaits,
   };
 }
+
+/** `task-3 "Review docs" (pending)`: a task that is not done, for a lead's last words. */
+export const describeOpenTask = (task: TaskLite) =>
+  `${task.id} "${task.subject}" (${task.status}${task.owner ? `, ${task.owner}` : ''})`;

@@ -3,8 +3,10 @@ import { type Findings, parseFindingsMessage, renderReport } from './findings.js
 import { last, type Step } from './policy-conversation.js';
 import {
   currentTasks,
+  describeOpenTask,
   isLive,
   leadTurn,
+  MAX_STALLED_WAITS,
   type MemberLite,
   summaryTaskStep,
   type TaskLite,
@@ -63,6 +65,11 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   const roster = Array.isArray(members.value) ? (members.value as MemberLite[]) : [];
   const tasks = currentTasks(done, (board.value as { tasks: TaskLite[] }).tasks ?? []);
   const summary = [...tasks.values()].find((t) => t.subject === SUMMARY_SUBJECT);
+  const bySubject = new Map([...tasks.values()].map((t) => [t.subject, t]));
+  const reviewTasks = units
+    .map((u) => bySubject.get(`${REVIEW_SUBJECT_PREFIX}${u}`))
+    .filter((t) => t !== undefined);
+  const open = reviewTasks.filter((t) => t.status !== 'completed');
   if (summary?.status === 'completed') {
     // the roster read at the start of the turn predates the spawns: read it again first
     const completedAt = done.findIndex(
@@ -90,6 +97,11 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
         })),
       };
     }
+    if (open.length > 0) {
+      return {
+        text: `The review stopped short: ${open.length} review task(s) are not done: ${open.map(describeOpenTask).join(', ')}. The report marks their folders as not reviewed.`,
+      };
+    }
     return { text: 'The review is complete; the report is in team-report.md.' };
   }
 
@@ -98,9 +110,8 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   for (const o of done) {
     if (o.call.name === 'spawn_teammate') spawned.add((o.call.input as { name: string }).name);
   }
-  const missing = Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)).filter(
-    (n) => !spawned.has(n),
-  );
+  const reviewerNames = new Set(Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)));
+  const missing = [...reviewerNames].filter((n) => !spawned.has(n));
   if (missing.length > 0) {
     return {
       text: `Spawning ${missing.length} reviewer(s).`,
@@ -121,7 +132,6 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   }
 
   // 2. one task per unit, then the summary task blocked by all of them
-  const bySubject = new Map([...tasks.values()].map((t) => [t.subject, t]));
   const toCreate = units.filter((u) => !bySubject.has(`${REVIEW_SUBJECT_PREFIX}${u}`));
   if (toCreate.length > 0) {
     return {
@@ -136,9 +146,6 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
       })),
     };
   }
-  const reviewTasks = units
-    .map((u) => bySubject.get(`${REVIEW_SUBJECT_PREFIX}${u}`))
-    .filter((t) => t !== undefined);
   const summaryStep = summaryTaskStep(summary, {
     subject: SUMMARY_SUBJECT,
     description: 'Collect every reviewer finding and write team-report.md.',
@@ -146,32 +153,42 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   });
   if (summaryStep || !summary) return summaryStep as Step;
 
-  // 3. wait until every review task is completed
-  const open = reviewTasks.filter((t) => t.status !== 'completed');
+  // 3. wait until every review task is completed, or the team stalled (then wrap up with what
+  //    it has: the report marks the folders nobody reviewed)
   if (open.length > 0) {
-    const { lastWait, listedSince, nudgedSince, stalled } = waitState(done);
-    if (lastWait && !listedSince) {
-      if (stalled && !nudgedSince) {
-        const idle = roster.filter((m) => m.name !== 'lead' && isLive(m.status));
-        if (idle.length > 0) {
-          return {
-            text: `${open.length} review task(s) are open and nobody is working; nudging the reviewers.`,
-            toolCalls: idle.map((m) => ({
-              name: 'send_message',
-              input: {
-                to: m.name,
-                message: 'Please claim the next ready review task from the board.',
-              },
-            })),
-          };
-        }
+    const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
+      reviewerNames.has(name),
+    );
+    if (!lastWait || listedSince) {
+      return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+    }
+    if (stalledWaits < MAX_STALLED_WAITS) {
+      // nudged once when the team stalls, not at every wait that finds it still stalled
+      const idle = roster.filter((m) => m.name !== 'lead' && isLive(m.status));
+      if (stalled && stalledWaits === 1 && !nudgedSince && idle.length > 0) {
+        return {
+          text: `${open.length} review task(s) are open and nobody is working; nudging the reviewers.`,
+          toolCalls: idle.map((m) => ({
+            name: 'send_message',
+            input: {
+              to: m.name,
+              message: 'Please claim the next ready review task from the board.',
+            },
+          })),
+        };
       }
       return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
     }
-    return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
   }
 
   // 4. write the report, complete the summary
+  const summaryRefused = failed.find(
+    (o) =>
+      o.call.name === 'task_update' && (o.call.input as { taskId: string }).taskId === summary.id,
+  );
+  if (summaryRefused) {
+    return { text: `The review stopped: completing ${summary.id} failed: ${summaryRefused.text}` };
+  }
   if (!last(done, 'write_report')) {
     const findings = collectFindings(messages, options.format);
     const reviewers = new Map<string, string>();
@@ -183,7 +200,10 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
       reviewers,
     });
     return {
-      text: `All ${units.length} folders are reviewed; writing the report.`,
+      text:
+        open.length === 0
+          ? `All ${units.length} folders are reviewed; writing the report.`
+          : `The team stalled with ${open.length} review task(s) not done (${open.map(describeOpenTask).join(', ')}); writing the report with the folders it reviewed.`,
       toolCalls: [{ name: 'write_report', input: { markdown } }],
     };
   }

@@ -7,7 +7,9 @@ import {
 } from '@teamwire/core';
 import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
+import { MAX_STALLED_WAITS } from './policy-lead-common.js';
 import { createPolicyModel, type PolicyOptions, SUMMARY_SUBJECT } from './policy-model.js';
+import { failedCalls } from './test-support.js';
 
 /** The policy's next answer to a conversation. */
 async function nextStep(
@@ -333,5 +335,369 @@ describe('the offline reviewer policy after its context was compacted', () => {
       'search_text',
       'search_text',
     ]);
+  });
+});
+
+/** A task-claim prompt as core words it (a resume after an interrupt or a takeover starts the same). */
+const claimPrompt = (
+  taskId: string,
+  subject: string,
+  description: string,
+  note = '',
+): ChatMessage => ({
+  role: 'user',
+  content: [
+    {
+      type: 'text',
+      text: `You claimed ${taskId}: ${subject}\n\n${description}${note}\n\nWork on ${taskId} now.`,
+    },
+  ],
+  source: { kind: 'task-claim', taskId },
+});
+const reviewA = () =>
+  claimPrompt(
+    'task-1',
+    'Review a',
+    'Review the folder a (path: a): files, lines; send the findings to the lead.',
+  );
+
+/** The answers of a small world to a reviewer's calls: folder `a` and a board that takes every update. */
+function reviewerWorld(call: { name: string; input: unknown }): unknown {
+  const input = call.input as { path?: string; taskId?: string; action?: string };
+  switch (call.name) {
+    case 'list_files':
+      return { files: [{ path: 'a/index.ts', lines: 3 }], total: 1 };
+    case 'search_text':
+      return { matches: [], total: 0 };
+    case 'read_file':
+      return { path: input.path, text: 'export const a = 1;\n', totalLines: 3 };
+    case 'send_message':
+      return { messageId: 'm1', status: 'queued' };
+    case 'task_update':
+      return task(
+        input.taskId ?? '?',
+        'Review a',
+        input.action === 'complete' ? 'completed' : 'pending',
+      );
+    default:
+      throw new Error(`unexpected call ${call.name}`);
+  }
+}
+
+/** What a world answers a call with: a result, a tool error, or a cut (the turn ends there). */
+type Answer = unknown;
+/** The turn is cut off at this call (an interrupt, a kill): its result is `text`, nothing follows. */
+const cut = (text: string) => ({ cutOff: text });
+
+/**
+ * Runs the policy to the end of its turn against `world`, appending each answer and the results
+ * it gets; returns every call it made. A `cut` answer ends the turn there, as core ends a turn
+ * that was interrupted or killed. Fails past `limit` steps: a policy that loops never ends.
+ */
+async function runTurnOf(
+  role: PolicyOptions['role'],
+  messages: ChatMessage[],
+  world: (call: { name: string; input: unknown }) => Answer,
+  limit = 50,
+): Promise<{ calls: ToolCall[]; text: string }> {
+  const calls: ToolCall[] = [];
+  for (let step = 0; step < limit; step++) {
+    const answer = await nextStep(role, messages);
+    messages.push(answer);
+    if (answer.toolCalls.length === 0) {
+      return { calls, text: answer.content.map((c) => (c.type === 'text' ? c.text : '')).join('') };
+    }
+    let stopped = false;
+    for (const call of answer.toolCalls) {
+      calls.push(call);
+      const result = stopped ? cut(INTERRUPTED_TOOL_RESULT) : world(call);
+      const cutOff = (result as { cutOff?: string } | null)?.cutOff;
+      const failed = cutOff !== undefined || (result as { error?: unknown } | null)?.error;
+      messages.push({
+        role: 'tool',
+        toolCallId: call.id,
+        toolName: call.name,
+        content: [{ type: 'text', text: cutOff ?? JSON.stringify(result) }],
+        ...(failed ? { isError: true } : {}),
+      });
+      if (cutOff !== undefined) stopped = true;
+    }
+    if (stopped) return { calls, text: '' };
+  }
+  throw new Error(`the ${role} policy did not end its turn in ${limit} steps`);
+}
+
+const count = (calls: readonly ToolCall[], name: string) =>
+  calls.filter((c) => c.name === name).length;
+
+describe('the offline reviewer policy resumes a task from its transcript', () => {
+  it('after a takeover, a second claim of a task whose findings it sent completes it without sending them again', async () => {
+    // the first turn: the whole review and the findings; the process was killed during the
+    // completion, which a revival finds without a result (core repairs it as terminated)
+    const messages: ChatMessage[] = [reviewA()];
+    const first = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'task_update' ? cut(TERMINATED_TOOL_RESULT) : reviewerWorld(call),
+    );
+    expect(count(first.calls, 'send_message')).toBe(1);
+
+    // the member revived in another process is told of its task again
+    messages.push(reviewA());
+    const second = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(second.calls.map((c) => [c.name, c.input])).toEqual([
+      ['task_update', { taskId: 'task-1', action: 'complete' }],
+    ]);
+    expect(callNames(messages).filter((n) => n === 'send_message')).toHaveLength(1);
+  });
+
+  it('after an interrupt, the resume prompt continues from the reads it has, with no read or message twice', async () => {
+    // listed and searched; the read of the largest file was cut off by the interrupt
+    const messages: ChatMessage[] = [reviewA()];
+    const first = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'read_file' ? cut(INTERRUPTED_TOOL_RESULT) : reviewerWorld(call),
+    );
+    expect(first.calls.map((c) => c.name)).toEqual([
+      'list_files',
+      'search_text',
+      'search_text',
+      'read_file',
+    ]);
+    messages.push(
+      claimPrompt(
+        'task-1',
+        'Review a',
+        'Review the folder a (path: a): files, lines; send the findings to the lead.',
+        '\n\nYour work on this task was interrupted; resume it where you stopped.',
+      ),
+    );
+    const resumed = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(resumed.calls.map((c) => c.name)).toEqual(['read_file', 'send_message', 'task_update']);
+    const all = callNames(messages);
+    expect(all.filter((n) => n === 'list_files')).toHaveLength(1);
+    expect(all.filter((n) => n === 'search_text')).toHaveLength(2);
+    expect(all.filter((n) => n === 'send_message')).toHaveLength(1);
+  });
+
+  it('reviews a task reopened after it completed it, from the start', async () => {
+    const messages: ChatMessage[] = [reviewA()];
+    const first = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(count(first.calls, 'task_update')).toBe(1);
+    messages.push(reviewA());
+    const again = await runTurnOf('reviewer', messages, reviewerWorld);
+    expect(again.calls.map((c) => c.name)).toEqual(first.calls.map((c) => c.name));
+  });
+});
+
+/** The name of every tool call in `messages`, in order. */
+function callNames(messages: readonly ChatMessage[]): string[] {
+  return messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls.map((c) => c.name) : []));
+}
+
+describe('the offline reviewer policy given a task that names no folder', () => {
+  const operatorTask = () =>
+    claimPrompt('task-9', 'Check the licence headers', 'Every file needs one.');
+
+  it('tells the lead and completes it in one step, then ends its turn', async () => {
+    const messages: ChatMessage[] = [operatorTask()];
+    const turn = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'task_update'
+        ? task('task-9', 'Check the licence headers', 'completed', 'reviewer-1')
+        : { messageId: 'm1', status: 'queued' },
+    );
+    expect(turn.calls.map((c) => [c.name, (c.input as { to?: string }).to])).toEqual([
+      ['send_message', 'lead'],
+      ['task_update', undefined],
+    ]);
+    expect(turn.calls[1]?.input).toEqual({ taskId: 'task-9', action: 'complete' });
+    expect((turn.calls[0]?.input as { message?: string } | undefined)?.message).toContain(
+      'task-9 ("Check the licence headers") names no folder to review',
+    );
+  });
+
+  it('makes no call again when the task cannot be changed', async () => {
+    const messages: ChatMessage[] = [operatorTask()];
+    const turn = await runTurnOf('reviewer', messages, (call) =>
+      call.name === 'task_update'
+        ? { error: { code: 'NOT_ALLOWED_TO_CHANGE_STATUS', message: 'not yours' } }
+        : { messageId: 'm1', status: 'queued' },
+    );
+    expect(turn.calls.map((c) => c.name)).toEqual(['send_message', 'task_update']);
+    expect(turn.text).toContain('Could not close task-9');
+  });
+});
+
+/**
+ * A small world for the review lead: folders `a`, `b` and `c`, one reviewer, a board that takes
+ * every call, and a `wait_for_team` that always finds nobody working; `onWait` may move the
+ * board on at each wait.
+ */
+function leadWorld(
+  onWait: (tasks: ReturnType<typeof task>[], waits: number) => void = () => {},
+  reviewerStatus = 'idle',
+) {
+  const tasks: ReturnType<typeof task>[] = [];
+  let waits = 0;
+  const world = (call: { name: string; input: unknown }): unknown => {
+    const input = call.input as { subject?: string; taskId?: string; action?: string };
+    switch (call.name) {
+      case 'list_files':
+        return {
+          files: ['a', 'b', 'c'].map((d) => ({ path: `${d}/index.ts`, lines: 3 })),
+          total: 3,
+        };
+      case 'list_members':
+        return [
+          { name: 'lead', status: 'running' },
+          { name: 'reviewer-1', status: 'idle' },
+        ];
+      case 'task_list':
+        return { tasks: tasks.map((t) => ({ ...t })) };
+      case 'task_create': {
+        const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
+        tasks.push(created);
+        return { ...created };
+      }
+      case 'task_update': {
+        const found = tasks.find((t) => t.id === input.taskId);
+        if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
+        if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
+        if (input.action === 'complete') found.status = 'completed';
+        return { ...found };
+      }
+      case 'wait_for_team':
+        onWait(tasks, ++waits);
+        return {
+          noProgress: 'no other member is running or provisioning',
+          members: [`reviewer-1: ${reviewerStatus}`],
+        };
+      case 'write_report':
+        return { path: 'team-report.md', bytes: 1 };
+      case 'spawn_teammate':
+      case 'send_message':
+      case 'shutdown_teammate':
+        return { messageId: 'm1', status: 'queued' };
+      default:
+        throw new Error(`unexpected call ${call.name}`);
+    }
+  };
+  return { world, tasks, waits: () => waits };
+}
+
+describe('the offline lead policy when the team stalls', () => {
+  it('wraps up after a bounded number of waits that find nobody working, and says what is missing', async () => {
+    const { world, tasks, waits } = leadWorld();
+    const lead = leadConversation().messages;
+    const turn = await runTurnOf('lead', lead, world, 100);
+
+    // a few waits, one nudge, then the report of what the team did and the summary task
+    expect(waits()).toBe(MAX_STALLED_WAITS);
+    expect(count(turn.calls, 'send_message')).toBe(1);
+    expect(turn.calls.length).toBeLessThanOrEqual(20);
+    const report = turn.calls.find((c) => c.name === 'write_report');
+    expect((report?.input as { markdown?: string } | undefined)?.markdown).toContain(
+      '| a | - | - | - | - | not reviewed |',
+    );
+    expect(tasks.find((t) => t.subject === SUMMARY_SUBJECT)?.status).toBe('completed');
+    expect(count(turn.calls, 'shutdown_teammate')).toBe(1);
+    expect(turn.text).toContain('The review stopped short: 3 review task(s) are not done');
+    expect(turn.text).toContain('task-1 "Review a" (pending)');
+  });
+
+  it('keeps waiting while the board moves on, however slowly', async () => {
+    // one review task completes at every other wait, each wait finding nobody working
+    const { world, waits } = leadWorld((tasks, n) => {
+      const next = tasks.find((t) => t.subject.startsWith('Review ') && t.status !== 'completed');
+      if (next && n % 2 === 0) next.status = 'completed';
+    });
+    const turn = await runTurnOf('lead', leadConversation().messages, world, 100);
+    expect(waits()).toBeGreaterThan(MAX_STALLED_WAITS);
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
+    const report = turn.calls.find((c) => c.name === 'write_report');
+    expect(report).toBeDefined();
+  });
+
+  it('does not count a wait that cannot see its reviewer (inactive here: it may run in another process)', async () => {
+    // a reviewer in another process, shown inactive; a folder done at every fifth wait
+    const { world, waits } = leadWorld((tasks, n) => {
+      const next = tasks.find((t) => t.subject.startsWith('Review ') && t.status !== 'completed');
+      if (next && n % 5 === 0) next.status = 'completed';
+    }, 'inactive');
+    const turn = await runTurnOf('lead', leadConversation().messages, world, 100);
+    expect(waits()).toBe(15);
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
+    // nor is a reviewer it cannot see nudged at every wait
+    expect(count(turn.calls, 'send_message')).toBe(0);
+  });
+});
+
+describe('the offline fix lead given a task it did not plan', () => {
+  it('notes it in the report and completes it, so that it does not hold the team up', async () => {
+    const tasks: ReturnType<typeof task>[] = [];
+    const fixers: string[] = [];
+    const world = (call: { name: string; input: unknown }): unknown => {
+      const input = call.input as { subject?: string; taskId?: string; action?: string };
+      const named = call.input as { name: string; member: string };
+      switch (call.name) {
+        case 'list_files':
+          return { files: [{ path: 'a/x.ts', lines: 1 }], total: 1 };
+        case 'list_members':
+          return [
+            { name: 'lead', status: 'running' },
+            ...fixers.map((name) => ({ name, status: 'idle' })),
+          ];
+        case 'task_list':
+          return { tasks: tasks.map((t) => ({ ...t })) };
+        case 'task_create': {
+          const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
+          tasks.push(created);
+          return { ...created };
+        }
+        case 'task_update': {
+          const found = tasks.find((t) => t.id === input.taskId);
+          if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
+          if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
+          if (input.action === 'complete') found.status = 'completed';
+          return { ...found };
+        }
+        case 'spawn_teammate':
+          fixers.push(named.name);
+          return { name: named.name };
+        case 'wait_for_team':
+          // the folder is done, and the operator added a task of their own
+          for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
+          tasks.push(task(`task-${tasks.length + 1}`, 'Check the licence headers'));
+          return { changed: true, changes: [], members: fixers.map((n) => `${n}: idle`) };
+        case 'merge_branch':
+          return {
+            member: named.member,
+            branch: `teamwire/t/${named.member}`,
+            into: 'teamwire-fix/t',
+            exists: true,
+            merged: true,
+            conflicts: [],
+            commits: [{ commit: 'a'.repeat(40), subject: 'Add review notes for a' }],
+            files: ['a/REVIEW.md'],
+          };
+        case 'write_report':
+          return { path: 'team-report.md', bytes: 1 };
+        case 'shutdown_teammate':
+          return { messageId: 'm1', status: 'queued' };
+        default:
+          throw new Error(`unexpected call ${call.name}`);
+      }
+    };
+    const lead = leadConversation().messages;
+    const turn = await runTurnOf('fix-lead', lead, world, 100);
+
+    expect(tasks.map((t) => [t.subject, t.status])).toEqual([
+      ['Fix a', 'completed'],
+      ['Merge the branches and write the report', 'completed'],
+      ['Check the licence headers', 'completed'],
+    ]);
+    const report = turn.calls.find((c) => c.name === 'write_report');
+    const markdown = (report?.input as { markdown?: string } | undefined)?.markdown;
+    expect(markdown).toContain('## Tasks outside the plan');
+    expect(markdown).toContain('- task-3 "Check the licence headers"');
+    expect(failedCalls(lead)).toEqual([]);
+    expect(turn.text).toBe('The fix is complete; the report is written.');
   });
 });

@@ -24,7 +24,14 @@ export interface SearchResult {
 /**
  * The reviewer's next step: review the claimed folder, send the findings, complete the task.
  *
- * It reads only its current task, so its context budget may summarise everything before it (see
+ * A task is worked on from where the transcript stands, not from scratch: a claim prompt for a
+ * task this reviewer already worked on (core resumes an owned task after an interrupt, and a
+ * member revived in another process after a takeover) continues with the reads, the findings
+ * message and the completion its earlier turns on that task made; findings already sent are not
+ * sent again. A task that names no folder (one the lead did not plan, e.g. from the operator) is
+ * completed with a note to the lead, never released and claimed again.
+ *
+ * It reads only its tasks' turns, so its context budget may summarise everything before them (see
  * context-window.ts). A compaction during the task may also replace the task's first reads: core
  * keeps the task's prompt and the latest call with its results, so the policy reads what it lost
  * again, all in one call once its context was compacted, and never needs an older result than
@@ -44,26 +51,24 @@ export function reviewerStep(messages: readonly ChatMessage[]): Step {
     return { text: 'Ready to review; I will claim a ready task from the board.' };
   }
   const taskId = claim.source.taskId;
-  const unit = /\(path: ([^)\s]+)\)/.exec(contentText(claim.content))?.[1];
-  if (!unit) {
-    return {
-      text: `Task ${taskId} names no folder to review; releasing it.`,
-      toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
-    };
-  }
+  const prompt = contentText(claim.content);
   // a call whose outcome is unknown is made again: reads are harmless, a second findings message
   // replaces the first in the lead's report, and completing a completed task is refused
-  const done = outcomes(turn).filter((o) => !outcomeUnknown(o));
-  const failed = done.find((o) => !o.ok);
+  const current = outcomes(turn).filter((o) => !outcomeUnknown(o));
+  const earlier = earlierWork(messages, taskId, messages.indexOf(claim));
+  const unit = /\(path: ([^)\s]+)\)/.exec(prompt)?.[1];
+  if (!unit) return unplannedTaskStep(taskId, prompt, [...earlier, ...current]);
+  const failed = current.find((o) => !o.ok);
   if (failed) {
-    if (last(done, 'task_update')) return { text: `Stopped on ${taskId}: ${failed.text}` };
+    if (last(current, 'task_update')) return { text: `Stopped on ${taskId}: ${failed.text}` };
     return {
       text: `Could not review ${unit}: ${failed.call.name} failed (${failed.text}). Releasing ${taskId}.`,
       toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
     };
   }
+  const done = [...earlier, ...current];
+  if (done.some((o) => isCompletionOf(o, taskId))) return { text: `Reviewed ${unit} (${taskId}).` };
   // latest first: a compaction may have replaced what led to it
-  if (last(done, 'task_update')) return { text: `Reviewed ${unit} (${taskId}).` };
   if (last(done, 'send_message')) {
     return { toolCalls: [{ name: 'task_update', input: { taskId, action: 'complete' } }] };
   }
@@ -81,6 +86,80 @@ export function reviewerStep(messages: readonly ChatMessage[]): Step {
           summary: `findings for ${unit}`,
         },
       },
+    ],
+  };
+}
+
+const isCompletionOf = (o: ToolOutcome, taskId: string) => {
+  const input = o.call.input as { taskId?: string; action?: string };
+  return (
+    o.ok && o.call.name === 'task_update' && input.taskId === taskId && input.action === 'complete'
+  );
+};
+
+/**
+ * What this reviewer's earlier turns on `taskId` got done before the claim prompt at `claimAt`:
+ * the calls that succeeded in every turn a prompt for that task started (a resume after an
+ * interrupt, a revival after a takeover, a claim again after a release), since the reviewer last
+ * completed it (a task reopened and claimed again is reviewed again). Calls that failed or whose
+ * outcome is unknown are left out: they are made again.
+ */
+function earlierWork(
+  messages: readonly ChatMessage[],
+  taskId: string,
+  claimAt: number,
+): ToolOutcome[] {
+  let work: ToolOutcome[] = [];
+  let segment: ChatMessage[] | undefined;
+  const close = () => {
+    if (!segment) return;
+    const ok = outcomes(segment).filter((o) => o.ok);
+    work = ok.some((o) => isCompletionOf(o, taskId)) ? [] : [...work, ...ok];
+    segment = undefined;
+  };
+  for (const m of messages.slice(0, claimAt)) {
+    const starts =
+      m.role === 'user' && (m.source?.kind === 'task-claim' || m.source?.kind === 'host');
+    if (starts) {
+      close();
+      if (m.source?.kind === 'task-claim' && m.source.taskId === taskId) segment = [];
+    }
+    segment?.push(m);
+    // a turn ends with an answer without tool calls
+    if (m.role === 'assistant' && m.toolCalls.length === 0 && m.source === undefined) close();
+  }
+  close();
+  return work;
+}
+
+/**
+ * A claimed task that names no folder: not a review the lead planned (an operator's task, say).
+ * The reviewer cannot do it, and releasing it would only have it claimed again: it tells the lead
+ * and completes it, in one step; whatever comes back, the turn ends there.
+ */
+function unplannedTaskStep(taskId: string, prompt: string, done: readonly ToolOutcome[]): Step {
+  const subject = new RegExp(`${taskId}: (.*)`).exec(prompt)?.[1]?.trim() ?? '';
+  const failed = done.find((o) => !o.ok);
+  if (failed) {
+    return { text: `Could not close ${taskId}: ${failed.call.name} failed (${failed.text}).` };
+  }
+  if (done.some((o) => isCompletionOf(o, taskId))) {
+    return { text: `Completed ${taskId} with a note to the lead: it names no folder to review.` };
+  }
+  const complete = { name: 'task_update', input: { taskId, action: 'complete' } };
+  if (last(done, 'send_message')) return { toolCalls: [complete] };
+  return {
+    text: `${taskId} names no folder to review; telling the lead and completing it.`,
+    toolCalls: [
+      {
+        name: 'send_message',
+        input: {
+          to: 'lead',
+          message: `${taskId}${subject ? ` ("${subject}")` : ''} names no folder to review, so I cannot do it as a review; I completed it without changes so that it does not hold the team up.`,
+          summary: `${taskId} is not a review`,
+        },
+      },
+      complete,
     ],
   };
 }

@@ -23,6 +23,7 @@ import { z } from 'zod';
 import type { Command } from './args.js';
 import { type CompactionStat, formatTokens, plainLine } from './board.js';
 import { observeTeam, type TeamObserver } from './observe.js';
+import { missingLines, missingWork, type OpenTask, openTasksOf } from './run-summary.js';
 
 /*
  * How the review and the fix job set up and run a team: where it lives, the settings it was
@@ -50,6 +51,11 @@ export interface RunSummary {
   problem?: string | undefined;
   reportPath: string;
   reportWritten: boolean;
+  /**
+   * The work the run did not do, one line each (open tasks of the final board, a report not
+   * written): empty when it did all of it, and after Ctrl-C (the team can be resumed).
+   */
+  missing: string[];
   turns: number;
   messages: number;
   tasks: { done: number; total: number };
@@ -252,6 +258,8 @@ export async function runTeam<S extends BaseSettings>(options: {
   let interrupted = false;
   let serving = false;
   let problem: string | undefined;
+  let openTasks: OpenTask[] = [];
+  let unreadBoard: string | undefined;
   const hub = createEventHub({ teamId, log: store.log });
   const title = `${options.title} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
   const observer = observeTeam({
@@ -315,6 +323,12 @@ export async function runTeam<S extends BaseSettings>(options: {
     try {
       await team?.dispose();
       await hooks?.stopped?.();
+      if (team !== undefined && !interrupted) {
+        openTasks = await openTasksOf(store.log, teamId).catch((error: unknown) => {
+          unreadBoard = `the team's final board could not be read: ${String(error)}`;
+          return [];
+        });
+      }
     } finally {
       hub.close();
       await observer.close();
@@ -328,6 +342,12 @@ export async function runTeam<S extends BaseSettings>(options: {
     // not written (yet)
   }
   const { board } = observer;
+  const missing = interrupted
+    ? []
+    : [
+        ...missingWork({ openTasks, reportWritten, reportPath: settings.report }),
+        ...(unreadBoard === undefined ? [] : [unreadBoard]),
+      ];
   return {
     teamId,
     teamDir: store.where,
@@ -335,6 +355,7 @@ export async function runTeam<S extends BaseSettings>(options: {
     problem,
     reportPath: settings.report,
     reportWritten,
+    missing,
     turns: board.turns,
     messages: board.messages,
     tasks: board.progress(),
@@ -375,13 +396,17 @@ async function promptWhenPlaced(
   }
 }
 
-/** The lines every job's summary starts with: what the team did and what it cost. */
+/**
+ * The lines every job's summary starts with: what the team did and what it cost, then the work
+ * it did not do.
+ */
 export function summaryCounts(summary: RunSummary): string[] {
   return [
     `  turns ${summary.turns}, messages ${summary.messages}, tasks ${summary.tasks.done}/${summary.tasks.total} completed`,
     `  tokens ${summary.inputTokens} in / ${summary.outputTokens} out, wall time ${(summary.wallMs / 1000).toFixed(1)}s`,
     ...compactionLines(summary.compactions),
     `  report: ${summary.reportWritten ? summary.reportPath : '(not written)'}`,
+    ...missingLines(summary),
   ];
 }
 

@@ -1,10 +1,12 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type ChatMessage, contentText, parseTranscriptEntry } from '@teamwire/core';
+import { TRANSCRIPTS_DIR } from '@teamwire/storage';
 
 /** The built CLI; the example's tests run after its build (see turbo.json). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -242,4 +244,26 @@ export async function callTool(client: Client, name: string, args: object = {}):
   const result = (await client.callTool({ name, arguments: { ...args } })) as CallToolResult;
   if (result.isError) throw new Error(JSON.stringify(result.content));
   return result.structuredContent;
+}
+
+/** The conversation of a member of a team kept in a JSONL folder, as its transcript holds it. */
+export function transcriptOf(teamDir: string, memberId: string): ChatMessage[] {
+  return readFileSync(path.join(teamDir, TRANSCRIPTS_DIR, `${memberId}.jsonl`), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => parseTranscriptEntry(JSON.parse(line)).message);
+}
+
+/** Each tool call of a conversation that failed: its tool's name and the error it got. */
+export function failedCalls(messages: readonly ChatMessage[]): { tool: string; error: string }[] {
+  return messages.flatMap((m) =>
+    m.role === 'tool' && m.isError === true
+      ? [{ tool: m.toolName, error: contentText(m.content) }]
+      : [],
+  );
+}
+
+/** The names of the tools a conversation called, in order. */
+export function toolCalls(messages: readonly ChatMessage[]): string[] {
+  return messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls.map((c) => c.name) : []));
 }
