@@ -129,6 +129,12 @@ function checkTeam(rows: TeamRows, teamId: string, workers: Map<string, number>)
   const reviewers = team.roster.filter((m) => m.id !== teamId);
   expect(reviewers.map((m) => m.phase)).toEqual(['retired', 'retired', 'retired']);
   expect(team.pendingMail).toEqual([]);
+  // The lead's waits see reviewers working in other processes: wait_for_team does not answer
+  // noProgress while they work (it did on every wait when status came from local runners).
+  const idle = rows.transcript.filter(
+    (row) => row.memberId === teamId && row.entry.includes('noProgress'),
+  );
+  expect(idle.length).toBeLessThanOrEqual(1);
 
   const queued = records.filter(
     (r): r is Extract<TeamRecord, { type: 'message.queued' }> => r.type === 'message.queued',
