@@ -9,10 +9,12 @@ export interface CommitPipelineOptions {
   log: TeamLog;
   state: TeamState;
   events: EventSink;
-  /** Called after every durable commit, with its records, once they are published. */
-  onCommitted(records: readonly TeamRecord[]): void;
-  /** Called with records another process appended (a shared log), after `onCommitted`. */
-  onRemote(records: readonly TeamRecord[]): void;
+  /**
+   * The one feed of the runtime: called once for every durable record, this process's and other
+   * processes' alike, in seq order, after the state applied it and the hub published it. Routing
+   * mail, waking runners, waiters and snapshots all follow it.
+   */
+  onDurable(records: readonly TeamRecord[]): void;
   /** Called when the shared log refused a write for `memberId`: another process runs it now. */
   onFenced(memberId: string): void;
   /** Called once, when the log refused an append and the service turned itself off. */
@@ -193,7 +195,7 @@ export class CommitPipeline {
     }
     this.options.state.settle((records.at(-1) as TeamRecord).seq);
     this.publish(actorName, records);
-    this.options.onCommitted(records);
+    this.options.onDurable(records);
     return records;
   }
 
@@ -266,7 +268,7 @@ export class CommitPipeline {
       this.options.state.settle((records.at(-1) as TeamRecord).seq);
       this.reveal(records);
       for (const commit of done) this.publish(commit.actorName, commit.records);
-      this.options.onCommitted(records);
+      this.options.onDurable(records);
       for (const commit of done) commit.resolve(commit.records);
       // Let the callers just answered decide their next commands first: they then share the next
       // append instead of trickling in behind a batch of one (group commit).
@@ -370,8 +372,7 @@ export class CommitPipeline {
     const { events, state } = this.options;
     for (const record of records)
       events.publish(recordActorName(state, record), { type: 'record', record });
-    this.options.onCommitted(records);
-    this.options.onRemote(records);
+    this.options.onDurable(records);
   }
 
   private breakDown(cause: unknown): TeamError {

@@ -338,7 +338,7 @@ export class ExternalMembers {
     try {
       const seconds = Math.round(this.options.goneAfterMs / 1000);
       // one commit: the tasks go back and the lead hears why, or neither
-      const records = await host.commit(member, () => {
+      await host.commit(member, () => {
         const released: TeamRecord[] = host.state.releaseTasksOf(memberId);
         if (released.length === 0 || memberId === host.state.leadId) return released;
         const notice = idleNoticeRecord(
@@ -349,9 +349,6 @@ export class ExternalMembers {
         );
         return notice === undefined ? released : [...released, notice];
       });
-      for (const record of records) {
-        if (record.type === 'message.queued') host.dispatch(record.message);
-      }
     } catch {
       // The service broke or this process lost the member; whoever runs it now decides.
     } finally {

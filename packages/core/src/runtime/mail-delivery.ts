@@ -8,10 +8,7 @@ import { type CutTextHome, idleNoticeContent } from './idle-notice.js';
 import type { RunnerHost } from './runner-host.js';
 
 /** The part of the runner host that mail needs. */
-export type MailHost = Pick<
-  RunnerHost,
-  'state' | 'format' | 'policy' | 'ids' | 'guard' | 'commit' | 'dispatch'
->;
+export type MailHost = Pick<RunnerHost, 'state' | 'format' | 'policy' | 'ids' | 'guard' | 'commit'>;
 
 /**
  * The policy's pick from `pending`. A policy that picks nothing, or a message that is not
@@ -153,17 +150,16 @@ export async function queueIdleNotice(
     .some((m) => m.kind === 'idle_notification' && m.senderId === member.id);
   if (holding) return;
   host.guard();
-  const [record] = await host.commit(member, () => {
+  await host.commit(member, () => {
     const notice = idleNoticeRecord(host, member, text, home);
     return notice === undefined ? [] : [notice];
   });
-  if (record !== undefined) host.dispatch(record.message);
 }
 
 /**
  * The `idle_notification` record from live `member` to the lead carrying `text`, cut to fit (see
- * {@link queueIdleNotice}), applied to the state and not yet committed: the caller commits it,
- * then dispatches its message. Undefined when the team has no lead or the member is not live.
+ * {@link queueIdleNotice}), applied to the state and not yet committed: the caller commits it
+ * (the runtime's feed routes it once durable). Undefined when the team has no lead or the member is not live.
  */
 export function idleNoticeRecord(
   host: MailHost,

@@ -254,13 +254,9 @@ function assemble(
     log: options.log,
     state,
     events,
-    onCommitted: (records) => {
+    onDurable: (records) => {
       waiters?.push(records);
-      pool?.afterCommit(records);
-      snapshots.afterApplied();
-    },
-    onRemote: (records) => {
-      pool?.afterRemote(records);
+      pool?.afterDurable(records);
       snapshots.afterApplied();
     },
     onFenced: (memberId) => pool?.fenced(memberId),

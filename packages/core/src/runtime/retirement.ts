@@ -28,7 +28,7 @@ export async function retireMember(
   const notice = await host.workspaces.retire(member);
   host.guard();
   const { state } = host;
-  const records = await host.commit(member, () => {
+  await host.commit(member, () => {
     const decided: TeamRecord[] = [...deliveredRecords(host, request)];
     for (const record of state.releaseTasksOf(member.id)) decided.push(record);
     if (notice !== undefined) {
@@ -44,6 +44,4 @@ export async function retireMember(
     decided.push(...state.leave(member.id, 'retired'));
     return decided;
   });
-  const queued = records.find((r): r is MessageQueuedRecord => r.type === 'message.queued');
-  if (queued !== undefined) host.dispatch(queued.message);
 }

@@ -44,8 +44,6 @@ export interface RunnerHost {
   commit<R extends readonly TeamRecord[]>(actor: Member, decide: () => R): Promise<R>;
   /** Pending mail of `memberId` whose `message.queued` record is already durable, in queue order. */
   deliverable(memberId: string): readonly QueuedMessage[];
-  /** Routes a queued message to its target (notify a live runner or wake a stopped one). */
-  dispatch(message: QueuedMessage): 'accepted' | 'queued';
   refFor(memberId: string): AgentRef;
   /** The team as `agent`'s member sees it: what that member's tools get. */
   memberService(agent: AgentRef): MemberTeamService;

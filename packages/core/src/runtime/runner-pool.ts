@@ -76,6 +76,8 @@ export interface RunnerPoolOptions {
 export class RunnerPool implements RunnerHost {
   /** The last activity reported to the placement, as a comparable key. */
   private reported = '';
+  /** What each message a caller waits on met when the feed routed it (see {@link routed}). */
+  private readonly receptions = new Map<string, 'accepted' | 'queued'>();
   readonly teamId: string;
   readonly state: TeamState;
   readonly format: WireFormat;
@@ -181,7 +183,31 @@ export class RunnerPool implements RunnerHost {
     return this.options.memberService(agent);
   }
 
-  dispatch(message: QueuedMessage): 'accepted' | 'queued' {
+  /**
+   * Runs `send` (which commits the message `messageId`) and answers what the message met when the
+   * feed routed it: `accepted` when a live runner (or a present external member) of this process
+   * took it, `queued` when its target had to be woken or runs elsewhere. Both mean durable.
+   */
+  async routed<R>(
+    messageId: string,
+    send: () => Promise<R>,
+  ): Promise<{ result: R; status: 'accepted' | 'queued' }> {
+    this.receptions.set(messageId, 'queued');
+    try {
+      const result = await send();
+      return { result, status: this.receptions.get(messageId) ?? 'queued' };
+    } finally {
+      this.receptions.delete(messageId);
+    }
+  }
+
+  /** Hands a durable message to its target here: notify its runner, or wake it. */
+  private route(message: QueuedMessage): void {
+    const reception = this.deliverHere(message);
+    if (this.receptions.has(message.id)) this.receptions.set(message.id, reception);
+  }
+
+  private deliverHere(message: QueuedMessage): 'accepted' | 'queued' {
     if (!this.runsHere(message.targetId)) return 'queued';
     const target = this.state.member(message.targetId);
     if (target !== undefined && this.external.isExternal(target)) {
@@ -373,7 +399,17 @@ export class RunnerPool implements RunnerHost {
   }
 
   /** After every commit: parked teammates look at the board again when a task changed. */
-  afterCommit(records: readonly TeamRecord[]): void {
+  /**
+   * Every durable record, this process's and others', once, in seq order (the pipeline's feed):
+   * queued mail reaches its target (a live runner is notified, a stopped one woken), a task change
+   * wakes parked teammates to look at the board, a member change re-places members.
+   */
+  afterDurable(records: readonly TeamRecord[]): void {
+    for (const record of records) {
+      if (record.type === 'message.queued' && this.state.isPending(record.message.id)) {
+        this.route(record.message);
+      }
+    }
     if (this.idleClaimIntervalMs !== undefined && records.some((r) => r.type === 'task')) {
       for (const runner of this.runners.values()) if (!runner.isLead) runner.notify();
     }
@@ -387,15 +423,6 @@ export class RunnerPool implements RunnerHost {
       }
     }
     this.runnerChanged();
-  }
-
-  /** Records another process appended: mail for members running here reaches them. */
-  afterRemote(records: readonly TeamRecord[]): void {
-    for (const record of records) {
-      if (record.type === 'message.queued' && this.state.isPending(record.message.id)) {
-        this.dispatch(record.message);
-      }
-    }
   }
 
   /** The log refused a write for `memberId`: another process runs it now. */

@@ -563,7 +563,7 @@ export class AgentRunner {
   ): Promise<void> {
     const { state } = this.host;
     try {
-      const records = await this.host.commit(this.member, () =>
+      await this.host.commit(this.member, () =>
         letters.flatMap(({ message, bytes }) => {
           if (!state.isPending(message.id)) return [];
           const detail = `${bytes} bytes; ${this.name}'s context holds messages of at most ${largest} bytes`;
@@ -590,9 +590,6 @@ export class AgentRunner {
           return out;
         }),
       );
-      for (const record of records) {
-        if (record.type === 'message.queued') this.host.dispatch(record.message);
-      }
     } catch (error) {
       if (!TeamError.isInstance(error)) throw error;
       // The service broke or the member moved; another boundary or process decides again.

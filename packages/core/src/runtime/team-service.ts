@@ -300,22 +300,25 @@ export class TeamServiceFacade implements TeamService {
         `delivery must be one of ${MessageDeliverySchema.options.map((d) => `"${d}"`).join(', ')}`,
       );
     }
-    const [record] = await this.pipeline.commit(
-      sender.name,
-      () => [
-        this.state.queueMessage({
-          id: this.ids.next(),
-          senderId: sender.id,
-          targetId: target.id,
-          kind: 'message',
-          delivery,
-          content,
-          summary: input.summary,
-        }),
-      ],
-      { actorId: sender.id },
+    const id = this.ids.next();
+    const { result: records, status } = await this.pool.routed(id, () =>
+      this.pipeline.commit(
+        sender.name,
+        () => [
+          this.state.queueMessage({
+            id,
+            senderId: sender.id,
+            targetId: target.id,
+            kind: 'message',
+            delivery,
+            content,
+            summary: input.summary,
+          }),
+        ],
+        { actorId: sender.id },
+      ),
     );
-    return { messageId: record.message.id, status: this.pool.dispatch(record.message) };
+    return { messageId: (records[0] as MessageQueuedRecord).message.id, status };
   }
 
   async createTask(agent: AgentRef, input: CreateTaskInput): Promise<TaskView> {
@@ -365,10 +368,6 @@ export class TeamServiceFacade implements TeamService {
       { actorId: caller.id },
     );
     const record = records[0] as TaskRecord;
-    const notice = records.find(
-      (r): r is MessageQueuedRecord => r.type === 'message.queued',
-    )?.message;
-    if (notice !== undefined) this.pool.dispatch(notice);
     return state.getTask(record.task.id);
   }
 
@@ -430,22 +429,25 @@ export class TeamServiceFacade implements TeamService {
     const caller = this.resolve(agent);
     this.requireLead(caller, 'shut down teammates');
     const target = this.memberNamed(input.target, 'UNKNOWN_TARGET');
-    const [record] = await this.pipeline.commit(
-      caller.name,
-      () => [
-        this.state.queueMessage({
-          id: this.ids.next(),
-          senderId: caller.id,
-          targetId: target.id,
-          kind: 'shutdown_request',
-          delivery: 'wakeup',
-          content:
-            input.reason === undefined || input.reason === '' ? [] : textContent(input.reason),
-        }),
-      ],
-      { actorId: caller.id },
+    const id = this.ids.next();
+    const { result: records, status } = await this.pool.routed(id, () =>
+      this.pipeline.commit(
+        caller.name,
+        () => [
+          this.state.queueMessage({
+            id,
+            senderId: caller.id,
+            targetId: target.id,
+            kind: 'shutdown_request',
+            delivery: 'wakeup',
+            content:
+              input.reason === undefined || input.reason === '' ? [] : textContent(input.reason),
+          }),
+        ],
+        { actorId: caller.id },
+      ),
     );
-    return { messageId: record.message.id, status: this.pool.dispatch(record.message) };
+    return { messageId: (records[0] as MessageQueuedRecord).message.id, status };
   }
 
   promptLead(input: string | ContentBlock[]): Promise<TurnOutcome> {
