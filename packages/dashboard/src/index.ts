@@ -9,6 +9,8 @@ export { createDashboardHandler, generateDashboardToken } from './server.js';
 export { SNAPSHOT_BYTES_DEFAULT } from './snapshot.js';
 export type { MessageBody, SnapshotCuts, SnapshotRecord } from './snapshot-record.js';
 export { MAIL_TEXT_KEEP } from './snapshot-record.js';
+export type { SseHandler, SseHandlerOptions } from './sse.js';
+export { createSseHandler, presentedToken } from './sse.js';
 export type {
   DashboardSnapshot,
   DashboardState,

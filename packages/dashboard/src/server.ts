@@ -4,11 +4,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  createSseHandler,
   DEFAULT_TEAM_LIMITS,
   type EventHub,
   type MemberStatus,
-  presentedToken,
   TeamError,
   type TeamLog,
   type TeamService,
@@ -23,6 +21,7 @@ import {
   type SnapshotEnvelope,
   snapshotJson,
 } from './snapshot.js';
+import { createSseHandler, presentedToken } from './sse.js';
 
 /** Options of {@link createDashboardHandler}. */
 export interface DashboardHandlerOptions {
@@ -99,14 +98,14 @@ function count(value: number | undefined, fallback: number, option: string): num
  *   {@link DashboardSnapshot}, long texts cut, at most `maxSnapshotBytes` bytes.
  * - `GET /api/messages/<seq>`: the whole text of the message queued at that seq (the snapshot
  *   cuts long ones), at most the team's `maxMessageBytes`.
- * - `GET /api/events?token=…`: the hub's Server-Sent Events (core's `createSseHandler`), which a
+ * - `GET /api/events?token=…`: the hub's Server-Sent Events (`createSseHandler`), which a
  *   browser resumes with `Last-Event-ID`; a restarted hub answers a `reset` and the page reloads.
  * - `POST /api/actions/{message,task,interrupt,shutdown}`: the token only in the
  *   `x-teamwire-token` header, a JSON body of at most 64 KiB. Messages and tasks come from the
  *   operator member; interrupt and shutdown use the lead's authority, as the host does.
  *
  * Every request but an asset's needs the token, else 401: a header that is present decides
- * (core's `presentedToken`). No CORS header is ever sent, a request whose `Origin` is not this
+ * (`presentedToken`). No CORS header is ever sent, a request whose `Origin` is not this
  * server is refused (403), and so is a `Host` that is not a loopback name (DNS rebinding): a page
  * on another site can neither read the team nor act on it.
  */

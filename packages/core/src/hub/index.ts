@@ -1,6 +1,4 @@
 export { createEventHub, DEFAULT_BUFFER_SIZE, DEFAULT_HISTORY_SIZE } from './event-hub.js';
-export type { SseHandler, SseHandlerOptions } from './sse.js';
-export { createSseHandler, presentedToken } from './sse.js';
 export type {
   AgentPresence,
   DisplayNameLease,

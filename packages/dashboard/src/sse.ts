@@ -1,7 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Clock, systemClock } from '../clock.js';
-import { TeamError } from '../errors.js';
-import type { EventHub, HubItem, HubSubscription } from './types.js';
+import {
+  type Clock,
+  type EventHub,
+  type HubItem,
+  type HubSubscription,
+  systemClock,
+  TeamError,
+} from '@teamwire/core';
 
 /** Options of {@link createSseHandler}. */
 export interface SseHandlerOptions {

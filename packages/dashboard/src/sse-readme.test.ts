@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { SseHandlerOptions } from './sse.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
 /** The README's "Server-Sent Events" section, up to the next heading of its level. */
 function sseSection(): string {
-  const start = readme.indexOf('### Server-Sent Events');
+  const start = readme.indexOf('## Server-Sent Events');
   expect(start).toBeGreaterThan(-1);
-  const end = readme.indexOf('\n### ', start + 1);
+  const end = readme.indexOf('\n## ', start + 1);
   return readme.slice(start, end === -1 ? undefined : end);
 }
 
@@ -24,7 +24,7 @@ const SSE_OPTIONS: Record<keyof SseHandlerOptions, true> = {
   onError: true,
 };
 
-describe('packages/core/README.md: Server-Sent Events', () => {
+describe('packages/dashboard/README.md: Server-Sent Events', () => {
   it('serves its example on loopback only, never on every interface', () => {
     // Server listens: `.listen(8080, …)` or `.listen(port, …)` (not the hub's `listen(listener)`).
     const listens = [...readme.matchAll(/\.listen\((\s*(?:\d+|port)\b[^)]*)\)/g)].map(

@@ -1,12 +1,23 @@
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  type AgentEvent,
+  createEventHub,
+  type EventHub,
+  type HubItem,
+  TeamError,
+} from '@teamwire/core';
+import { createManualClock, type ManualClock } from '@teamwire/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { TeamError } from '../errors.js';
-import { createManualClock, type ManualClock } from '../testing/manual-clock.js';
-import { createEventHub } from './event-hub.js';
 import { createSseHandler, presentedToken, type SseHandlerOptions } from './sse.js';
-import { delta, TEAM } from './test-helpers.js';
-import type { EventHub, HubItem } from './types.js';
+
+/** The team id every test here uses. */
+const TEAM = 'team-1';
+
+/** A text delta: the most common (and least durable) agent event. */
+function delta(text: string): AgentEvent {
+  return { type: 'model.text-delta', text };
+}
 
 interface Frame {
   id?: string;
