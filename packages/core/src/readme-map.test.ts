@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const root = new URL('../', import.meta.url);
@@ -23,5 +23,19 @@ describe('packages/core/README.md: the map of the sources', () => {
 
   it.each(files)('names %s, which exists', (file) => {
     expect(existsSync(new URL(file, root))).toBe(true);
+  });
+});
+
+describe("core's sources", () => {
+  it("hold no HTTP code: protocol-level HTTP is the edge packages' job", () => {
+    const src = new URL('src/', root);
+    const sources = (readdirSync(src, { recursive: true }) as string[]).filter(
+      (file) => file.endsWith('.ts') && !file.endsWith('.test.ts'),
+    );
+    expect(sources.length).toBeGreaterThan(50);
+    const http = sources.filter((file) =>
+      /from ['"]node:https?['"]/.test(readFileSync(new URL(file, src), 'utf8')),
+    );
+    expect(http).toEqual([]);
   });
 });
