@@ -4,21 +4,28 @@ import type { SharedTeamLog, TeamLog } from '../ports/team-log.js';
 import type { QueuedMessage, TeamRecord } from '../records.js';
 import type { TeamState } from '../state/index.js';
 
-/** What the pipeline writes to and whom it tells. */
+/** What the pipeline writes to. */
 export interface CommitPipelineOptions {
   log: TeamLog;
   state: TeamState;
   events: EventSink;
+}
+
+/**
+ * What follows the pipeline (see {@link CommitPipeline.follow}). Followers are told in the order
+ * they were added.
+ */
+export interface CommitFollower {
   /**
    * The one feed of the runtime: called once for every durable record, this process's and other
    * processes' alike, in seq order, after the state applied it and the hub published it. Routing
    * mail, waking runners, waiters and snapshots all follow it.
    */
-  onDurable(records: readonly TeamRecord[]): void;
-  /** Called when the shared log refused a write for `memberId`: another process runs it now. */
-  onFenced(memberId: string): void;
-  /** Called once, when the log refused an append and the service turned itself off. */
-  onBroken(error: TeamError): void;
+  durable?(records: readonly TeamRecord[]): void;
+  /** The shared log refused a write for `memberId`: another process runs it now. */
+  fenced?(memberId: string): void;
+  /** Once, when the log refused an append and the service turned itself off. */
+  broken?(error: TeamError): void;
 }
 
 /** Options of {@link CommitPipeline.commit}. */
@@ -68,12 +75,26 @@ export class CommitPipeline {
   private looping: Promise<void> | undefined;
   private unsubscribe: (() => void) | undefined;
 
+  private readonly followers: CommitFollower[] = [];
+
   constructor(private readonly options: CommitPipelineOptions) {
     this.shared = options.log.shared;
     options.state.startJournal();
     if (this.shared !== undefined) {
       this.unsubscribe = this.shared.onAppended(() => this.requestCatchUp());
     }
+  }
+
+  /**
+   * Adds a follower of the durable records (and of fencing and breakdown); followers are told in
+   * the order they were added. The team's parts follow it: waiters, the runner pool, snapshots.
+   */
+  follow(follower: CommitFollower): void {
+    this.followers.push(follower);
+  }
+
+  private tell(each: (follower: CommitFollower) => void): void {
+    for (const follower of this.followers) each(follower);
   }
 
   /** The `STORE_CLOSED` error once an append failed. */
@@ -195,7 +216,7 @@ export class CommitPipeline {
     }
     this.options.state.settle((records.at(-1) as TeamRecord).seq);
     this.publish(actorName, records);
-    this.options.onDurable(records);
+    this.tell((f) => f.durable?.(records));
     return records;
   }
 
@@ -268,7 +289,7 @@ export class CommitPipeline {
       this.options.state.settle((records.at(-1) as TeamRecord).seq);
       this.reveal(records);
       for (const commit of done) this.publish(commit.actorName, commit.records);
-      this.options.onDurable(records);
+      this.tell((f) => f.durable?.(records));
       for (const commit of done) commit.resolve(commit.records);
       // Let the callers just answered decide their next commands first: they then share the next
       // append instead of trickling in behind a batch of one (group commit).
@@ -310,7 +331,7 @@ export class CommitPipeline {
       commit.reject(error);
       return true;
     });
-    this.options.onFenced(memberId);
+    this.tell((f) => f.fenced?.(memberId));
   }
 
   /**
@@ -372,7 +393,7 @@ export class CommitPipeline {
     const { events, state } = this.options;
     for (const record of records)
       events.publish(recordActorName(state, record), { type: 'record', record });
-    this.options.onDurable(records);
+    this.tell((f) => f.durable?.(records));
   }
 
   private breakDown(cause: unknown): TeamError {
@@ -382,7 +403,8 @@ export class CommitPipeline {
         'the team log refused an append; the team must be reopened from its log',
         { cause },
       );
-      this.options.onBroken(this.brokenError);
+      const error = this.brokenError;
+      this.tell((f) => f.broken?.(error));
     }
     return this.brokenError;
   }

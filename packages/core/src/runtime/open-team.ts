@@ -239,10 +239,6 @@ function assemble(
   const ids = options.ids ?? ulidIdSource(clock);
   const policy = options.policy ?? defaultTeamPolicy;
   const credentials = new Credentials(state);
-  // The parts call each other back; every callback runs only after all of them exist.
-  let waiters: ChangeWaiters | undefined;
-  let pool: RunnerPool | undefined;
-  let service: TeamServiceFacade | undefined;
   const snapshots = new SnapshotScheduler(
     options.log,
     state,
@@ -250,19 +246,8 @@ function assemble(
     () => state.member(state.leadId ?? '')?.name ?? 'lead',
     loaded,
   );
-  const pipeline = new CommitPipeline({
-    log: options.log,
-    state,
-    events,
-    onDurable: (records) => {
-      waiters?.push(records);
-      pool?.afterDurable(records);
-      snapshots.afterApplied();
-    },
-    onFenced: (memberId) => pool?.fenced(memberId),
-    onBroken: (error) => pool?.breakDown(error),
-  });
-  waiters = new ChangeWaiters(clock, () => pipeline.disposed);
+  const pipeline = new CommitPipeline({ log: options.log, state, events });
+  const waiters = new ChangeWaiters(clock, () => pipeline.disposed);
   const idleClaim = options.idleClaim ?? true;
   const workspaces = new MemberWorkspaces({
     teamId: options.teamId,
@@ -272,7 +257,7 @@ function assemble(
     events,
     leadId: () => state.leadId,
   });
-  pool = new RunnerPool({
+  const poolOptions = {
     teamId: options.teamId,
     state,
     format: options.format,
@@ -297,12 +282,11 @@ function assemble(
     pipeline,
     credentials,
     workspaces,
-    memberService: (agent) => (service as TeamServiceFacade).forMember(agent),
     placement,
     externalPresence: externalPresence(options),
     serveExternal: externalServed(options),
-  });
-  service = new TeamServiceFacade({
+  };
+  const service = new TeamServiceFacade({
     teamId: options.teamId,
     state,
     ids,
@@ -310,11 +294,20 @@ function assemble(
     policy,
     credentials,
     pipeline,
-    pool,
+    pool: (memberService) => new RunnerPool({ ...poolOptions, memberService }),
     waiters,
     placement,
     snapshots,
   });
+  const { pool } = service;
+  // The one feed, in this order: waiters, then the runners, then snapshots.
+  pipeline.follow({ durable: (records) => waiters.push(records) });
+  pipeline.follow({
+    durable: (records) => pool.afterDurable(records),
+    fenced: (memberId) => pool.fenced(memberId),
+    broken: (error) => pool.breakDown(error),
+  });
+  pipeline.follow({ durable: () => snapshots.afterApplied() });
   return { service: service as TeamService, pipeline, pool, snapshots };
 }
 

@@ -78,7 +78,11 @@ export interface TeamServiceParts {
   policy: TeamPolicy;
   credentials: Credentials;
   pipeline: CommitPipeline;
-  pool: RunnerPool;
+  /**
+   * Builds the runner pool, given how a member's tools reach the team (this facade, bound to the
+   * member): the facade exists before any runner needs it, so nothing is bound late.
+   */
+  pool: (memberService: (agent: AgentRef) => MemberTeamService) => RunnerPool;
   waiters: ChangeWaiters;
   /** Released on dispose, so other processes take this one's members over at once. */
   placement?: MemberPlacement | undefined;
@@ -95,7 +99,8 @@ export interface TeamServiceParts {
 export class TeamServiceFacade implements TeamService {
   readonly teamId: string;
   private readonly pipeline: CommitPipeline;
-  private readonly pool: RunnerPool;
+  /** The runners of this process (internal: `openTeam` wires it to the pipeline's feed). */
+  readonly pool: RunnerPool;
   private readonly state: TeamState;
   private readonly ids: IdSource;
   private readonly agents: AgentRegistry;
@@ -115,7 +120,7 @@ export class TeamServiceFacade implements TeamService {
     this.policy = parts.policy;
     this.credentials = parts.credentials;
     this.pipeline = parts.pipeline;
-    this.pool = parts.pool;
+    this.pool = parts.pool((agent) => this.forMember(agent));
     this.waiters = parts.waiters;
     this.placement = parts.placement;
     this.snapshots = parts.snapshots;
