@@ -12,8 +12,11 @@ import type { MemberWorkspaces } from './member-workspaces.js';
 import type { AgentRef, MemberTeamService } from './service-types.js';
 
 /**
- * What a runner needs from the runtime that owns it (the runner pool implements it). It is
- * internal: tools never get it, only the {@link MemberTeamService} of their member.
+ * The narrow context a runner gets: what it reads (state, settings), how it commits (through the
+ * pipeline, fenced as its member), its transcript store, the format and the policy, its events,
+ * and three callbacks into the pool (its tools, its member's view, "my activity changed"). The
+ * pool builds it from its parts; a runner never holds the pool. Internal: tools never get it,
+ * only the {@link MemberTeamService} of their member.
  */
 export interface RunnerHost {
   readonly teamId: string;

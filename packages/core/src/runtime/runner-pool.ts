@@ -73,7 +73,7 @@ export interface RunnerPoolOptions {
  * them (the runners' host), revives stopped teammates through the {@link Waker}, routes queued
  * mail to them, recovers a reopened team, answers `idle()` and stops everything on dispose.
  */
-export class RunnerPool implements RunnerHost {
+export class RunnerPool {
   /** The last activity reported to the placement, as a comparable key. */
   private reported = '';
   /** What each message a caller waits on met when the feed routed it (see {@link routed}). */
@@ -93,6 +93,8 @@ export class RunnerPool implements RunnerHost {
   readonly workspaces: MemberWorkspaces;
   /** The members run by clients: their inboxes, presence and watchers. */
   readonly external: ExternalMembers;
+  /** The narrow context each runner gets (see {@link RunnerHost}). */
+  private readonly context: RunnerHost;
   private readonly pipeline: CommitPipeline;
   private readonly runners = new Map<string, AgentRunner>();
   private readonly waker: Waker;
@@ -121,7 +123,37 @@ export class RunnerPool implements RunnerHost {
     this.pipeline = options.pipeline;
     this.workspaces = options.workspaces;
     this.placement = options.placement;
-    this.external = new ExternalMembers(this, options.agents, options.externalPresence);
+    // What runners (and the external members) get: the parts they use, not the pool.
+    this.context = Object.freeze<RunnerHost>({
+      teamId: options.teamId,
+      state: options.state,
+      format: options.format,
+      policy: options.policy,
+      events: options.events,
+      clock: options.clock,
+      ids: options.ids,
+      transcripts: options.transcripts,
+      idleClaimIntervalMs: options.idleClaimIntervalMs,
+      maxSteps: options.maxSteps,
+      maxRepeatedFailures: options.maxRepeatedFailures,
+      contextBudget: options.contextBudget,
+      workspaces: options.workspaces,
+      guard: () => options.pipeline.guard(),
+      get closed() {
+        return options.pipeline.closed;
+      },
+      commit: (actor, decide) => options.pipeline.commit(actor.name, decide, { actorId: actor.id }),
+      deliverable: (memberId) => options.pipeline.deliverable(memberId),
+      refFor: (memberId) => options.credentials.refFor(memberId),
+      memberService: (agent) => options.memberService(agent),
+      toolsFor: (member, definition) => this.toolsFor(member, definition),
+      runnerChanged: () => this.runnerChanged(),
+    });
+    this.external = new ExternalMembers(
+      { ...this.context, runsHere: (memberId) => this.runsHere(memberId) },
+      options.agents,
+      options.externalPresence,
+    );
     this.waker = new Waker({
       runners: this.runners,
       isRevivable: (memberId) => {
@@ -157,31 +189,7 @@ export class RunnerPool implements RunnerHost {
     }
   }
 
-  // ------------------------------------------------------------ the runners' host
-
-  get closed(): boolean {
-    return this.pipeline.closed;
-  }
-
-  guard(): void {
-    this.pipeline.guard();
-  }
-
-  commit<R extends readonly TeamRecord[]>(actor: Member, decide: () => R): Promise<R> {
-    return this.pipeline.commit(actor.name, decide, { actorId: actor.id });
-  }
-
-  deliverable(memberId: string): readonly QueuedMessage[] {
-    return this.pipeline.deliverable(memberId);
-  }
-
-  refFor(memberId: string): AgentRef {
-    return this.options.credentials.refFor(memberId);
-  }
-
-  memberService(agent: AgentRef): MemberTeamService {
-    return this.options.memberService(agent);
-  }
+  // ------------------------------------------------------------ routing
 
   /**
    * Runs `send` (which commits the message `messageId`) and answers what the message met when the
@@ -350,7 +358,7 @@ export class RunnerPool implements RunnerHost {
     const member = this.state.member(memberId) as Member;
     if (this.external.isExternal(member)) {
       // nothing runs here: its client calls in (in whichever process serves it)
-      this.guard();
+      this.pipeline.guard();
       return {
         start: () => {
           if (this.placement === undefined) this.external.serve(member);
@@ -361,12 +369,12 @@ export class RunnerPool implements RunnerHost {
     }
     if (this.placement !== undefined) return this.placeTeammate(member);
     try {
-      this.guard();
+      this.pipeline.guard();
       const runner = this.createRunner(memberId);
       const seed: ChatMessage[] | undefined =
         context === 'fork' ? forkSeed(this.leadRunner?.messages ?? []) : undefined;
       await runner.prepare(seed);
-      this.guard();
+      this.pipeline.guard();
       return { start: () => void runner.start(), workspace: runner.workspace };
     } catch (error) {
       this.runners.delete(memberId);
@@ -387,7 +395,7 @@ export class RunnerPool implements RunnerHost {
   private async placeTeammate(
     member: Member,
   ): Promise<{ start(): void; workspace: MemberWorkspace | undefined }> {
-    this.guard();
+    this.pipeline.guard();
     if (this.workspaces.isIsolated(member)) {
       throw new TeamError(
         'WORKSPACE_UNAVAILABLE',
@@ -487,7 +495,7 @@ export class RunnerPool implements RunnerHost {
 
   /** This process now runs `memberId`: the lead starts; a teammate is revived if it has work. */
   private async acquire(memberId: string): Promise<void> {
-    if (this.closed || !this.runsHere(memberId)) return;
+    if (this.pipeline.closed || !this.runsHere(memberId)) return;
     const external = this.state.member(memberId);
     if (external !== undefined && this.external.isExternal(external)) {
       if (external.phase === 'active') this.external.serve(external);
@@ -683,7 +691,11 @@ export class RunnerPool implements RunnerHost {
       .members()
       .filter((m) => m.id !== memberId && m.id !== this.state.leadId && isLivePhase(m.phase))
       .map((m) => m.name);
-    const runner = new AgentRunner(this, member, definition, { isLead, resumeTasks, teammates });
+    const runner = new AgentRunner(this.context, member, definition, {
+      isLead,
+      resumeTasks,
+      teammates,
+    });
     this.runners.set(memberId, runner);
     if (this.placement !== undefined && !isLead && member.context === 'fork') {
       // Spawned by a lead in another process: the copy of its conversation comes from the store.
