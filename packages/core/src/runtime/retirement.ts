@@ -1,5 +1,5 @@
 import { TeamError } from '../errors.js';
-import type { Member, MessageQueuedRecord, QueuedMessage, TeamRecord } from '../records.js';
+import type { Member, QueuedMessage, TeamRecord } from '../records.js';
 import { deliveredRecords, idleNoticeRecord, type MailHost } from './mail-delivery.js';
 import type { RunnerHost } from './runner-host.js';
 

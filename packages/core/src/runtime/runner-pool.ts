@@ -3,7 +3,7 @@ import type { Clock, IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { EventSink, MemberStatus } from '../ports/events.js';
-import type { MemberActivity, MemberPlacement, PlacementCandidate } from '../ports/placement.js';
+import type { MemberActivity, MemberPlacement, } from '../ports/placement.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
@@ -23,6 +23,7 @@ import { conversationMessages, forkSeed, loadTranscript } from './conversation.j
 import type { Credentials } from './credentials.js';
 import { ExternalMembers, type ExternalPresenceOptions } from './external-members.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
+import { PlacementSide } from './placement-side.js';
 import { AgentRunner } from './runner.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
@@ -74,8 +75,6 @@ export interface RunnerPoolOptions {
  * mail to them, recovers a reopened team, answers `idle()` and stops everything on dispose.
  */
 export class RunnerPool {
-  /** The last activity reported to the placement, as a comparable key. */
-  private reported = '';
   /** What each message a caller waits on met when the feed routed it (see {@link routed}). */
   private readonly receptions = new Map<string, 'accepted' | 'queued'>();
   readonly teamId: string;
@@ -95,6 +94,8 @@ export class RunnerPool {
   readonly external: ExternalMembers;
   /** The narrow context each runner gets (see {@link RunnerHost}). */
   private readonly context: RunnerHost;
+  /** Which members run here, where the others run, what this process reports. */
+  private readonly placing: PlacementSide;
   private readonly pipeline: CommitPipeline;
   private readonly runners = new Map<string, AgentRunner>();
   private readonly waker: Waker;
@@ -102,7 +103,6 @@ export class RunnerPool {
   private readonly leadTools;
   private leadRunner: AgentRunner | undefined;
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
-  private readonly placement: MemberPlacement | undefined;
   /** Revivals of members this process acquired, one after another. */
   private acquiring: Promise<void> = Promise.resolve();
   private acquireError: unknown;
@@ -122,7 +122,7 @@ export class RunnerPool {
     this.contextBudget = options.contextBudget;
     this.pipeline = options.pipeline;
     this.workspaces = options.workspaces;
-    this.placement = options.placement;
+
     // What runners (and the external members) get: the parts they use, not the pool.
     this.context = Object.freeze<RunnerHost>({
       teamId: options.teamId,
@@ -148,6 +148,15 @@ export class RunnerPool {
       memberService: (agent) => options.memberService(agent),
       toolsFor: (member, definition) => this.toolsFor(member, definition),
       runnerChanged: () => this.runnerChanged(),
+    });
+    this.placing = new PlacementSide({
+      placement: options.placement,
+      state: options.state,
+      isExternal: (member) => this.external.isExternal(member),
+      serveExternal: options.serveExternal,
+      acquired: (memberId) => this.acquired(memberId),
+      lost: (memberId) => this.lose(memberId),
+      changed: options.placementChanged,
     });
     this.external = new ExternalMembers(
       { ...this.context, runsHere: (memberId) => this.runsHere(memberId) },
@@ -265,8 +274,8 @@ export class RunnerPool {
         }
         // A member another live process runs is as that process reports it (running until its
         // first report: a member just taken over is about to work).
-        const placed = this.placement?.view?.().placed.get(member.id);
-        if (placed !== undefined && !placed.here) return placed.activity ?? 'running';
+        const placed = this.placing.elsewhere(member.id);
+        if (placed !== undefined) return placed.activity ?? 'running';
         return runner?.status ?? 'inactive';
       }
     }
@@ -274,8 +283,7 @@ export class RunnerPool {
 
   /** Where a member runs, when the team's placement knows (a team spread over processes). */
   processOf(memberId: string): { processId: string; here: boolean } | undefined {
-    const placed = this.placement?.view?.().placed.get(memberId);
-    return placed === undefined ? undefined : { processId: placed.processId, here: placed.here };
+    return this.placing.processOf(memberId);
   }
 
   /** {@link teamProgress} as `selfId` sees the team now. */
@@ -285,7 +293,7 @@ export class RunnerPool {
       selfId,
       statusOf: (member) => this.statusOf(member),
       pending: (memberId) => this.state.pending(memberId),
-      view: this.placement?.view?.(),
+      view: this.placing.view(),
     });
   }
 
@@ -294,19 +302,12 @@ export class RunnerPool {
    * every other process shows them as they are.
    */
   private reportActivity(): void {
-    const placement = this.placement;
-    if (placement?.report === undefined) return;
+    if (!this.placing.placed) return;
     const activity = new Map<string, MemberActivity>();
-    let key = '';
     for (const [memberId, runner] of this.runners) {
-      if (!runner.live) continue;
-      const status = runner.status === 'running' ? 'running' : 'idle';
-      activity.set(memberId, status);
-      key += `${memberId}=${status};`;
+      if (runner.live) activity.set(memberId, runner.status === 'running' ? 'running' : 'idle');
     }
-    if (key === this.reported) return;
-    this.reported = key;
-    placement.report(activity);
+    this.placing.report(activity);
   }
 
   /** Why the member's runner stopped, if it failed. */
@@ -342,7 +343,7 @@ export class RunnerPool {
 
   /** True when `memberId` runs in this process (always, without a placement). */
   runsHere(memberId: string): boolean {
-    return this.placement === undefined || this.placement.runsHere(memberId);
+    return this.placing.runsHere(memberId);
   }
 
   /**
@@ -361,13 +362,13 @@ export class RunnerPool {
       this.pipeline.guard();
       return {
         start: () => {
-          if (this.placement === undefined) this.external.serve(member);
-          else this.placement.candidatesChanged();
+          if (!this.placing.placed) this.external.serve(member);
+          else this.placing.candidatesChanged();
         },
         workspace: undefined,
       };
     }
-    if (this.placement !== undefined) return this.placeTeammate(member);
+    if (this.placing.placed) return this.placeTeammate(member);
     try {
       this.pipeline.guard();
       const runner = this.createRunner(memberId);
@@ -403,7 +404,7 @@ export class RunnerPool {
         { details: { memberId: member.id } },
       );
     }
-    return { start: () => this.placement?.candidatesChanged(), workspace: undefined };
+    return { start: () => this.placing.candidatesChanged(), workspace: undefined };
   }
 
   /** After every commit: parked teammates look at the board again when a task changed. */
@@ -421,8 +422,8 @@ export class RunnerPool {
     if (this.idleClaimIntervalMs !== undefined && records.some((r) => r.type === 'task')) {
       for (const runner of this.runners.values()) if (!runner.isLead) runner.notify();
     }
-    if (this.placement !== undefined && records.some((r) => r.type === 'member')) {
-      this.placement.candidatesChanged();
+    if (this.placing.placed && records.some((r) => r.type === 'member')) {
+      this.placing.candidatesChanged();
       // a member placed here before this process had read its move to `active`
       for (const record of records) {
         if (record.type === 'member' && record.member.phase === 'active') {
@@ -436,7 +437,7 @@ export class RunnerPool {
   /** The log refused a write for `memberId`: another process runs it now. */
   fenced(memberId: string): void {
     this.lose(memberId);
-    this.placement?.candidatesChanged();
+    this.placing.candidatesChanged();
   }
 
   /**
@@ -446,15 +447,7 @@ export class RunnerPool {
    * open).
    */
   async startPlacement(): Promise<void> {
-    const placement = this.placement as MemberPlacement;
-    await placement.start({
-      candidates: () => this.candidates(),
-      listener: {
-        acquired: (memberId) => this.acquired(memberId),
-        lost: (memberId) => this.lose(memberId),
-        changed: () => this.options.placementChanged?.(),
-      },
-    });
+    await this.placing.start();
     await this.acquiring;
     const error = this.acquireError;
     this.acquireError = undefined;
@@ -470,27 +463,6 @@ export class RunnerPool {
         this.reportReviveFailure(memberId, error);
       }),
     );
-  }
-
-  /**
-   * Members that must run somewhere: the lead and every teammate active in the durable records. A
-   * retirement still being appended leaves its member a candidate, so its process keeps the
-   * member (and may write the retirement) until the retirement is durable.
-   */
-  private candidates(): PlacementCandidate[] {
-    const leadId = this.state.leadId;
-    const out: PlacementCandidate[] = [];
-    for (const member of this.state.members()) {
-      if (this.state.settledMember(member.id)?.phase !== 'active') continue;
-      const candidate = {
-        memberId: member.id,
-        agentType: member.agentType,
-        isLead: member.id === leadId,
-      };
-      if (!this.external.isExternal(member)) out.push(candidate);
-      else if (this.options.serveExternal(member.name)) out.push({ ...candidate, pinned: true });
-    }
-    return out;
   }
 
   /** This process now runs `memberId`: the lead starts; a teammate is revived if it has work. */
@@ -589,7 +561,7 @@ export class RunnerPool {
    * provider, so no orphan is left.
    */
   async recover(): Promise<void> {
-    if (this.placement !== undefined) {
+    if (this.placing.placed) {
       await this.startPlacement();
       return;
     }
@@ -697,7 +669,7 @@ export class RunnerPool {
       teammates,
     });
     this.runners.set(memberId, runner);
-    if (this.placement !== undefined && !isLead && member.context === 'fork') {
+    if (this.placing.placed && !isLead && member.context === 'fork') {
       // Spawned by a lead in another process: the copy of its conversation comes from the store.
       runner.prepare(() => this.leadSeed()).catch(() => undefined);
     }

@@ -1,0 +1,125 @@
+import type {
+  MemberActivity,
+  MemberPlacement,
+  PlacedMember,
+  PlacementCandidate,
+  PlacementView,
+} from '../ports/placement.js';
+import type { Member } from '../records.js';
+import type { TeamState } from '../state/index.js';
+
+/** What the placement side tells the runners' side, and asks of it. */
+export interface PlacementSideOptions {
+  /** The team's placement; undefined: every member runs in this process. */
+  placement: MemberPlacement | undefined;
+  state: TeamState;
+  /** True for a member whose turns a client takes. */
+  isExternal(member: Member): boolean;
+  /** Which external members this process serves (claims), by name. */
+  serveExternal(name: string): boolean;
+  /** This process now runs `memberId`. */
+  acquired(memberId: string): void;
+  /** This process no longer runs `memberId`. */
+  lost(memberId: string): void;
+  /** The view changed: statuses and progress derived from it may differ. */
+  changed?: (() => void) | undefined;
+}
+
+/**
+ * The placement side of a team in this process: which members must run somewhere (candidates),
+ * which run here, where the others run and what their processes report, and what this process
+ * reports of its own. The runner side (`RunnerPool`) starts and stops runners when it hears
+ * `acquired` and `lost`. Without a placement every member runs here and nothing is reported.
+ */
+export class PlacementSide {
+  /** The last activity reported, as a comparable key. */
+  private reported = '';
+
+  constructor(private readonly options: PlacementSideOptions) {}
+
+  /** True when the team spreads over processes. */
+  get placed(): boolean {
+    return this.options.placement !== undefined;
+  }
+
+  /** True when `memberId` runs in this process (always, without a placement). */
+  runsHere(memberId: string): boolean {
+    const { placement } = this.options;
+    return placement === undefined || placement.runsHere(memberId);
+  }
+
+  /**
+   * Starts placing members: resolves once this process's first claims settled (the members it
+   * acquired then were handed to `acquired`).
+   */
+  async start(): Promise<void> {
+    const { placement } = this.options;
+    if (placement === undefined) return;
+    await placement.start({
+      candidates: () => this.candidates(),
+      listener: {
+        acquired: (memberId) => this.options.acquired(memberId),
+        lost: (memberId) => this.options.lost(memberId),
+        changed: () => this.options.changed?.(),
+      },
+    });
+  }
+
+  /** The candidates may have changed (a member was spawned, activated, retired or failed). */
+  candidatesChanged(): void {
+    this.options.placement?.candidatesChanged();
+  }
+
+  /** The team's placement as this process sees it, when the placement shows one. */
+  view(): PlacementView | undefined {
+    return this.options.placement?.view?.();
+  }
+
+  /** Where another live process runs `memberId`, with what it reports; undefined when here or nowhere. */
+  elsewhere(memberId: string): PlacedMember | undefined {
+    const placed = this.view()?.placed.get(memberId);
+    return placed === undefined || placed.here ? undefined : placed;
+  }
+
+  /** Where a member runs, when the placement knows. */
+  processOf(memberId: string): { processId: string; here: boolean } | undefined {
+    const placed = this.view()?.placed.get(memberId);
+    return placed === undefined ? undefined : { processId: placed.processId, here: placed.here };
+  }
+
+  /**
+   * Tells the placement what the members this process runs are doing, when that changed, so
+   * every other process shows them as they are.
+   */
+  report(activity: ReadonlyMap<string, MemberActivity>): void {
+    const placement = this.options.placement;
+    if (placement?.report === undefined) return;
+    let key = '';
+    for (const [memberId, status] of activity) key += `${memberId}=${status};`;
+    if (key === this.reported) return;
+    this.reported = key;
+    placement.report(activity);
+  }
+
+  /**
+   * Members that must run somewhere: the lead and every teammate active in the durable records. A
+   * retirement still being appended leaves its member a candidate, so its process keeps the
+   * member (and may write the retirement) until the retirement is durable.
+   */
+  private candidates(): PlacementCandidate[] {
+    const { state } = this.options;
+    const leadId = state.leadId;
+    const out: PlacementCandidate[] = [];
+    for (const member of state.members()) {
+      if (state.settledMember(member.id)?.phase !== 'active') continue;
+      const candidate = {
+        memberId: member.id,
+        agentType: member.agentType,
+        isLead: member.id === leadId,
+      };
+      if (!this.options.isExternal(member)) out.push(candidate);
+      else if (this.options.serveExternal(member.name)) out.push({ ...candidate, pinned: true });
+    }
+    return out;
+  }
+}
