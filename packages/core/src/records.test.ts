@@ -3,13 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { compiledTranscriptEntry, parseTranscriptEntry, TranscriptEntry } from './chat.js';
 import {
+  checkRecordInput,
   compiledTeamRecord,
+  parseAppendedRecord,
   parseTeamRecord,
   SCHEMA_VERSION,
   TeamRecord,
   TRANSCRIPT_SCHEMA_VERSION,
 } from './records.js';
-import { catchTeamError } from './state/test-fixtures.js';
+import { catchTeamError, createTestTeam } from './state/test-fixtures.js';
 
 /*
  * The fast path of validation is compiled from the schemas themselves (`compiledSchema`): nothing
@@ -771,5 +773,63 @@ describe('the compiled transcript entry schema', () => {
       }
     }
     expect(cases).toBeGreaterThan(2000);
+  });
+});
+
+describe('parseAppendedRecord, what a log runs on each appended record', () => {
+  /** Every record type, as `TeamState` commands build them. */
+  function builtRecords(): TeamRecord[] {
+    const team = createTestTeam();
+    const alice = team.spawn('alice');
+    team.task('ship it');
+    for (const id of ['m-1', 'm-2']) {
+      team.run((s) =>
+        s.queueMessage({
+          id,
+          senderId: team.leadId,
+          targetId: alice,
+          kind: 'message',
+          delivery: 'wakeup',
+          content: [{ type: 'text', text: 'hi' }],
+          summary: 'greeting',
+        }),
+      );
+    }
+    team.run((s) => s.markDelivered({ messageId: 'm-1' }));
+    team.run((s) => s.deadLetter({ messageId: 'm-2', reason: 'TARGET_RETIRED', detail: 'gone' }));
+    return team.log;
+  }
+
+  it('takes a record the team state built as it is, without another copy', () => {
+    const records = builtRecords();
+    expect(new Set(records.map((r) => r.type))).toEqual(
+      new Set(['member', 'task', 'message.queued', 'message.delivered', 'message.dead_lettered']),
+    );
+    for (const record of records) expect(parseAppendedRecord(record)).toBe(record);
+    const checked = checkRecordInput(structuredClone(records[0]) as TeamRecord);
+    expect(parseAppendedRecord(checked)).toBe(checked);
+  });
+
+  it('validates and copies anything else, copies of built records included', () => {
+    for (const record of builtRecords()) {
+      for (const copy of [
+        JSON.parse(JSON.stringify(record)),
+        structuredClone(record),
+        { ...record },
+      ]) {
+        const parsed = parseAppendedRecord(copy);
+        expect(parsed).not.toBe(copy);
+        expect(parsed).toStrictEqual(record);
+        const broken = { ...copy, teamId: '' };
+        expect(catchTeamError(() => parseAppendedRecord(broken)).code).toBe('INVALID_RECORD');
+        const newer = { ...copy, schemaVersion: SCHEMA_VERSION + 1 };
+        expect(catchTeamError(() => parseAppendedRecord(newer)).code).toBe(
+          'UNSUPPORTED_SCHEMA_VERSION',
+        );
+      }
+    }
+    for (const value of [null, undefined, 7, 'record', [], {}]) {
+      expect(catchTeamError(() => parseAppendedRecord(value)).code).toBe('INVALID_RECORD');
+    }
   });
 });

@@ -302,6 +302,13 @@ export function compiledSchema<T extends z.ZodType>(schema: T): () => T {
 export const compiledTeamRecord: () => typeof TeamRecord = compiledSchema(TeamRecord);
 
 /**
+ * Records {@link checkRecordInput} returned: copies core built and checked, which nothing changes
+ * afterwards (the team state keeps their parts as its own). A module-private set, so no value made
+ * anywhere else, and no copy of one (JSON, `structuredClone`, a spread), is in it.
+ */
+const built = new WeakSet<object>();
+
+/**
  * Validates an untrusted value as a {@link TeamRecord} and returns a detached copy. A
  * `schemaVersion` newer than {@link SCHEMA_VERSION} is refused with `UNSUPPORTED_SCHEMA_VERSION`
  * before anything else is checked, so an old reader never misreads a newer log.
@@ -321,6 +328,7 @@ export function parseTeamRecord(value: unknown): TeamRecord {
 /**
  * Schema-checks a record a command built from its input and returns the parsed copy, detached
  * from the caller's objects; a value the schema refuses is the caller's mistake, `INVALID_ARGUMENT`.
+ * The copy is one core built: {@link parseAppendedRecord} takes it without checking it again.
  */
 export function checkRecordInput<R extends TeamRecord>(record: R): R {
   const parsed = compiledTeamRecord().safeParse(record);
@@ -329,7 +337,19 @@ export function checkRecordInput<R extends TeamRecord>(record: R): R {
       cause: parsed.error,
     });
   }
+  built.add(parsed.data);
   return parsed.data as R;
+}
+
+/**
+ * What a team log runs on each record passed to `append`, before it checks the record's `seq` and
+ * team. A record `TeamState` built is returned as it is: it was checked against the schema when
+ * it was built, and records are never changed after, so the log writes it without a second
+ * schema walk. Anything else (a record from another source, a copy of one, a value that merely
+ * looks like one) is validated as {@link parseTeamRecord} does, and the detached copy returned.
+ */
+export function parseAppendedRecord(value: unknown): TeamRecord {
+  return built.has(value as object) ? (value as TeamRecord) : parseTeamRecord(value);
 }
 
 /** Refuses a value whose `schemaVersion` is missing, not an integer, or unknown. */
