@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { ContentBlock } from './content.js';
 import { TeamError } from './errors.js';
-import { copyValidUserEntry } from './record-copy.js';
-import { TRANSCRIPT_SCHEMA_VERSION } from './records.js';
+import { compiledSchema, TRANSCRIPT_SCHEMA_VERSION } from './records.js';
 
 /** A tool call requested by the model. `input` is the parsed JSON arguments. */
 export const ToolCall = z.object({
@@ -191,23 +190,22 @@ export const TranscriptEntry = z.object({
 });
 export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
 
+/** {@link TranscriptEntry}, compiled (see `compiledSchema` in `records.ts`). */
+export const compiledTranscriptEntry: () => typeof TranscriptEntry =
+  compiledSchema(TranscriptEntry);
+
 /** Validates an untrusted transcript line (newer schema versions are refused clearly). */
 export function parseTranscriptEntry(value: unknown): TranscriptEntry {
-  // The entry every delivery writes takes the fast path (see `record-copy.ts`).
-  const fast = copyValidUserEntry(value);
-  if (fast !== undefined) return fast as TranscriptEntry;
+  const parsed = compiledTranscriptEntry().safeParse(value);
+  if (parsed.success) return parsed.data;
   checkTranscriptVersion(value);
-  const parsed = TranscriptEntry.safeParse(value);
-  if (!parsed.success) {
-    throw new TeamError(
-      'INVALID_RECORD',
-      `invalid transcript entry: ${z.prettifyError(parsed.error)}`,
-      {
-        cause: parsed.error,
-      },
-    );
-  }
-  return parsed.data;
+  throw new TeamError(
+    'INVALID_RECORD',
+    `invalid transcript entry: ${z.prettifyError(parsed.error)}`,
+    {
+      cause: parsed.error,
+    },
+  );
 }
 
 /** The text an interrupted tool call is answered with, so the transcript stays consistent. */

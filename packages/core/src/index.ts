@@ -102,6 +102,7 @@ export {
   MessageDelivery,
   MessageKind,
   MessageQueuedRecord,
+  parseAppendedRecord,
   parseTeamRecord,
   QueuedMessage,
   RECORD_SCHEMA_VERSIONS,

@@ -1,7 +1,7 @@
 /**
- * The values records are made of, shared by the zod schemas (`records.ts`) and the fast path that
- * mirrors them (`record-copy.ts`). Both import this module and neither imports the other's
- * values, so the fast path depends on nothing but these lists and the bounds in `limits.ts`.
+ * The values records are made of: the lists the zod schemas of `records.ts` take their enums
+ * from, and the schema versions. The schemas are the one description of a record; the fast path
+ * that checks valid records is compiled from them (`compiledSchema` in `records.ts`).
  */
 
 /**

@@ -7,7 +7,6 @@ import {
   TASK_ID_PATTERN,
   TASK_SUBJECT_MAX,
 } from './limits.js';
-import { copyValidRecord } from './record-copy.js';
 import {
   DEAD_LETTER_DETAIL_MAX,
   DEAD_LETTER_REASONS,
@@ -281,49 +280,76 @@ export type TeamRecord = z.infer<typeof TeamRecord>;
 export type TeamRecordType = TeamRecord['type'];
 
 /**
+ * `schema` as zod compiles it (`z.compile`, zod 4.5 and later), built on first use: the same
+ * verdicts, output and errors as `schema`, from generated code instead of a walk of the schema
+ * (valid values take it; a refusal falls back to the schema itself, which explains it). So the
+ * schema stays the one description of a record and the fast path is derived from it, never
+ * written by hand. Where zod cannot compile (an older zod, or `new Function` not allowed) this is
+ * `schema` itself: slower, and the same answers.
+ */
+export function compiledSchema<T extends z.ZodType>(schema: T): () => T {
+  let compiled: T | undefined;
+  return () => {
+    if (compiled === undefined) {
+      const compile = (z as { compile?: typeof z.compile }).compile;
+      compiled = typeof compile === 'function' ? compile(schema) : schema;
+    }
+    return compiled;
+  };
+}
+
+/** {@link TeamRecord}, compiled (see {@link compiledSchema}). */
+export const compiledTeamRecord: () => typeof TeamRecord = compiledSchema(TeamRecord);
+
+/**
+ * Records {@link checkRecordInput} returned: copies core built and checked, which nothing changes
+ * afterwards (the team state keeps their parts as its own). A module-private set, so no value made
+ * anywhere else, and no copy of one (JSON, `structuredClone`, a spread), is in it.
+ */
+const built = new WeakSet<object>();
+
+/**
  * Validates an untrusted value as a {@link TeamRecord} and returns a detached copy. A
  * `schemaVersion` newer than {@link SCHEMA_VERSION} is refused with `UNSUPPORTED_SCHEMA_VERSION`
  * before anything else is checked, so an old reader never misreads a newer log.
  */
 export function parseTeamRecord(value: unknown): TeamRecord {
-  const exact = fastCopy(value);
-  if (exact) return exact;
+  const parsed = compiledTeamRecord().safeParse(value);
+  if (parsed.success) return parsed.data;
   checkSchemaVersion(value);
-  const parsed = TeamRecord.safeParse(value);
-  if (!parsed.success) {
-    const seq = (value as { seq?: unknown } | null)?.seq;
-    throw new TeamError(
-      'INVALID_RECORD',
-      `invalid team record${typeof seq === 'number' ? ` at seq ${seq}` : ''}: ${z.prettifyError(parsed.error)}`,
-      { cause: parsed.error, details: typeof seq === 'number' ? { seq } : undefined },
-    );
-  }
-  return parsed.data;
+  const seq = (value as { seq?: unknown } | null)?.seq;
+  throw new TeamError(
+    'INVALID_RECORD',
+    `invalid team record${typeof seq === 'number' ? ` at seq ${seq}` : ''}: ${z.prettifyError(parsed.error)}`,
+    { cause: parsed.error, details: typeof seq === 'number' ? { seq } : undefined },
+  );
 }
 
 /**
  * Schema-checks a record a command built from its input and returns the parsed copy, detached
  * from the caller's objects; a value the schema refuses is the caller's mistake, `INVALID_ARGUMENT`.
+ * The copy is one core built: {@link parseAppendedRecord} takes it without checking it again.
  */
 export function checkRecordInput<R extends TeamRecord>(record: R): R {
-  const exact = fastCopy(record);
-  if (exact) return exact as R;
-  const parsed = TeamRecord.safeParse(record);
+  const parsed = compiledTeamRecord().safeParse(record);
   if (!parsed.success) {
     throw new TeamError('INVALID_ARGUMENT', `invalid input: ${z.prettifyError(parsed.error)}`, {
       cause: parsed.error,
     });
   }
+  built.add(parsed.data);
   return parsed.data as R;
 }
 
 /**
- * The fast path of validation (see `record-copy.ts`): what the `TeamRecord` schema returns for
- * `value`, or `undefined` where zod must decide. The differential test of the two is what makes
- * this cast sound.
+ * What a team log runs on each record passed to `append`, before it checks the record's `seq` and
+ * team. A record `TeamState` built is returned as it is: it was checked against the schema when
+ * it was built, and records are never changed after, so the log writes it without a second
+ * schema walk. Anything else (a record from another source, a copy of one, a value that merely
+ * looks like one) is validated as {@link parseTeamRecord} does, and the detached copy returned.
  */
-function fastCopy(value: unknown): TeamRecord | undefined {
-  return copyValidRecord(value) as TeamRecord | undefined;
+export function parseAppendedRecord(value: unknown): TeamRecord {
+  return built.has(value as object) ? (value as TeamRecord) : parseTeamRecord(value);
 }
 
 /** Refuses a value whose `schemaVersion` is missing, not an integer, or unknown. */

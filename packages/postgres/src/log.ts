@@ -6,7 +6,7 @@ import type {
   TeamLogAppendOptions,
   TeamRecord,
 } from '@teamwire/core';
-import { parseTeamRecord, TeamError } from '@teamwire/core';
+import { parseAppendedRecord, parseTeamRecord, TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import {
@@ -111,7 +111,8 @@ export class PostgresTeamLog implements TeamLog {
       const copies: TeamRecord[] = [];
       const texts: string[] = [];
       for (const record of records) {
-        const copy = parseTeamRecord(record);
+        // a record core built was checked then; anything else is validated here (see the README)
+        const copy = parseAppendedRecord(record);
         const expected = (copies.at(-1)?.seq ?? copy.seq - 1) + 1;
         if (copy.seq !== expected) {
           throw new TeamError(

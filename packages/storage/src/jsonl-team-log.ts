@@ -7,7 +7,7 @@ import type {
   TeamRecord,
   TeamStateSnapshot,
 } from '@teamwire/core';
-import { parseTeamRecord, TeamError } from '@teamwire/core';
+import { parseAppendedRecord, parseTeamRecord, TeamError } from '@teamwire/core';
 import type { Durability } from './append-writer.js';
 import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
@@ -450,7 +450,8 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
     const lines: string[] = [];
     let expected = this.#nextSeq;
     for (const record of records) {
-      const copy = parseTeamRecord(record);
+      // a record core built was checked then; anything else is validated here (see the README)
+      const copy = parseAppendedRecord(record);
       if (copy.seq !== expected) {
         throw new TeamError(
           'LOG_INVARIANT',

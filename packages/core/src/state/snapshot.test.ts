@@ -1,10 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { TeamError } from '../errors.js';
 import type { Member, Task, TeamRecord } from '../records.js';
 import { randomTeamRecords } from '../testing/random-team.js';
 import type { TeamStateSnapshot } from './index.js';
-import { TEAM_STATE_SNAPSHOT_VERSION, TeamState } from './index.js';
+import { parseTeamStateSnapshot, TEAM_STATE_SNAPSHOT_VERSION, TeamState } from './index.js';
+import { compiledSnapshot, Snapshot } from './snapshot.js';
 
 const TEAM = 'team-snapshots';
 
@@ -18,6 +20,13 @@ function canonical(state: TeamState): string {
 function restored(records: readonly TeamRecord[], cut: number): TeamState {
   const before = TeamState.fromRecords(records.slice(0, cut), { teamId: TEAM });
   return TeamState.fromSnapshot(JSON.parse(JSON.stringify(before.snapshot())), { teamId: TEAM });
+}
+
+/** Whether the compiled `schema` answered `value` from its generated code (see `records.test.ts`). */
+function takenFast(schema: z.ZodType, value: unknown): boolean {
+  const ctx = { async: false } as Record<PropertyKey, unknown>;
+  schema._zod.run({ value, issues: [] }, ctx as never);
+  return ctx[Symbol.for('zod.compile.fallback')] !== true;
 }
 
 function refusal(run: () => unknown): TeamError {
@@ -85,7 +94,7 @@ describe('team state snapshots', () => {
       'UNSUPPORTED_SCHEMA_VERSION',
     );
     expect(refuse({ ...copy(), teamId: 'another-team' }).code).toBe('SNAPSHOT_INVALID');
-    // shapes the fast check hands to zod, which refuses them
+    // shapes the schema refuses
     expect(refuse({ ...copy(), members: {} }).code).toBe('SNAPSHOT_INVALID');
     expect(refuse({ ...copy(), delivered: [] }).code).toBe('SNAPSHOT_INVALID');
     expect(refuse({ ...copy(), seq: -1 }).code).toBe('SNAPSHOT_INVALID');
@@ -145,6 +154,60 @@ describe('team state snapshots', () => {
       expect({ what, code: error.code }).toEqual({ what, code: 'SNAPSHOT_INVALID' });
     }
     expect(TeamState.fromSnapshot(copy(), { teamId: TEAM }).lastSeq).toBe(records.length);
+  });
+
+  it('is read by the compiled schema, which agrees with the schema on every field', () => {
+    const records = randomTeamRecords(TEAM, 300, 5);
+    const good = JSON.parse(
+      JSON.stringify(TeamState.fromRecords(records, { teamId: TEAM }).snapshot()),
+    ) as TeamStateSnapshot;
+    expect(good.pending.length).toBeGreaterThan(0);
+    const withDeadLetters = {
+      ...good,
+      deadLetters: [{ message: good.pending[0], reason: 'TARGET_RETIRED', detail: 'gone', at: 5 }],
+    };
+    const compiled = compiledSnapshot();
+    expect(compiled).not.toBe(Snapshot);
+    for (const value of [good, withDeadLetters]) {
+      expect(takenFast(compiled, value)).toBe(true);
+      expect(parseTeamStateSnapshot(value)).toStrictEqual(Snapshot.parse(value));
+    }
+    // one edit at a time, at every key of the header and of the first element of each list
+    const probes: unknown[] = [undefined, '', 'x', 0, -1, 1.5, null, [], {}, 'x'.repeat(65)];
+    const places = [
+      [],
+      ['members', 0],
+      ['tasks', 0],
+      ['pending', 0],
+      ['pending', 0, 'content', 0],
+      ['deadLetters', 0],
+    ];
+    let cases = 0;
+    for (const path of places) {
+      const keys = Object.keys(
+        path.reduce<Record<PropertyKey, unknown>>(
+          (o, k) => o[k] as Record<PropertyKey, unknown>,
+          withDeadLetters,
+        ),
+      );
+      for (const key of keys) {
+        for (const probe of ['drop', ...probes]) {
+          const value = structuredClone(withDeadLetters) as Record<PropertyKey, unknown>;
+          const target = path.reduce<Record<PropertyKey, unknown>>(
+            (o, k) => o[k] as Record<PropertyKey, unknown>,
+            value,
+          );
+          if (probe === 'drop') delete target[key];
+          else target[key] = probe;
+          const zod = Snapshot.safeParse(value);
+          expect(takenFast(compiled, value)).toBe(zod.success);
+          if (zod.success) expect(compiled.parse(value)).toStrictEqual(zod.data);
+          else expect(refusal(() => parseTeamStateSnapshot(value)).code).toBe('SNAPSHOT_INVALID');
+          cases++;
+        }
+      }
+    }
+    expect(cases).toBeGreaterThan(400);
   });
 
   it('is taken only of a settled state', () => {

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { TeamError } from '../errors.js';
-import { copyMember, copyMessage, copyTask } from '../record-copy.js';
-import { DeadLetter, Member, QueuedMessage, Task } from '../records.js';
+import { compiledSchema, DeadLetter, Member, QueuedMessage, Task } from '../records.js';
 
 /** The `format` of a {@link TeamStateSnapshot}. */
 export const TEAM_STATE_SNAPSHOT_FORMAT = 'teamwire.team-state';
@@ -53,7 +52,7 @@ export interface TeamStateSnapshot {
 const DIGEST = /^[0-9a-f]{64}$/;
 
 /** Schema of {@link TeamStateSnapshot}, checked whenever one is read. */
-const Snapshot = z.object({
+export const Snapshot = z.object({
   format: z.literal(TEAM_STATE_SNAPSHOT_FORMAT),
   version: z.union([z.literal(1), z.literal(TEAM_STATE_SNAPSHOT_VERSION)]),
   teamId: z.string().min(1),
@@ -67,66 +66,16 @@ const Snapshot = z.object({
   deadLetters: z.array(DeadLetter).optional(),
 });
 
-/**
- * Checks (and copies) the list `value` element by element with the fast validator of the record
- * part, the way records are checked: `undefined` as soon as one element needs zod's verdict.
- */
-function fastList(value: unknown, copy: (v: unknown) => unknown): unknown[] | undefined {
-  if (!Array.isArray(value)) return undefined;
-  const out: unknown[] = new Array(value.length);
-  for (let i = 0; i < value.length; i++) {
-    const element = copy(value[i]);
-    if (element === undefined) return undefined;
-    out[i] = element;
-  }
-  return out;
-}
-
-/** The fast path: the parts checked like records, the rest by hand; zod explains a refusal. */
-function fastSnapshot(value: unknown): TeamStateSnapshot | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const v = value as Record<string, unknown>;
-  const { teamId, seq, nextTaskNumber, delivered, record, version } = v;
-  if (
-    v.format !== TEAM_STATE_SNAPSHOT_FORMAT ||
-    (version !== TEAM_STATE_SNAPSHOT_VERSION && version !== 1) ||
-    (record !== undefined && !(typeof record === 'string' && DIGEST.test(record))) ||
-    typeof teamId !== 'string' ||
-    teamId.length === 0 ||
-    !Number.isSafeInteger(seq) ||
-    (seq as number) < 0 ||
-    !Number.isSafeInteger(nextTaskNumber) ||
-    (nextTaskNumber as number) < 1 ||
-    typeof delivered !== 'string' ||
-    v.deadLetters !== undefined
-  ) {
-    return undefined;
-  }
-  const members = fastList(v.members, copyMember);
-  const tasks = members && fastList(v.tasks, copyTask);
-  const pending = tasks && fastList(v.pending, copyMessage);
-  if (pending === undefined) return undefined;
-  return {
-    format: TEAM_STATE_SNAPSHOT_FORMAT,
-    version: version as TeamStateSnapshot['version'],
-    teamId,
-    seq: seq as number,
-    members: members as Member[],
-    tasks: tasks as Task[],
-    nextTaskNumber: nextTaskNumber as number,
-    pending: pending as QueuedMessage[],
-    delivered,
-    ...(record === undefined ? {} : { record }),
-  };
-}
+/** {@link Snapshot}, compiled: a valid snapshot is checked and copied by generated code. */
+export const compiledSnapshot: () => typeof Snapshot = compiledSchema(Snapshot);
 
 /**
  * Validates a stored snapshot's shape: `SNAPSHOT_INVALID` (with the problem) for anything this
  * version did not write, `UNSUPPORTED_SCHEMA_VERSION` for a newer snapshot version.
  */
 export function parseTeamStateSnapshot(value: unknown): TeamStateSnapshot {
-  const fast = fastSnapshot(value);
-  if (fast !== undefined) return fast;
+  const parsed = compiledSnapshot().safeParse(value);
+  if (parsed.success) return parsed.data as TeamStateSnapshot;
   const header = value as { format?: unknown; version?: unknown } | null;
   if (
     header?.format === TEAM_STATE_SNAPSHOT_FORMAT &&
@@ -139,11 +88,7 @@ export function parseTeamStateSnapshot(value: unknown): TeamStateSnapshot {
       { details: { version: header.version, supported: TEAM_STATE_SNAPSHOT_VERSION } },
     );
   }
-  const parsed = Snapshot.safeParse(value);
-  if (!parsed.success) {
-    throw snapshotInvalid(`not a team state snapshot: ${z.prettifyError(parsed.error)}`);
-  }
-  return parsed.data as TeamStateSnapshot;
+  throw snapshotInvalid(`not a team state snapshot: ${z.prettifyError(parsed.error)}`);
 }
 
 /** The error every inconsistent snapshot gets. */
