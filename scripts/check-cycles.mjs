@@ -4,10 +4,12 @@
  *
  *   node scripts/check-cycles.mjs [dir ...]      (default: ./src)
  *
- * Every relative `import` / `export ... from` / `import()` of every `.ts` file under each dir is an
- * edge, `import type` included: a cycle of types is still two files that cannot change apart.
+ * The dirs make one graph (a page in `ui/` importing `src/` is an edge like any other). Every
+ * relative `import` / `export ... from` / `import()` of every `.ts`, `.tsx` or `.mts` file under
+ * them is an edge, `import type` included: a cycle of types is still two files that cannot change
+ * apart.
  * Imports of other packages are not followed (a package is used only through its exports).
- * Test files (`*.test.ts`) are left out: they sit on top of what they test.
+ * Test files (`*.test.ts`, `*.test.tsx`) are left out: they sit on top of what they test.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -15,13 +17,15 @@ import { dirname, join, relative, resolve } from 'node:path';
 const IMPORT =
   /(?:^|[;\n}])\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
+const SOURCE = /\.(?:ts|tsx|mts)$/;
+
 function sourceFiles(dir) {
   const out = [];
   for (const name of readdirSync(dir)) {
     if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
-    else if (name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.d.ts')) {
+    else if (SOURCE.test(name) && !/\.test\.tsx?$/.test(name) && !/\.d\.m?ts$/.test(name)) {
       out.push(path);
     }
   }
@@ -38,15 +42,19 @@ function resolveImport(from, specifier, known) {
   const base = resolve(dirname(from), specifier);
   const candidates = [
     base.replace(/\.js$/, '.ts'),
+    base.replace(/\.js$/, '.tsx'),
     base.replace(/\.mjs$/, '.mts'),
+    base,
     `${base}.ts`,
+    `${base}.tsx`,
     join(base, 'index.ts'),
+    join(base, 'index.tsx'),
   ];
   return candidates.find((candidate) => known.has(candidate));
 }
 
-function graphOf(dir) {
-  const files = sourceFiles(dir);
+function graphOf(dirs) {
+  const files = dirs.flatMap((dir) => sourceFiles(dir));
   const known = new Set(files);
   const graph = new Map();
   for (const file of files) {
@@ -121,15 +129,10 @@ function sampleCycle(graph, component) {
   return [start, start];
 }
 
-const dirs = process.argv.slice(2);
-let failed = false;
-for (const dir of dirs.length > 0 ? dirs : ['src']) {
-  const root = resolve(dir);
-  for (const cycle of cycles(graphOf(root))) {
-    failed = true;
-    console.error(
-      `import cycle in ${relative(process.cwd(), root) || '.'}: ${cycle.map((f) => relative(root, f)).join(' -> ')}`,
-    );
-  }
+const given = process.argv.slice(2);
+const dirs = (given.length > 0 ? given : ['src']).map((dir) => resolve(dir));
+const found = cycles(graphOf(dirs));
+for (const cycle of found) {
+  console.error(`import cycle: ${cycle.map((f) => relative(process.cwd(), f)).join(' -> ')}`);
 }
-if (failed) process.exit(1);
+if (found.length > 0) process.exit(1);

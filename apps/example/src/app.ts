@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type AgentTool, createAgentRegistry, TeamError } from '@teamwire/core';
 import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { z } from 'zod';
-import { type Command, redactUrl } from './args.js';
+import { type ReviewCommand, redactUrl } from './args.js';
 import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { readTools } from './file-tools.js';
 import { CODING_AGENT, MCP_SECRET_ENV, mcpHooks, mcpSecret } from './mcp-serve.js';
@@ -29,10 +29,9 @@ import { webHooks } from './web-serve.js';
 import { multiProcessHooks } from './workers.js';
 import { openReviewRoot, type ReviewRoot } from './workspace-files.js';
 
+export type { ReviewCommand } from './args.js';
 export type { AppIo, RunSummary } from './team-run.js';
 export { FORMATS, reportTool } from './team-run.js';
-
-export type ReviewCommand = Extract<Command, { command: 'review' }>;
 
 /** The settings a team was started with, kept in its folder so `--resume` continues the same review. */
 export const TeamSettings = z.object({

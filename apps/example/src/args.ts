@@ -73,6 +73,9 @@ export type Command =
       paceMs: number;
     };
 
+/** The arguments of a review (the default command). */
+export type ReviewCommand = Extract<Command, { command: 'review' }>;
+
 /** A bad command line; the CLI prints `message` on one line and exits 2. */
 export class UsageError extends Error {
   override name = 'UsageError';

@@ -1,6 +1,6 @@
 import type { AgentEvent, EventHub } from '@teamwire/core';
+import type { AppIo } from './app-io.js';
 import { BoardModel, createBoardScreen, plainLine, renderBoard } from './board.js';
-import type { AppIo } from './team-run.js';
 
 /** The board of a running team: drawn in place on a terminal, timestamped lines elsewhere. */
 export interface TeamObserver {

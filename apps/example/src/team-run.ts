@@ -20,26 +20,18 @@ import { createModel } from '@teamwire/host-adapters';
 import { jsonFormat, toolCallFormat, xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { z } from 'zod';
+import type { AppIo } from './app-io.js';
 import type { Command } from './args.js';
 import { type CompactionStat, formatTokens, plainLine } from './board.js';
 import { observeTeam, type TeamObserver } from './observe.js';
 import { missingLines, missingWork, type OpenTask, openTasksOf } from './run-summary.js';
 
+export type { AppIo } from './app-io.js';
+
 /*
  * How the review and the fix job set up and run a team: where it lives, the settings it was
  * started with (kept for `--resume`), its models and store, the board while it runs, the summary.
  */
-
-/** Where the app writes and what it knows of the terminal. */
-export interface AppIo {
-  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number; rows?: number };
-  stderr: { write(text: string): unknown };
-  /** Base for relative paths (the directory the user ran the command in). */
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  /** Aborted on Ctrl-C: the team is stopped cleanly and can be resumed. */
-  signal?: AbortSignal;
-}
 
 export interface RunSummary {
   teamId: string;

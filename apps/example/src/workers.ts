@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { AgentEvent, TeamLog, TeamService } from '@teamwire/core';
-import type { ReviewCommand } from './app.js';
+import type { AppIo } from './app-io.js';
+import type { ReviewCommand } from './args.js';
 import { type CompactionStat, plainLine } from './board.js';
 import type { TeamObserver } from './observe.js';
 import type { PgTeamDatabase } from './pg-team.js';
 import { ReviewProgress, sleep } from './review-progress.js';
-import type { AppIo, RunHooks } from './team-run.js';
+import type { RunHooks } from './team-run.js';
 import { parseCompactionLine, parseTurnLine } from './turn-lines.js';
 
 /*

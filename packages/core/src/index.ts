@@ -1,3 +1,5 @@
+export type { BackoffPolicy } from './backoff.js';
+export { Backoff, backoffDelay, checkBackoffPolicy, EQUAL_JITTER } from './backoff.js';
 export {
   AssistantMessage,
   ChatMessage,
@@ -117,6 +119,7 @@ export {
 export { TASK_ACTION_TYPES, taskNumber } from './rules.js';
 export * from './runtime/index.js';
 export * from './state/index.js';
+export { isTaskReady } from './task-readiness.js';
 export type { CompactionMessage } from './transcript-context.js';
 export {
   applyCompaction,

@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ExternalAgentDefinition, MEMBER_NAME_MAX, type TeamService } from '@teamwire/core';
+import {
+  type ExternalAgentDefinition,
+  INBOX_PAGE_MAX,
+  MEMBER_NAME_MAX,
+  TASK_BLOCKED_BY_MAX,
+  TASK_ID_PATTERN,
+  type TeamService,
+} from '@teamwire/core';
 import { z } from 'zod';
 import { fail, parse, readBody, refuse, send } from './http.js';
 
@@ -17,12 +24,13 @@ const MessageAction = z.strictObject({
 const TaskAction = z.strictObject({
   subject: z.string().min(1),
   description: z.string().min(1),
-  blockedBy: z.array(z.string().max(32)).max(64).optional(),
+  blockedBy: z.array(z.string().regex(TASK_ID_PATTERN)).max(TASK_BLOCKED_BY_MAX).optional(),
 });
 const TargetAction = z.strictObject({ target: z.string().min(1).max(MEMBER_NAME_MAX) });
 const ShutdownAction = z.strictObject({
   target: z.string().min(1).max(MEMBER_NAME_MAX),
-  reason: z.string().max(2000).optional(),
+  // bounded by the team's message size, as any shutdown request is
+  reason: z.string().optional(),
 });
 
 /**
@@ -112,9 +120,9 @@ export function createOperator(team: TeamService, name: string): Operator {
         // A person is not shut down by the lead: its shutdown requests stay unread, so the page
         // keeps working after the lead ends the run.
         const kinds = ['message', 'idle_notification', 'task_assignment'] as const;
-        let page = await team.readInbox(ref, { limit: 50, kinds });
+        let page = await team.readInbox(ref, { limit: INBOX_PAGE_MAX, kinds });
         while (page.cursor !== undefined) {
-          page = await team.readInbox(ref, { after: page.cursor, limit: 50, kinds });
+          page = await team.readInbox(ref, { after: page.cursor, limit: INBOX_PAGE_MAX, kinds });
         }
       }
     } catch {

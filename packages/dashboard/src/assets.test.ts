@@ -75,6 +75,17 @@ describe("the page's assets", () => {
     expect((await http(server.url)).headers['cache-control']).toBe('no-store');
   });
 
+  it('carry only the pure parts of core the page uses: no schemas, no Node modules', async () => {
+    const html = await readFile(join(BUILT, 'index.html'), 'utf8');
+    const script = /src="\.\/assets\/([^"?]+\.js)"/.exec(html)?.[1] as string;
+    const text = await readFile(join(BUILT, 'assets', script), 'utf8');
+    // core's rules are in (the backoff refuses a bad policy with this message)...
+    expect(text).toContain('backoff jitter must be');
+    // ...but neither its record schemas (zod) nor a stand-in for a Node built-in
+    expect(text).not.toContain('$ZodType');
+    expect(text).not.toContain('browser-external');
+  });
+
   it('are sent as they are and never kept when the build did not list them', async () => {
     const page = await fakePage();
     cleanups.push(page.remove);

@@ -1,4 +1,10 @@
-import { createAgentRegistry, createEventHub, openTeam, type TeamService } from '@teamwire/core';
+import {
+  createAgentRegistry,
+  createEventHub,
+  openTeam,
+  TASK_BLOCKED_BY_MAX,
+  type TeamService,
+} from '@teamwire/core';
 import {
   createMemoryTeamLog,
   createMemoryTranscriptStore,
@@ -148,6 +154,15 @@ describe('the dashboard server', () => {
     expect((await post('message', '{not json')).status).toBe(400);
     expect((await post('message', { to: 'lead', text: 'x'.repeat(70_000) })).status).toBe(413);
     expect((await post('nonsense', {})).status).toBe(404);
+    // a task's blockers are checked by core's bounds: task ids, at most TASK_BLOCKED_BY_MAX
+    const blocked = (blockedBy: string[]) =>
+      post('task', { subject: 'Later', description: 'After the check.', blockedBy });
+    expect(JSON.parse((await blocked(['not-a-task'])).body).error.code).toBe('INVALID_ARGUMENT');
+    const tooMany = Array.from({ length: TASK_BLOCKED_BY_MAX + 1 }, (_, i) => `task-${i + 2}`);
+    expect(JSON.parse((await blocked(tooMany)).body).error.code).toBe('INVALID_ARGUMENT');
+    // more blockers than the dashboard once allowed (64): core decides, here that they exist
+    const many = Array.from({ length: 65 }, (_, i) => `task-${i + 2}`);
+    expect(JSON.parse((await blocked(many)).body).error.code).toBe('INVALID_DEPENDENCY');
     expect(
       (await post('message', { to: 'lead', text: 'x' }, { 'content-type': 'text/plain' })).status,
     ).toBe(415);

@@ -16,6 +16,7 @@ import {
   createMemoryTranscriptStore,
   createScriptedModel,
   createSequentialIds,
+  randomTeamRecords,
 } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
@@ -205,6 +206,43 @@ describe('the dashboard view model', () => {
       compacted.length,
     );
     await team.dispose();
+  });
+
+  it('marks tasks ready as core does, on random team histories', () => {
+    const seen = new Set<boolean>();
+    for (let seed = 1; seed <= 6; seed++) {
+      const records = randomTeamRecords('t1', 300, seed);
+      const state = fromSnapshot(snapshotOf(records));
+      const truth = TeamState.fromRecords(records, { teamId: 't1' }).listTasks({
+        status: ['pending', 'in_progress', 'completed', 'deleted'],
+      });
+      expect([...state.tasks.values()].map((t) => [t.id, t.ready])).toEqual(
+        truth.map((t) => [t.id, t.ready]),
+      );
+      for (const task of truth) seen.add(task.ready);
+    }
+    expect([...seen].sort()).toEqual([false, true]);
+  });
+
+  it('does not mark a pending task ready while it has an owner', () => {
+    const records = randomTeamRecords('t1', 300, 1);
+    const state = fromSnapshot(snapshotOf(records));
+    const ready = [...state.tasks.values()].find((t) => t.ready);
+    expect(ready).toBeDefined();
+    const last = records
+      .filter((r): r is Extract<TeamRecord, { type: 'task' }> => r.type === 'task')
+      .findLast((r) => r.task.id === ready?.id);
+    const owned = {
+      ...(last as Extract<TeamRecord, { type: 'task' }>),
+      seq: state.lastRecordSeq + 1,
+      task: { ...last?.task, ownerId: 'someone', revision: (last?.task.revision ?? 0) + 1 },
+    } as TeamRecord;
+    applyRecord(state, owned);
+    expect(state.tasks.get(ready?.id as string)).toMatchObject({
+      status: 'pending',
+      ownerId: 'someone',
+      ready: false,
+    });
   });
 
   it('gives the same view from a snapshot followed by a stream that repeats its records', async () => {

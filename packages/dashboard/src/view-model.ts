@@ -1,4 +1,10 @@
-import type { AgentEvent, HubItem, MemberStatus, MessageKind } from '@teamwire/core';
+import {
+  type AgentEvent,
+  type HubItem,
+  isTaskReady,
+  type MemberStatus,
+  type MessageKind,
+} from '@teamwire/core';
 import { cutText, MAIL_TEXT_KEEP, messageText, type SnapshotRecord } from './snapshot-record.js';
 import {
   type DashboardSnapshot,
@@ -21,7 +27,8 @@ export { MAIL_KEEP, OUTPUT_KEEP } from './view-types.js';
 
 /*
  * The dashboard's view model: hub items and team-log records in, what the page shows out. Pure
- * and synchronous, shared by the browser page and the tests (which need no browser). Records are
+ * and synchronous, shared by the browser page and the tests (which need no browser). Team rules
+ * (when a task is ready) are core's own functions, which the page bundles from core's source. Records are
  * applied once each, by their log seq, so a snapshot followed by a stream that repeats some of
  * its records gives the same view as either alone.
  */
@@ -70,12 +77,10 @@ function statusOfPhase(phase: MemberView['phase']): MemberStatus {
   return phase === 'active' ? 'inactive' : phase;
 }
 
+/** Marks the tasks claimable now by core's rule; a blocker the page has not seen is not done. */
 function refreshReady(state: DashboardState): void {
-  for (const task of state.tasks.values()) {
-    task.ready =
-      task.status === 'pending' &&
-      task.blockedBy.every((id) => state.tasks.get(id)?.status === 'completed');
-  }
+  const statusOf = (id: string) => state.tasks.get(id)?.status;
+  for (const task of state.tasks.values()) task.ready = isTaskReady(task, statusOf);
 }
 
 /** A text as the page keeps it, and how much of it is left out (`length`: what a snapshot cut). */
@@ -138,6 +143,7 @@ export function applyRecord(state: DashboardState, record: SnapshotRecord): bool
         subject: t.subject,
         status: t.status,
         owner: nameOf(state, t.ownerId),
+        ownerId: t.ownerId,
         blockedBy: [...t.blockedBy],
         revision: t.revision,
         ready: false,

@@ -80,11 +80,13 @@ export interface TaskView {
   status: TaskStatus;
   /** The owner's name. */
   owner?: string | undefined;
+  /** The owner's member id. */
+  ownerId?: string | undefined;
   /** The tasks it waits for. */
   blockedBy: string[];
   /** Its compare-and-set revision. */
   revision: number;
-  /** Pending with every blocker completed. */
+  /** Claimable now, by core's rule (`isTaskReady`): pending, unowned, every blocker completed. */
   ready: boolean;
 }
 

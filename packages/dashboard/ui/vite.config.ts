@@ -10,10 +10,18 @@ import { precompress } from './precompress.js';
  */
 const uiDir = fileURLToPath(new URL('.', import.meta.url));
 
+/*
+ * The page takes core's rules (task readiness, the backoff, limits) from core's source, not from
+ * its built bundle: core declares itself free of side effects, so only the modules the page uses
+ * are bundled (a few pure functions, no Node built-ins, no schemas).
+ */
+const coreSource = fileURLToPath(new URL('../../core/src/index.ts', import.meta.url));
+
 export default defineConfig({
   root: uiDir,
   base: './',
   publicDir: false,
+  resolve: { alias: [{ find: /^@teamwire\/core$/, replacement: coreSource }] },
   plugins: [react(), precompress()],
   build: {
     outDir: fileURLToPath(new URL('../dist/ui', import.meta.url)),

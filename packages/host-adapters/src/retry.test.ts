@@ -1,4 +1,4 @@
-import { TeamError } from '@teamwire/core';
+import { backoffDelay, TeamError } from '@teamwire/core';
 import { createManualClock } from '@teamwire/core/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { createAiSdkModel } from './ai-sdk.js';
@@ -6,9 +6,9 @@ import { createOpenAICompatible } from './openai-compatible.js';
 import {
   type AttemptResult,
   abortableSleep,
-  backoffDelay,
   DEFAULT_RETRY,
   parseRetryAfter,
+  retryBackoff,
   withRetries,
 } from './retry.js';
 import { scriptedModel } from './testing/ai-sdk-model.js';
@@ -70,10 +70,11 @@ describe('parseRetryAfter', () => {
   });
 });
 
-describe('backoffDelay', () => {
+describe('retryBackoff', () => {
   it('doubles from 500 ms up to 8 s, half fixed and half from the injected random', () => {
+    const policy = retryBackoff(DEFAULT_RETRY);
     const at = (random: number) =>
-      [0, 1, 2, 3, 4, 5].map((n) => backoffDelay(DEFAULT_RETRY, n, () => random));
+      [0, 1, 2, 3, 4, 5].map((n) => backoffDelay(policy, n, () => random));
     expect(at(0)).toEqual([250, 500, 1000, 2000, 4000, 4000]);
     expect(at(1)).toEqual([500, 1000, 2000, 4000, 8000, 8000]);
   });

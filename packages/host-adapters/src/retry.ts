@@ -1,4 +1,10 @@
-import type { Clock, TeamError } from '@teamwire/core';
+import {
+  type BackoffPolicy,
+  backoffDelay,
+  type Clock,
+  EQUAL_JITTER,
+  type TeamError,
+} from '@teamwire/core';
 
 /** How failed calls are retried. Only failures before any event was received are retried. */
 export interface RetryOptions {
@@ -70,14 +76,16 @@ export function parseRetryAfter(
   return Math.max(0, date - now);
 }
 
-/** Exponential backoff with equal jitter: half the step is fixed, half random. */
-export function backoffDelay(
-  retry: Readonly<Record<keyof RetryOptions, number>>,
-  attempt: number,
-  random: () => number,
-): number {
-  const step = Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** attempt);
-  return step / 2 + (random() * step) / 2;
+/**
+ * The backoff of `retry` (core's {@link backoffDelay} rule): doubling from `initialDelayMs` up to
+ * `maxDelayMs`, half of each step fixed and half random.
+ */
+export function retryBackoff(retry: Readonly<Record<keyof RetryOptions, number>>): BackoffPolicy {
+  return {
+    initialDelayMs: retry.initialDelayMs,
+    maxDelayMs: retry.maxDelayMs,
+    jitter: EQUAL_JITTER,
+  };
 }
 
 /**
@@ -146,6 +154,7 @@ export async function withRetries<T>(settings: RetrySettings, run: RetryRun<T>):
     maxDelayMs: given.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
     maxRetryAfterMs: given.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
   };
+  const backoff = retry && retryBackoff(retry);
   const random = settings.random ?? Math.random;
   const sleep: SleepFunction =
     settings.sleep ?? ((ms, signal) => abortableSleep(ms, signal, settings.clock));
@@ -155,8 +164,8 @@ export async function withRetries<T>(settings: RetrySettings, run: RetryRun<T>):
     const result = await run.attempt(attempt);
     if (result.ok) return result.value;
     const { error, retryable, retryAfterMs } = result;
-    if (!retry || !retryable || attempt >= retry.maxRetries) throw error;
+    if (!retry || !backoff || !retryable || attempt >= retry.maxRetries) throw error;
     if (retryAfterMs !== undefined && retryAfterMs > retry.maxRetryAfterMs) throw error;
-    await sleep(retryAfterMs ?? backoffDelay(retry, attempt, random), run.signal);
+    await sleep(retryAfterMs ?? backoffDelay(backoff, attempt, random), run.signal);
   }
 }

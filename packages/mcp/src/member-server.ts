@@ -8,7 +8,13 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type AgentRef, type AgentTool, TeamError, type TeamService } from '@teamwire/core';
+import {
+  type AgentRef,
+  type AgentTool,
+  INBOX_PAGE_MAX,
+  TeamError,
+  type TeamService,
+} from '@teamwire/core';
 import { z } from 'zod';
 import type { InboxCursorSeal } from './tokens.js';
 import { externalMemberTools } from './tools.js';
@@ -167,7 +173,7 @@ export function createMemberServer(options: MemberServerOptions): MemberServer {
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     requireInbox(request.params.uri);
     // a read without `after` acknowledges nothing: the resource is a view
-    const page = await team.readInbox(resolve(), { limit: 50 });
+    const page = await team.readInbox(resolve(), { limit: INBOX_PAGE_MAX });
     const view = {
       pending: page.messages.length + page.remaining,
       messages: page.messages.map((m) => ({ id: m.id, from: m.from, kind: m.kind, text: m.text })),

@@ -11,6 +11,7 @@ import {
   TeamError,
   type TeamRecord,
   type ToolContext,
+  WAIT_TIMEOUT_MIN_MS,
 } from '@teamwire/core';
 import { z } from 'zod';
 import { type InboxCursorSeal, SEALED_CURSOR_MAX } from './tokens.js';
@@ -18,8 +19,6 @@ import { type InboxCursorSeal, SEALED_CURSOR_MAX } from './tokens.js';
 /** Longest wait of `wait_for_change`, in seconds: under the 60 s request timeout most clients use. */
 export const WAIT_SECONDS_MAX = 50;
 const WAIT_SECONDS_DEFAULT = 25;
-/** waitForChange's own shortest timeout; shorter waits end on this package's timer. */
-const CORE_WAIT_MIN_MS = 10_000;
 
 /** Input of `read_inbox`. */
 export const ReadInboxToolInput = z.object({
@@ -169,7 +168,8 @@ export function createInboxTools(options: InboxToolsOptions = {}): AgentTool<unk
         let result: { changed: boolean; records: TeamRecord[] };
         try {
           result = await team.waitForChange({
-            timeoutMs: Math.max(ms, CORE_WAIT_MIN_MS),
+            // core waits at least WAIT_TIMEOUT_MIN_MS; a shorter wait ends on the timer above
+            timeoutMs: Math.max(ms, WAIT_TIMEOUT_MIN_MS),
             signal: stop.signal,
           });
         } catch (error) {

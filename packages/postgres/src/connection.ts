@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { TeamError } from '@teamwire/core';
+import { Backoff, TeamError } from '@teamwire/core';
 import pg from 'pg';
 
 /** How long to wait between attempts while PostgreSQL cannot be reached. */
@@ -16,20 +16,12 @@ export interface RetryPolicy {
   readonly maxDelayMs: number;
 }
 
-/** Doubling waits between attempts, with a little jitter so processes do not retry in lockstep. */
-export class Backoff {
-  #next: number;
+/** Each wait spread by a quarter either way, so processes do not retry in lockstep. */
+const RECONNECT_JITTER = [0.75, 1.25] as const;
 
-  constructor(private readonly policy: RetryPolicy) {
-    this.#next = policy.initialDelayMs;
-  }
-
-  /** The wait before the next attempt. */
-  next(): number {
-    const delay = this.#next;
-    this.#next = Math.min(this.policy.maxDelayMs, this.#next * 2);
-    return Math.round(delay * (0.75 + Math.random() * 0.5));
-  }
+/** Doubling waits between attempts under `policy` (core's {@link Backoff}), jittered. */
+export function reconnectBackoff(policy: RetryPolicy): Backoff {
+  return new Backoff({ ...policy, jitter: RECONNECT_JITTER });
 }
 
 /** Waits `ms`, or less when `signal` is aborted first. Never rejects. */

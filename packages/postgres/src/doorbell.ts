@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { RetryPolicy } from './connection.js';
-import { Backoff, quoteIdent, sleep } from './connection.js';
+import { quoteIdent, reconnectBackoff, sleep } from './connection.js';
 
 /** What a process announces on the channel after its appends committed. */
 export interface AppendNotice {
@@ -239,7 +239,7 @@ export class Doorbell {
   }
 
   async #reconnect(): Promise<void> {
-    const backoff = new Backoff(this.#policy);
+    const backoff = reconnectBackoff(this.#policy);
     const { signal } = this.#stop;
     while (!signal.aborted) {
       await sleep(backoff.next(), signal);

@@ -10,11 +10,11 @@ import { parseAppendedRecord, parseTeamRecord, TeamError } from '@teamwire/core'
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import {
-  Backoff,
   ConnectError,
   execute,
   isTransient,
   isUniqueViolation,
+  reconnectBackoff,
   sleep,
   statementName,
 } from './connection.js';
@@ -270,7 +270,7 @@ export class PostgresTeamLog implements TeamLog {
       first,
     ];
 
-    const backoff = new Backoff(policy);
+    const backoff = reconnectBackoff(policy);
     /** True once an attempt may have reached the server without an answer coming back. */
     let maybeSent = false;
     for (;;) {

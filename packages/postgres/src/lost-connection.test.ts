@@ -2,7 +2,7 @@ import type { TeamRecord } from '@teamwire/core';
 import { conformanceRecord } from '@teamwire/core/testing';
 import type pg from 'pg';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { describePg, Scratch } from './test-support.js';
+import { describePg, eventually, Scratch } from './test-support.js';
 
 const TEAM = '01JTEAMLOSTCONNECTION00000';
 
@@ -137,7 +137,12 @@ describePg('appends over a connection that breaks', () => {
 
   it('rejects an append still waiting for the server with STORE_CLOSED when the store closes', async () => {
     let refuse = false;
-    const pool = faultyPool(scratch.pool(), () => (refuse ? 'refuse-connect' : 'none'));
+    let refused = 0;
+    const pool = faultyPool(scratch.pool(), () => {
+      if (!refuse) return 'none';
+      refused++;
+      return 'refuse-connect';
+    });
     const store = await scratch.open(TEAM, { pool });
     refuse = true;
     // Settle both as they reject (during close), so no rejection goes unhandled meanwhile.
@@ -145,7 +150,8 @@ describePg('appends over a connection that breaks', () => {
     const transcript = store.transcripts
       .append({ memberId: 'm1', entries: [userEntry('hi')] })
       .catch((e) => e);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // both are retrying: the server refused them at least once each
+    await eventually(() => refused >= 2, 'the appends trying to connect');
     await store.close();
     expect(await pending).toMatchObject({
       code: 'STORE_CLOSED',

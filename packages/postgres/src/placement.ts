@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type {
+  Backoff,
   MemberActivity,
   MemberPlacement,
   PlacedMember,
@@ -11,7 +12,7 @@ import type {
 import { TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
-import { Backoff, describeError, execute, isTransient, sleep } from './connection.js';
+import { describeError, execute, isTransient, reconnectBackoff, sleep } from './connection.js';
 import type { Doorbell } from './doorbell.js';
 import { MAX_ACTIVITY_BYTES, storableText } from './limits.js';
 import type { Tables } from './schema.js';
@@ -150,7 +151,7 @@ export class PostgresPlacement implements MemberPlacement {
   #ticking: Promise<void> | undefined;
   #again = false;
   #paused = false;
-  #failures: Backoff;
+  readonly #failures: Backoff;
   #closing: Promise<void> | undefined;
   #unlisten: (() => void) | undefined;
   /** This process's latest report (members it runs only, bounded) and its JSON. */
@@ -190,7 +191,7 @@ export class PostgresPlacement implements MemberPlacement {
     this.#leaseMs = options.leaseMs;
     this.#policy = options.policy;
     this.#doorbell = options.doorbell;
-    this.#failures = new Backoff(options.policy);
+    this.#failures = reconnectBackoff(options.policy);
   }
 
   async start(options: {
@@ -209,7 +210,7 @@ export class PostgresPlacement implements MemberPlacement {
     });
     // The first look is awaited (and retried while the database cannot be reached), so a process
     // willing to run the lead runs it when `start` resolves.
-    const backoff = new Backoff(this.#policy);
+    const backoff = reconnectBackoff(this.#policy);
     for (;;) {
       const tick = this.#tick();
       this.#ticking = tick.then(
@@ -368,7 +369,7 @@ export class PostgresPlacement implements MemberPlacement {
         this.#again = false;
         try {
           await this.#tick();
-          this.#failures = new Backoff(this.#policy);
+          this.#failures.reset();
         } catch {
           // Retried below; a lease that runs out meanwhile hands the members back (#leaseExpired).
           delay = Math.min(this.#interval(), this.#failures.next());

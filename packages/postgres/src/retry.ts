@@ -1,7 +1,7 @@
 import type { TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy, SqlValue } from './connection.js';
-import { Backoff, execute, isTransient, sleep } from './connection.js';
+import { execute, isTransient, reconnectBackoff, sleep } from './connection.js';
 import { storageError } from './errors.js';
 
 /** How {@link query} retries. */
@@ -30,7 +30,7 @@ export async function query<R extends pg.QueryResultRow>(
 ): Promise<pg.QueryResult<R>> {
   const { stop, signal } = options;
   const wake = signal ? AbortSignal.any([stop, signal]) : stop;
-  const backoff = new Backoff(options.policy);
+  const backoff = reconnectBackoff(options.policy);
   for (;;) {
     signal?.throwIfAborted();
     try {

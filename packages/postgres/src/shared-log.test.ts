@@ -115,9 +115,18 @@ describePg('a log shared by many processes', () => {
     await b.log.append({ records: [member(3, 'b')] });
     await a.log.append({ records: [member(4)] });
     expect(seen.slice(2)).toEqual(['3:member-b-3', '4:member-a-4']);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(seen).toHaveLength(4);
-    expect(a.log.lastSeq()).toBe(4);
+    // Notices arrive in commit order: once A has B's next record, it has handled the notice of
+    // seq 3 too, and anything that notice could have fed twice would have come before it.
+    await b.log.append({ records: [member(5, 'b')] });
+    await eventually(() => seen.length >= 5, 'the next record of the other process');
+    expect(seen).toEqual([
+      '1:member-b-1',
+      '2:member-a-2',
+      '3:member-b-3',
+      '4:member-a-4',
+      '5:member-b-5',
+    ]);
+    expect(a.log.lastSeq()).toBe(5);
   });
 
   it('rings onAppended for appends of other processes, and again after its connection is lost', async () => {
@@ -130,8 +139,9 @@ describePg('a log shared by many processes', () => {
     await b.log.append({ records: [member(1, 'b')] });
     await a.log.append({ records: [member(2)] });
     await eventually(() => rings >= 1, 'a ring for the append of A');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(rings).toBe(1); // B's own append does not ring B
+    // B's own append does not ring B: its notice came before A's (notices arrive in commit
+    // order), so it was handled, and skipped, before the ring for A's append.
+    expect(rings).toBe(1);
 
     const killed = await scratch.sql<{ killed: boolean }>(
       `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { MemberPlacement, SnapshotPolicy, TeamLog, TranscriptStore } from '@teamwire/core';
-import { resolveSnapshotPolicy, TeamError } from '@teamwire/core';
+import { backoffDelay, resolveSnapshotPolicy, TeamError } from '@teamwire/core';
 import pg from 'pg';
 import type { ReconnectOptions, RetryPolicy } from './connection.js';
 import { ConnectError, describeServer, execute, isTransient, unavailable } from './connection.js';
@@ -162,9 +162,9 @@ export async function openPostgresTeamStore(
         doorbell = undefined;
         if (TeamError.isInstance(error)) throw error;
         if (isTransient(error) && !isRefused(error) && attempt < OPEN_ATTEMPTS) {
-          await new Promise((resolve) =>
-            setTimeout(resolve, settings.reconnect.initialDelayMs * 2 ** attempt),
-          );
+          // the reconnect steps (from the second), capped like every other wait of the store
+          const delay = backoffDelay(settings.reconnect, attempt);
+          await new Promise((resolve) => setTimeout(resolve, delay));
           continue;
         }
         if (error instanceof ConnectError || isTransient(error)) throw unavailable(server, error);

@@ -4,11 +4,11 @@ import { parseTranscriptEntry, repairTranscript, TeamError } from '@teamwire/cor
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import {
-  Backoff,
   ConnectError,
   execute,
   isTransient,
   isUniqueViolation,
+  reconnectBackoff,
   sleep,
   statementName,
   violatedConstraint,
@@ -319,7 +319,7 @@ export class PostgresTranscriptStore implements TranscriptStore {
       ...new Set(rows.flatMap((row) => (row.messageId === null ? [] : [row.messageId]))),
     ];
 
-    const backoff = new Backoff(policy);
+    const backoff = reconnectBackoff(policy);
     let maybeSent = false;
     for (;;) {
       try {

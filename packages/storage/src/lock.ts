@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { basename, join } from 'node:path';
-import type { Clock } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
+import type { BackoffPolicy, Clock } from '@teamwire/core';
+import { backoffDelay, TeamError } from '@teamwire/core';
 import { z } from 'zod';
 import type { StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, syncDirectory, writeFully } from './fs-seam.js';
@@ -268,8 +268,11 @@ async function breakStale(
   }
 }
 
+/** Waits while another process breaks a stale lock: 1 ms doubling to 50 ms. */
+const BREAK_PAUSE: BackoffPolicy = { initialDelayMs: 1, maxDelayMs: 50 };
+
 function pause(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, 50)));
+  return new Promise((resolve) => setTimeout(resolve, backoffDelay(BREAK_PAUSE, attempt)));
 }
 
 /**

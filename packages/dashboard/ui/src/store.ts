@@ -1,4 +1,4 @@
-import type { HubItem } from '@teamwire/core';
+import { Backoff, type HubItem } from '@teamwire/core';
 import {
   applyHubItem,
   type DashboardSnapshot,
@@ -25,9 +25,8 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function backoff(attempt: number): number {
-  return Math.min(1000 * 2 ** attempt, 15_000);
-}
+/** Waits between attempts to load a snapshot or reopen the stream: 1 s doubling to 15 s. */
+const RETRY = { initialDelayMs: 1000, maxDelayMs: 15_000 } as const;
 
 /**
  * The page's live view: loads the snapshot, then follows the hub's event stream. The view model
@@ -50,7 +49,7 @@ export class DashboardStore {
   private scheduled = false;
   private source: EventSource | undefined;
   private lastEventId = '';
-  private reopenAttempts = 0;
+  private readonly reopenBackoff = new Backoff(RETRY);
   private reloading = false;
   private reloadAgain = false;
   private buffer: HubItem[] = [];
@@ -99,7 +98,8 @@ export class DashboardStore {
   }
 
   private async loadSnapshot(): Promise<DashboardSnapshot | undefined> {
-    for (let attempt = 0; !this.stopped; attempt++) {
+    const backoff = new Backoff(RETRY);
+    while (!this.stopped) {
       try {
         const snapshot = await fetchSnapshot(this.token);
         if (this.loadError !== undefined) {
@@ -113,7 +113,7 @@ export class DashboardStore {
         this.loadError = { code: failure.code, message: failure.message, fatal };
         this.changed();
         if (fatal) return undefined;
-        await sleep(backoff(attempt));
+        await sleep(backoff.next());
       }
     }
     return undefined;
@@ -129,7 +129,7 @@ export class DashboardStore {
     this.source = source;
     source.onopen = () => {
       if (this.source !== source) return;
-      this.reopenAttempts = 0;
+      this.reopenBackoff.reset();
       this.setConnection('live');
     };
     source.onerror = () => {
@@ -140,8 +140,7 @@ export class DashboardStore {
         // later from the last cursor seen.
         source.close();
         this.source = undefined;
-        const delay = backoff(this.reopenAttempts++);
-        setTimeout(() => this.open(), delay);
+        setTimeout(() => this.open(), this.reopenBackoff.next());
       }
     };
     source.onmessage = (message: MessageEvent<string>) => {
