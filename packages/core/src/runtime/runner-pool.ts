@@ -3,7 +3,7 @@ import type { Clock, IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { EventSink, MemberStatus } from '../ports/events.js';
-import type { MemberActivity, MemberPlacement, } from '../ports/placement.js';
+import type { MemberActivity, MemberPlacement } from '../ports/placement.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
