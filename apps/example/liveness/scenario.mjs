@@ -27,6 +27,34 @@ const SOLO = ['interrupt', 'shutdown', 'message', 'task', 'burst'];
  */
 const SPREAD = ['kill', 'stop', 'join', 'leave', 'message', 'task', 'shutdown', 'interrupt'];
 
+/**
+ * How often each perturbation leads a run (the second one is drawn evenly). A team spread over
+ * processes costs about seven times the CPU of one in one process (three node processes and
+ * their polling), so the perturbations only it can meet lead a little less often.
+ */
+const WEIGHTS = {
+  interrupt: 1,
+  shutdown: 1,
+  message: 1,
+  task: 1,
+  burst: 1,
+  kill: 0.6,
+  stop: 0.6,
+  join: 0.6,
+  leave: 0.6,
+  limit: 0.6,
+};
+
+function pickWeighted(rng, weights) {
+  const entries = Object.entries(weights);
+  let roll = rng.next() * entries.reduce((n, [, w]) => n + w, 0);
+  for (const [kind, w] of entries) {
+    roll -= w;
+    if (roll < 0) return kind;
+  }
+  return entries.at(-1)[0];
+}
+
 /** Milliseconds the offline model pauses before each answer, so perturbations land mid-turn. */
 export const PACE_MS = 25;
 /** The reviewers' context window in a team in one process: small, so a burst of mail passes it. */
@@ -51,7 +79,7 @@ export const MEMBER_LIMIT = 8;
  */
 export function planRun(seed) {
   const rng = createRng(seed);
-  const primary = rng.pick(PERTURBATIONS);
+  const primary = pickWeighted(rng, WEIGHTS);
   let team;
   const perturbations = [];
   if (primary === 'limit') {
@@ -65,11 +93,12 @@ export function planRun(seed) {
       team = { kind: 'solo', folders: 3, teammates: MEMBER_LIMIT, workers: 0 };
       perturbations.push({ kind: 'limit', claim: 0, delayMs: 0 });
     }
-  } else if (!SPREAD.includes(primary) || (SOLO.includes(primary) && rng.chance(0.7))) {
+  } else if (!SPREAD.includes(primary) || (SOLO.includes(primary) && rng.chance(0.85))) {
     team = { kind: 'solo', folders: rng.int(3, 4), teammates: rng.int(2, 3), workers: 0 };
     perturbations.push(perturbation(rng, primary, team));
   } else {
-    team = { kind: 'spread', folders: rng.int(3, 4), teammates: 3, workers: 2 };
+    // one shape (and so one baseline) for spread teams: they cost the most
+    team = { kind: 'spread', folders: 4, teammates: 3, workers: 2 };
     perturbations.push(perturbation(rng, primary, team));
   }
   if (primary === 'join' && team.kind === 'spread' && rng.chance(0.4)) {
