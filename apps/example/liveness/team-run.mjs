@@ -344,7 +344,25 @@ class RunningTeam {
       claimer = claim.member;
     }
     if (p.delayMs > 0) await sleep(p.delayMs);
-    if (this.waitingStopped) return { done: false, note: 'the run ended first' };
+    if (this.ended()) return { done: false, note: 'the run ended first' };
+    try {
+      return await this.apply(p, claimer);
+    } catch (error) {
+      // the dashboard closes when the run ends: an action that raced the end did not happen
+      if (this.ended() && error?.name === 'TypeError') {
+        return { done: false, note: `the run ended first (${error.message})` };
+      }
+      throw error;
+    }
+  }
+
+  /** The run is over, or about to be: its report is done, or its main process exited. */
+  ended() {
+    const exited = this.child.exitCode !== null || this.child.signalCode !== null;
+    return this.waitingStopped || this.done || exited;
+  }
+
+  async apply(p, claimer) {
     switch (p.kind) {
       case 'interrupt': {
         const target = p.lead ? 'lead' : claimer;
