@@ -277,8 +277,13 @@ function runReviewTeam(
         root,
         web: command.web !== undefined,
       }),
-      // in a team spread over processes, this one serves the MCP member
-      ...(command.mcp === undefined ? {} : { externalMembers: { serve: true } }),
+      // in a team spread over processes, this one serves the MCP member and the dashboard's
+      // operator (their clients connect here)
+      ...(command.mcp === undefined
+        ? command.web === undefined
+          ? {}
+          : { externalMembers: { serve: ['operator'] } }
+        : { externalMembers: { serve: true } }),
     }),
     store: extra.store,
     hooks: extra.hooks,

@@ -24,10 +24,17 @@ export interface TaskLite {
 export interface MemberLite {
   name: string;
   status: string;
+  /** Its agent type: the lead manages its `reviewer`s, never a person's member (`operator`). */
+  agentType?: string;
   /** Why a failed member failed. */
   error?: string;
 }
 export const isLive = (status: string) => status !== 'failed' && status !== 'retired';
+/** A live member the lead spawned to review (the dashboard's operator is a person, not one). */
+export const isLiveReviewer = (m: MemberLite) =>
+  m.name !== 'lead' &&
+  isLive(m.status) &&
+  (m.agentType === undefined || m.agentType === 'reviewer');
 
 /**
  * The lead's view of its current turn. `done`: every call whose outcome is known. `fresh`: the

@@ -4,7 +4,7 @@ import { last, type Step } from './policy-conversation.js';
 import {
   currentTasks,
   describeOpenTask,
-  isLive,
+  isLiveReviewer,
   leadTurn,
   MAX_STALLED_WAITS,
   type MemberLite,
@@ -81,7 +81,7 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
     if (completedAt > done.indexOf(members)) {
       return { toolCalls: [{ name: 'list_members', input: {} }] };
     }
-    const live = roster.filter((m) => m.name !== 'lead' && isLive(m.status));
+    const live = roster.filter(isLiveReviewer);
     const asked = new Set(
       done
         .filter((o) => o.call.name === 'shutdown_teammate')
@@ -164,7 +164,7 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
     }
     if (stalledWaits < MAX_STALLED_WAITS) {
       // nudged once when the team stalls, not at every wait that finds it still stalled
-      const idle = roster.filter((m) => m.name !== 'lead' && isLive(m.status));
+      const idle = roster.filter(isLiveReviewer);
       if (stalled && stalledWaits === 1 && !nudgedSince && idle.length > 0) {
         return {
           text: `${open.length} review task(s) are open and nobody is working; nudging the reviewers.`,

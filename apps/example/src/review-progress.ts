@@ -34,9 +34,11 @@ export class ReviewProgress {
     for await (const record of log.read()) this.apply(record);
   }
 
-  /** Every member but the lead. */
+  /** The reviewers: every member of the reviewer type (not the lead, not a person's operator). */
   reviewers(): Member[] {
-    return [...this.members.values()].filter((m) => m.id !== this.leadId);
+    return [...this.members.values()].filter(
+      (m) => m.id !== this.leadId && m.agentType === 'reviewer',
+    );
   }
 
   /** The lead completed its summary task: the report is written. */

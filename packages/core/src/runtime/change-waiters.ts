@@ -7,7 +7,9 @@ import type { WaitForChangeInput, WaitForChangeResult } from './service-types.js
 interface ChangeWaiter {
   records: TeamRecord[];
   scheduled: boolean;
-  finish(): void;
+  /** For `untilNoProgress`: why the team makes no progress now, or undefined while it does. */
+  stalled: (() => string | undefined) | undefined;
+  finish(noProgress?: string): void;
 }
 
 /**
@@ -25,7 +27,10 @@ export class ChangeWaiters {
   ) {}
 
   /** Validates the input and waits; see `TeamService.waitForChange`. */
-  wait(input: WaitForChangeInput): Promise<WaitForChangeResult> {
+  wait(
+    input: WaitForChangeInput,
+    stalled?: () => string | undefined,
+  ): Promise<WaitForChangeResult> {
     const { timeoutMs, signal } = input;
     if (
       !Number.isInteger(timeoutMs) ||
@@ -59,7 +64,8 @@ export class ChangeWaiters {
       const waiter: ChangeWaiter = {
         records: [],
         scheduled: false,
-        finish: () => {
+        stalled: input.untilNoProgress === true ? stalled : undefined,
+        finish: (noProgress) => {
           cleanup();
           if (this.isDisposed() && waiter.records.length === 0) {
             reject(new TeamError('DISPOSED', 'the team service was disposed'));
@@ -69,6 +75,7 @@ export class ChangeWaiters {
           resolve({
             changed: waiter.records.length > 0,
             records: waiter.records.map((record) => structuredClone(record)),
+            ...(noProgress === undefined || waiter.records.length > 0 ? {} : { noProgress }),
           });
         },
       };
@@ -86,6 +93,18 @@ export class ChangeWaiters {
         waiter.scheduled = true;
         queueMicrotask(() => waiter.finish());
       }
+    }
+  }
+
+  /**
+   * Something that progress depends on changed without a record (a placement report): a waiter
+   * that asked `untilNoProgress` ends now if the team makes none.
+   */
+  recheck(): void {
+    for (const waiter of [...this.waiters]) {
+      if (waiter.stalled === undefined || waiter.scheduled) continue;
+      const why = waiter.stalled();
+      if (why !== undefined) waiter.finish(why);
     }
   }
 

@@ -285,6 +285,7 @@ function assemble(
     placement,
     externalPresence: externalPresence(options),
     serveExternal: externalServed(options),
+    placementChanged: () => waiters.recheck(),
   };
   const service = new TeamServiceFacade({
     teamId: options.teamId,

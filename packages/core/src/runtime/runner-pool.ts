@@ -293,6 +293,9 @@ export class RunnerPool {
       selfId,
       statusOf: (member) => this.statusOf(member),
       pending: (memberId) => this.state.pending(memberId),
+      isClient: (member) => this.external.isExternal(member),
+      ownsTask: (memberId) =>
+        this.state.listTasks({ status: 'in_progress' }).some((task) => task.ownerId === memberId),
       view: this.placing.view(),
     });
   }

@@ -170,12 +170,20 @@ export interface WaitForChangeInput {
   timeoutMs: number;
   /** Rejects the wait with `ABORTED`. */
   signal?: AbortSignal;
+  /**
+   * Also end the wait, without records, as soon as the team makes no progress without the caller
+   * (see `TeamService.progress`): a member another process runs went idle, say, which appends
+   * nothing. `wait_for_team` sets it, so a lead never waits out its timeout for a stalled team.
+   */
+  untilNoProgress?: boolean;
 }
 
 /** Result of {@link TeamService.waitForChange}: the records that arrived (empty on timeout). */
 export interface WaitForChangeResult {
-  /** False when the wait timed out. */
+  /** False when the wait timed out, or ended because the team made no progress. */
   changed: boolean;
+  /** Set when the wait ended because the team made no progress (`untilNoProgress`): why. */
+  noProgress?: string;
   /** The records appended after the call, in log order. */
   records: TeamRecord[];
 }

@@ -31,6 +31,14 @@ export interface ProgressInputs {
   statusOf(member: Member): MemberStatus;
   /** A member's pending mail. */
   pending(memberId: string): readonly QueuedMessage[];
+  /**
+   * True for a member whose turns a client takes (an MCP agent, a person at the dashboard). Such
+   * a member is progress only while it works on a task it owns: a connected client with nothing
+   * of the team's to do (a person watching the page) must not keep a stalled team waiting.
+   */
+  isClient?(member: Member): boolean;
+  /** True when the member owns a task `in_progress`. */
+  ownsTask?(memberId: string): boolean;
   /** The placement as this process sees it, for a team spread over processes. */
   readonly view?: PlacementView | undefined;
 }
@@ -47,6 +55,12 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
       continue;
     }
     if (member.phase !== 'active') continue;
+    if (inputs.isClient?.(member) === true) {
+      if (inputs.ownsTask?.(member.id) === true && inputs.statusOf(member) !== 'inactive') {
+        working.push(member.name);
+      }
+      continue;
+    }
     const status = inputs.statusOf(member);
     if (status === 'running' || status === 'provisioning') {
       working.push(member.name);

@@ -379,9 +379,13 @@ export class TeamServiceFacade implements TeamService {
   waitForChange(agent: AgentRef, input: WaitForChangeInput): Promise<WaitForChangeResult> {
     const caller = this.resolve(agent);
     const { external } = this.pool;
-    if (!external.isExternal(caller)) return this.waiters.wait(input);
+    const stalled = () => {
+      const progress = this.pool.progress(caller.id);
+      return progress.progressing ? undefined : progress.summary;
+    };
+    if (!external.isExternal(caller)) return this.waiters.wait(input, stalled);
     // an external member waiting shows as idle, and is not silent while it waits
-    return external.waiting(caller, () => this.waiters.wait(input));
+    return external.waiting(caller, () => this.waiters.wait(input, stalled));
   }
 
   // ------------------------------------------------------------ external members

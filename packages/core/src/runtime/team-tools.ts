@@ -459,9 +459,13 @@ export function createLeadTools(options: {
         const result = await team.waitForChange({
           timeoutMs: input.timeoutMs ?? DEFAULT_WAIT_MS,
           signal,
+          untilNoProgress: true,
         });
         const now = team.listMembers();
         const names = new Map(now.map((m) => [m.memberId, m.name]));
+        if (result.noProgress !== undefined) {
+          return { noProgress: result.noProgress, members: memberStatusLines(now, self) };
+        }
         return {
           changed: result.changed,
           changes: result.records
