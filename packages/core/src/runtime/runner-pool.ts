@@ -96,6 +96,8 @@ export class RunnerPool {
   private readonly context: RunnerHost;
   /** Which members run here, where the others run, what this process reports. */
   private readonly placing: PlacementSide;
+  /** Callers waiting for this process to serve an external member it claims (see `whenServed`). */
+  private readonly servedWaiters = new Map<string, (() => void)[]>();
   private readonly pipeline: CommitPipeline;
   private readonly runners = new Map<string, AgentRunner>();
   private readonly waker: Waker;
@@ -344,6 +346,34 @@ export class RunnerPool {
     return lead.prompt(content);
   }
 
+  /**
+   * Resolves once this process serves the external member `memberId` it claims (in a team spread
+   * over processes the placement hands it over on its next look), or after `timeoutMs`: a spawn
+   * by this process's client can then be used at once. Resolves at once without a placement, for
+   * a member this process does not claim, or one already served here.
+   */
+  whenServed(memberId: string, timeoutMs: number): Promise<void> {
+    const member = this.state.member(memberId);
+    if (
+      !this.placing.placed ||
+      member === undefined ||
+      !this.external.isExternal(member) ||
+      !this.options.serveExternal(member.name) ||
+      this.runsHere(memberId)
+    ) {
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const cancel = this.options.clock.setTimer(timeoutMs, () => resolve());
+      const list = this.servedWaiters.get(memberId) ?? [];
+      list.push(() => {
+        cancel();
+        resolve();
+      });
+      this.servedWaiters.set(memberId, list);
+    });
+  }
+
   /** True when `memberId` runs in this process (always, without a placement). */
   runsHere(memberId: string): boolean {
     return this.placing.runsHere(memberId);
@@ -473,7 +503,12 @@ export class RunnerPool {
     if (this.pipeline.closed || !this.runsHere(memberId)) return;
     const external = this.state.member(memberId);
     if (external !== undefined && this.external.isExternal(external)) {
-      if (external.phase === 'active') this.external.serve(external);
+      if (external.phase !== 'active') return;
+      this.external.serve(external);
+      for (const resolve of this.servedWaiters.get(memberId) ?? []) resolve();
+      this.servedWaiters.delete(memberId);
+      // mail that arrived while another process (or none) served it: its watchers here read it now
+      if (this.state.pending(memberId).length > 0) this.external.notify(memberId);
       return;
     }
     if (memberId === this.state.leadId) {

@@ -288,6 +288,8 @@ export class TeamServiceFacade implements TeamService {
       { actorId: caller.id },
     );
     prepared.start();
+    // An external member this process's client runs is usable once the placement hands it here.
+    await this.pool.whenServed(memberId, 10_000);
     return { memberId, name: input.name, messageId: queued.message.id };
   }
 
