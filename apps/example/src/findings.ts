@@ -1,5 +1,8 @@
 import { z } from 'zod';
 
+/** The subject of the lead's own task: writing the team report (never a reviewer's). */
+export const SUMMARY_SUBJECT = 'Write the team report';
+
 /** What a reviewer reports about one folder. Sent to the lead inside a `findings:` line. */
 export const Findings = z.object({
   unit: z.string(),

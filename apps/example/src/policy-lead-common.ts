@@ -30,11 +30,11 @@ export interface MemberLite {
   error?: string;
 }
 export const isLive = (status: string) => status !== 'failed' && status !== 'retired';
-/** A live member the lead spawned to review (the dashboard's operator is a person, not one). */
+/** The agent type of the dashboard's operator: a person, whom the lead never shuts down. */
+export const OPERATOR_TYPE = 'dashboard-operator';
+/** A live member the lead manages (every teammate but the person at the dashboard). */
 export const isLiveReviewer = (m: MemberLite) =>
-  m.name !== 'lead' &&
-  isLive(m.status) &&
-  (m.agentType === undefined || m.agentType === 'reviewer');
+  m.name !== 'lead' && isLive(m.status) && m.agentType !== OPERATOR_TYPE;
 
 /**
  * The lead's view of its current turn. `done`: every call whose outcome is known. `fresh`: the

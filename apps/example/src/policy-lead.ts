@@ -1,5 +1,5 @@
 import type { ChatMessage, WireFormat } from '@teamwire/core';
-import { type Findings, parseFindingsMessage, renderReport } from './findings.js';
+import { type Findings, parseFindingsMessage, renderReport, SUMMARY_SUBJECT } from './findings.js';
 import { last, type Step } from './policy-conversation.js';
 import {
   currentTasks,
@@ -25,7 +25,7 @@ export interface LeadPolicyOptions {
 }
 
 export const REVIEW_SUBJECT_PREFIX = 'Review ';
-export const SUMMARY_SUBJECT = 'Write the team report';
+export { SUMMARY_SUBJECT };
 export const reviewerName = (i: number) => `reviewer-${i}`;
 
 /** Review units from a file listing: workspace packages under packages/ and apps/, else top-level folders. */

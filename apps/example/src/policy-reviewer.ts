@@ -1,6 +1,6 @@
 import type { ChatMessage } from '@teamwire/core';
 import { contentText, isCompaction } from '@teamwire/core';
-import { type Findings, formatFindingsMessage } from './findings.js';
+import { type Findings, formatFindingsMessage, SUMMARY_SUBJECT } from './findings.js';
 import {
   currentTurn,
   last,
@@ -139,6 +139,17 @@ function earlierWork(
  */
 function unplannedTaskStep(taskId: string, prompt: string, done: readonly ToolOutcome[]): Step {
   const subject = new RegExp(`${taskId}: (.*)`).exec(prompt)?.[1]?.trim() ?? '';
+  if (subject === SUMMARY_SUBJECT) {
+    // The lead's own task, claimed in the moment before the lead took it: give it back (core
+    // never has this member claim it again) and let the lead write its report.
+    if (done.some((o) => o.call.name === 'task_update')) {
+      return { text: `Left ${taskId} to the lead.` };
+    }
+    return {
+      text: `${taskId} is the lead's report; giving it back.`,
+      toolCalls: [{ name: 'task_update', input: { taskId, action: 'release' } }],
+    };
+  }
   const failed = done.find((o) => !o.ok);
   if (failed) {
     return { text: `Could not close ${taskId}: ${failed.call.name} failed (${failed.text}).` };

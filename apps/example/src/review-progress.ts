@@ -1,4 +1,5 @@
 import type { Member, Task, TeamLog, TeamRecord } from '@teamwire/core';
+import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { SUMMARY_SUBJECT } from './policy-lead.js';
 
 /**
@@ -34,10 +35,10 @@ export class ReviewProgress {
     for await (const record of log.read()) this.apply(record);
   }
 
-  /** The reviewers: every member of the reviewer type (not the lead, not a person's operator). */
+  /** The members the lead manages: every one but the lead and the person at the dashboard. */
   reviewers(): Member[] {
     return [...this.members.values()].filter(
-      (m) => m.id !== this.leadId && m.agentType === 'reviewer',
+      (m) => m.id !== this.leadId && m.agentType !== OPERATOR_AGENT.type,
     );
   }
 

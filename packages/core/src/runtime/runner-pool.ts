@@ -274,10 +274,10 @@ export class RunnerPool {
         if (runner !== undefined && (runner.live || runner.failure !== undefined)) {
           return runner.status;
         }
-        // A member another live process runs is as that process reports it (running until its
-        // first report: a member just taken over is about to work).
+        // A member another live process runs is as that process reports it; one it reports
+        // nothing of has no runner there (nothing to do): inactive.
         const placed = this.placing.elsewhere(member.id);
-        if (placed !== undefined) return placed.activity ?? 'running';
+        if (placed !== undefined) return placed.activity ?? 'inactive';
         return runner?.status ?? 'inactive';
       }
     }

@@ -68,7 +68,9 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
       awaitingPlacement.push(member.name);
     } else if (
       status !== 'failed' &&
-      inputs.pending(member.id).some((message) => message.delivery === 'wakeup')
+      (inputs.pending(member.id).some((message) => message.delivery === 'wakeup') ||
+        // a member with no runner that owns a task in progress is revived to resume it
+        (status === 'inactive' && inputs.ownsTask?.(member.id) === true))
     ) {
       woken.push(member.name);
     }
