@@ -127,14 +127,21 @@ export function waitState(done: readonly ToolOutcome[], mine: (name: string) => 
   const waits = done.filter((o) => o.call.name === 'wait_for_team');
   const lastWait = waits.at(-1);
   const afterWait = lastWait ? done.slice(done.indexOf(lastWait) + 1) : [];
-  const view = (wait: ToolOutcome) => {
-    const before = done.slice(0, done.indexOf(wait));
-    const listed = (last(before, 'task_list')?.value as { tasks?: TaskLite[] } | undefined)?.tasks;
-    const board = [...currentTasks(before, listed ?? []).values()].map(
-      (t) => `${t.id} ${t.status} ${t.owner ?? ''}`,
+  // the board as the lead knew it after `seen` outcomes; the lead's own tasks (its report) are
+  // not the team moving
+  const boardAt = (seen: readonly ToolOutcome[]) => {
+    const listed = (last(seen, 'task_list')?.value as { tasks?: TaskLite[] } | undefined)?.tasks;
+    return JSON.stringify(
+      [...currentTasks(seen, listed ?? []).values()]
+        .filter((t) => t.owner !== 'lead')
+        .map((t) => `${t.id} ${t.status} ${t.owner ?? ''}`),
     );
-    return JSON.stringify([board, (wait.value as { members?: unknown }).members]);
   };
+  const view = (wait: ToolOutcome) =>
+    JSON.stringify([
+      boardAt(done.slice(0, done.indexOf(wait))),
+      (wait.value as { members?: unknown }).members,
+    ]);
   let stalledWaits = 0;
   let seen: string | undefined;
   const unseen = (wait: ToolOutcome) =>
@@ -148,6 +155,10 @@ export function waitState(done: readonly ToolOutcome[], mine: (name: string) => 
     if (seen !== undefined && now !== seen) break;
     seen = now;
     stalledWaits++;
+  }
+  // a board that changed since the last wait (a task added or moved) is progress as well
+  if (lastWait && boardAt(done) !== boardAt(done.slice(0, done.indexOf(lastWait)))) {
+    stalledWaits = 0;
   }
   return {
     lastWait,

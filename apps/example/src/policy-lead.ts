@@ -1,6 +1,6 @@
 import type { ChatMessage, WireFormat } from '@teamwire/core';
 import { type Findings, parseFindingsMessage, renderReport, SUMMARY_SUBJECT } from './findings.js';
-import { last, type Step } from './policy-conversation.js';
+import { last, type Step, type ToolOutcome } from './policy-conversation.js';
 import {
   currentTasks,
   describeOpenTask,
@@ -69,18 +69,31 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   const reviewTasks = units
     .map((u) => bySubject.get(`${REVIEW_SUBJECT_PREFIX}${u}`))
     .filter((t) => t !== undefined);
-  const open = reviewTasks.filter((t) => t.status !== 'completed');
+  // every task the team still owes, not only the reviews the lead planned: a task someone else
+  // added (the operator's, say) is work the team finishes before it is shut down
+  const reviewerNames = new Set(Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)));
+  const open = [...tasks.values()].filter((t) => t.status !== 'completed' && t !== summary);
+  const waitStep = () => waitForOpenTasks(done, roster, open, reviewerNames);
   if (summary?.status === 'completed') {
-    // the roster read at the start of the turn predates the spawns: read it again first
+    // the roster and the board read at the start of the turn predate the spawns and the tasks
+    // added since: read them again first
     const completedAt = done.findIndex(
       (o) =>
         o.call.name === 'task_update' &&
         (o.value as TaskLite).id === summary.id &&
         (o.value as TaskLite).status === 'completed',
     );
-    if (completedAt > done.indexOf(members)) {
-      return { toolCalls: [{ name: 'list_members', input: {} }] };
+    if (completedAt > done.indexOf(members) || completedAt > done.indexOf(board)) {
+      return {
+        toolCalls: [
+          { name: 'list_members', input: {} },
+          { name: 'task_list', input: { limit: 100 } },
+        ],
+      };
     }
+    // a task added after the report was planned: the team finishes it before it is shut down
+    const step = open.length > 0 ? waitStep() : undefined;
+    if (step) return step;
     const live = roster.filter(isLiveReviewer);
     const asked = new Set(
       done
@@ -99,7 +112,7 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
     }
     if (open.length > 0) {
       return {
-        text: `The review stopped short: ${open.length} review task(s) are not done: ${open.map(describeOpenTask).join(', ')}. The report marks their folders as not reviewed.`,
+        text: `The review stopped short: ${open.length} task(s) are not done: ${open.map(describeOpenTask).join(', ')}. The report marks the folders nobody reviewed.`,
       };
     }
     return { text: 'The review is complete; the report is in team-report.md.' };
@@ -110,7 +123,6 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   for (const o of done) {
     if (o.call.name === 'spawn_teammate') spawned.add((o.call.input as { name: string }).name);
   }
-  const reviewerNames = new Set(Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)));
   const missing = [...reviewerNames].filter((n) => !spawned.has(n));
   if (missing.length > 0) {
     return {
@@ -153,33 +165,10 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   });
   if (summaryStep || !summary) return summaryStep as Step;
 
-  // 3. wait until every review task is completed, or the team stalled (then wrap up with what
-  //    it has: the report marks the folders nobody reviewed)
-  if (open.length > 0) {
-    const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
-      reviewerNames.has(name),
-    );
-    if (!lastWait || listedSince) {
-      return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
-    }
-    if (stalledWaits < MAX_STALLED_WAITS) {
-      // nudged once when the team stalls, not at every wait that finds it still stalled
-      const idle = roster.filter(isLiveReviewer);
-      if (stalled && stalledWaits === 1 && !nudgedSince && idle.length > 0) {
-        return {
-          text: `${open.length} review task(s) are open and nobody is working; nudging the reviewers.`,
-          toolCalls: idle.map((m) => ({
-            name: 'send_message',
-            input: {
-              to: m.name,
-              message: 'Please claim the next ready review task from the board.',
-            },
-          })),
-        };
-      }
-      return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
-    }
-  }
+  // 3. wait until every task is completed, or the team stalled (then wrap up with what it has:
+  //    the report marks the folders nobody reviewed)
+  const step = open.length > 0 ? waitStep() : undefined;
+  if (step) return step;
 
   // 4. write the report, complete the summary
   const summaryRefused = failed.find(
@@ -203,7 +192,7 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
       text:
         open.length === 0
           ? `All ${units.length} folders are reviewed; writing the report.`
-          : `The team stalled with ${open.length} review task(s) not done (${open.map(describeOpenTask).join(', ')}); writing the report with the folders it reviewed.`,
+          : `The team stalled with ${open.length} task(s) not done (${open.map(describeOpenTask).join(', ')}); writing the report with the folders it reviewed.`,
       toolCalls: [{ name: 'write_report', input: { markdown } }],
     };
   }
@@ -237,4 +226,36 @@ function collectFindings(
     if (findings) out.set(findings.unit, { findings, reviewer: envelope.from });
   }
   return out;
+}
+
+/**
+ * The step that waits for the open tasks: a wait, then a look at the board, nudging the idle
+ * reviewers once when the team stalls; undefined once the team stalled for `MAX_STALLED_WAITS`
+ * waits in a row (nothing the lead does makes it move: it wraps up with what the team finished).
+ */
+function waitForOpenTasks(
+  done: readonly ToolOutcome[],
+  roster: readonly MemberLite[],
+  open: readonly TaskLite[],
+  reviewerNames: ReadonlySet<string>,
+): Step | undefined {
+  const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
+    reviewerNames.has(name),
+  );
+  if (stalledWaits >= MAX_STALLED_WAITS) return undefined;
+  if (!lastWait || listedSince) {
+    return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+  }
+  // nudged once when the team stalls, not at every wait that finds it still stalled
+  const idle = roster.filter(isLiveReviewer);
+  if (stalled && stalledWaits === 1 && !nudgedSince && idle.length > 0) {
+    return {
+      text: `${open.length} task(s) are open and nobody is working; nudging the reviewers.`,
+      toolCalls: idle.map((m) => ({
+        name: 'send_message',
+        input: { to: m.name, message: 'Please claim the next ready task from the board.' },
+      })),
+    };
+  }
+  return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
 }

@@ -598,7 +598,7 @@ describe('the offline lead policy when the team stalls', () => {
     );
     expect(tasks.find((t) => t.subject === SUMMARY_SUBJECT)?.status).toBe('completed');
     expect(count(turn.calls, 'shutdown_teammate')).toBe(1);
-    expect(turn.text).toContain('The review stopped short: 3 review task(s) are not done');
+    expect(turn.text).toContain('The review stopped short: 3 task(s) are not done');
     expect(turn.text).toContain('task-1 "Review a" (pending)');
   });
 
@@ -613,6 +613,47 @@ describe('the offline lead policy when the team stalls', () => {
     expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
     const report = turn.calls.find((c) => c.name === 'write_report');
     expect(report).toBeDefined();
+  });
+
+  it('waits for a task it did not plan before the report, and for one added after it, before shutting the team down', async () => {
+    // the operator adds a task at the first wait, a reviewer finishes it at the third; the
+    // operator adds another once the report is written, finished at the next wait
+    const { world, tasks } = leadWorld((tasks, n) => {
+      if (n === 1) {
+        for (const t of tasks) if (t.subject.startsWith('Review ')) t.status = 'completed';
+        tasks.push({
+          ...task(`task-${tasks.length + 1}`, 'Operator check 1'),
+          status: 'in_progress',
+          owner: 'reviewer-1',
+        });
+      }
+      const open = tasks.find((t) => t.subject.startsWith('Operator') && t.status !== 'completed');
+      if (open && (n === 3 || n === 5)) open.status = 'completed';
+    });
+    const seen: string[] = [];
+    const observed = (call: { name: string; input: unknown }): unknown => {
+      const answer = world(call);
+      const operator = tasks.filter((t) => t.subject.startsWith('Operator'));
+      seen.push(`${call.name} ${operator.map((t) => t.status).join(',')}`);
+      if (
+        call.name === 'task_update' &&
+        tasks.find((t) => t.subject === SUMMARY_SUBJECT)?.status === 'completed' &&
+        operator.length === 1
+      ) {
+        tasks.push({
+          ...task(`task-${tasks.length + 1}`, 'Operator check 2'),
+          status: 'in_progress',
+          owner: 'reviewer-1',
+        });
+      }
+      return answer;
+    };
+    const turn = await runTurnOf('lead', leadConversation().messages, observed, 100);
+    expect(seen.find((c) => c.startsWith('write_report'))).toBe('write_report completed');
+    expect(seen.filter((c) => c.startsWith('shutdown_teammate'))).toEqual([
+      'shutdown_teammate completed,completed',
+    ]);
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
   });
 
   it('does not count a wait that cannot see its reviewer (inactive here: it may run in another process)', async () => {
