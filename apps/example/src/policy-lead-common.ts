@@ -163,7 +163,8 @@ export function waitState(done: readonly ToolOutcome[], mine: (name: string) => 
   return {
     lastWait,
     listedSince: afterWait.some((o) => o.call.name === 'task_list'),
-    nudgedSince: afterWait.some((o) => o.call.name === 'send_message'),
+    // a nudge, or a reviewer spawned to replace those that are gone
+    nudgedSince: afterWait.some((o) => ['send_message', 'spawn_teammate'].includes(o.call.name)),
     stalled: noProgress(lastWait),
     stalledWaits,
   };

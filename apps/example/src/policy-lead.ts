@@ -72,8 +72,15 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   // every task the team still owes, not only the reviews the lead planned: a task someone else
   // added (the operator's, say) is work the team finishes before it is shut down
   const reviewerNames = new Set(Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)));
+  const spawned = new Set(roster.map((m) => m.name));
+  for (const o of done) {
+    if (o.call.name === 'spawn_teammate') spawned.add((o.call.input as { name: string }).name);
+  }
+  // replacements the lead spawned when every reviewer was gone are its reviewers too
+  for (const name of spawned) if (/^reviewer-\d+$/.test(name)) reviewerNames.add(name);
   const open = [...tasks.values()].filter((t) => t.status !== 'completed' && t !== summary);
-  const waitStep = () => waitForOpenTasks(done, roster, open, reviewerNames);
+  const waitStep = () =>
+    waitForOpenTasks({ done, roster, members, open, reviewerNames, spawned, teammates });
   if (summary?.status === 'completed') {
     // the roster and the board read at the start of the turn predate the spawns and the tasks
     // added since: read them again first
@@ -119,27 +126,13 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   }
 
   // 1. the reviewers
-  const spawned = new Set(roster.map((m) => m.name));
-  for (const o of done) {
-    if (o.call.name === 'spawn_teammate') spawned.add((o.call.input as { name: string }).name);
-  }
-  const missing = [...reviewerNames].filter((n) => !spawned.has(n));
+  const missing = Array.from({ length: teammates }, (_, i) => reviewerName(i + 1)).filter(
+    (n) => !spawned.has(n),
+  );
   if (missing.length > 0) {
     return {
       text: `Spawning ${missing.length} reviewer(s).`,
-      toolCalls: missing.map((name) => ({
-        name: 'spawn_teammate',
-        input: {
-          name,
-          description: 'Reviews one folder at a time and reports its findings to the lead.',
-          agentType: 'reviewer',
-          context: 'fresh',
-          prompt:
-            'You are a code reviewer on this team. Claim ready review tasks from the task board one at a time; ' +
-            'for each, inspect the folder with list_files, search_text and read_file, send your findings to the ' +
-            'lead with send_message, then complete the task.',
-        },
-      })),
+      toolCalls: missing.map(spawnReviewer),
     };
   }
 
@@ -228,17 +221,40 @@ function collectFindings(
   return out;
 }
 
+/** The call that spawns reviewer `name`. */
+function spawnReviewer(name: string) {
+  return {
+    name: 'spawn_teammate',
+    input: {
+      name,
+      description: 'Reviews one folder at a time and reports its findings to the lead.',
+      agentType: 'reviewer',
+      context: 'fresh',
+      prompt:
+        'You are a code reviewer on this team. Claim ready review tasks from the task board one at a time; ' +
+        'for each, inspect the folder with list_files, search_text and read_file, send your findings to the ' +
+        'lead with send_message, then complete the task.',
+    },
+  };
+}
+
 /**
- * The step that waits for the open tasks: a wait, then a look at the board, nudging the idle
- * reviewers once when the team stalls; undefined once the team stalled for `MAX_STALLED_WAITS`
- * waits in a row (nothing the lead does makes it move: it wraps up with what the team finished).
+ * The step that waits for the open tasks: a wait, then a look at the board. When the team stalls,
+ * the lead reads the roster once and nudges the idle reviewers, or, when none is left (every one
+ * was shut down or failed), spawns one more, at most as many more as it planned. Undefined once
+ * the team stalled for `MAX_STALLED_WAITS` waits in a row (nothing the lead does makes it move: it
+ * wraps up with what the team finished).
  */
-function waitForOpenTasks(
-  done: readonly ToolOutcome[],
-  roster: readonly MemberLite[],
-  open: readonly TaskLite[],
-  reviewerNames: ReadonlySet<string>,
-): Step | undefined {
+function waitForOpenTasks(options: {
+  done: readonly ToolOutcome[];
+  roster: readonly MemberLite[];
+  members: ToolOutcome;
+  open: readonly TaskLite[];
+  reviewerNames: ReadonlySet<string>;
+  spawned: ReadonlySet<string>;
+  teammates: number;
+}): Step | undefined {
+  const { done, roster, open, reviewerNames } = options;
   const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
     reviewerNames.has(name),
   );
@@ -246,16 +262,29 @@ function waitForOpenTasks(
   if (!lastWait || listedSince) {
     return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
   }
-  // nudged once when the team stalls, not at every wait that finds it still stalled
-  const idle = roster.filter(isLiveReviewer);
-  if (stalled && stalledWaits === 1 && !nudgedSince && idle.length > 0) {
-    return {
-      text: `${open.length} task(s) are open and nobody is working; nudging the reviewers.`,
-      toolCalls: idle.map((m) => ({
-        name: 'send_message',
-        input: { to: m.name, message: 'Please claim the next ready task from the board.' },
-      })),
-    };
+  // once when the team stalls, not at every wait that finds it still stalled
+  if (stalled && stalledWaits === 1 && !nudgedSince) {
+    if (done.indexOf(options.members) < done.indexOf(lastWait)) {
+      return { toolCalls: [{ name: 'list_members', input: {} }] };
+    }
+    const idle = roster.filter(isLiveReviewer);
+    if (idle.length > 0) {
+      return {
+        text: `${open.length} task(s) are open and nobody is working; nudging the reviewers.`,
+        toolCalls: idle.map((m) => ({
+          name: 'send_message',
+          input: { to: m.name, message: 'Please claim the next ready task from the board.' },
+        })),
+      };
+    }
+    const numbers = [...options.spawned].map((n) => Number(/^reviewer-(\d+)$/.exec(n)?.[1] ?? 0));
+    if (numbers.filter((n) => n > 0).length < 2 * options.teammates) {
+      const name = reviewerName(Math.max(0, ...numbers) + 1);
+      return {
+        text: `${open.length} task(s) are open and no reviewer is left; spawning ${name}.`,
+        toolCalls: [spawnReviewer(name)],
+      };
+    }
   }
   return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
 }

@@ -656,6 +656,35 @@ describe('the offline lead policy when the team stalls', () => {
     expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
   });
 
+  it('spawns one more reviewer when every reviewer it had is gone and work is left', async () => {
+    // reviewer-1 was shut down by the operator before it finished anything
+    const spawnedNames: string[] = [];
+    const { world, tasks } = leadWorld((tasks) => {
+      // a reviewer spawned since finishes every review by the next wait
+      if (spawnedNames.length > 0) {
+        for (const t of tasks) if (t.subject.startsWith('Review ')) t.status = 'completed';
+      }
+    }, 'retired');
+    const observed = (call: { name: string; input: unknown }): unknown => {
+      if (call.name === 'list_members') {
+        return [
+          { name: 'lead', status: 'running' },
+          { name: 'reviewer-1', status: 'retired', agentType: 'reviewer' },
+          ...spawnedNames.map((name) => ({ name, status: 'idle', agentType: 'reviewer' })),
+        ];
+      }
+      if (call.name === 'spawn_teammate') {
+        spawnedNames.push((call.input as { name: string }).name);
+        return { name: spawnedNames.at(-1) };
+      }
+      return world(call);
+    };
+    const turn = await runTurnOf('lead', leadConversation().messages, observed, 100);
+    expect(spawnedNames).toEqual(['reviewer-2']);
+    expect(tasks.every((t) => t.status === 'completed')).toBe(true);
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
+  });
+
   it('does not count a wait that cannot see its reviewer (inactive here: it may run in another process)', async () => {
     // a reviewer in another process, shown inactive; a folder done at every fifth wait
     const { world, waits } = leadWorld((tasks, n) => {
