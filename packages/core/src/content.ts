@@ -59,6 +59,17 @@ export function textContent(text: string): ContentBlock[] {
   return [{ type: 'text', text }];
 }
 
+/**
+ * `text` cut to at most `max` UTF-16 code units, ending in `…` when it was cut; never splits a
+ * surrogate pair.
+ */
+export function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = max - 1;
+  if ((text.charCodeAt(cut - 1) & 0xfc00) === 0xd800) cut--;
+  return `${text.slice(0, cut)}…`;
+}
+
 /** Concatenates the text blocks of `content` (other blocks are skipped). */
 export function contentText(content: readonly ContentBlock[]): string {
   let out = '';

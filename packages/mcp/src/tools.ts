@@ -4,6 +4,7 @@ import {
   createTeamTools,
   defineTool,
   describeTeamChange,
+  INBOX_PAGE_DEFAULT,
   INBOX_PAGE_MAX,
   type InboxPage,
   MessageKind,
@@ -38,7 +39,7 @@ export const ReadInboxToolInput = z.object({
     .min(1)
     .max(INBOX_PAGE_MAX)
     .optional()
-    .describe(`How many messages to return (1-${INBOX_PAGE_MAX}, default 10).`),
+    .describe(`How many messages to return (1-${INBOX_PAGE_MAX}, default ${INBOX_PAGE_DEFAULT}).`),
   /** Only mail of these kinds. */
   kinds: z
     .array(MessageKind)

@@ -1,6 +1,6 @@
 import type { ChatMessage, CompactionSource, Usage } from '../chat.js';
 import type { Clock, IdSource } from '../clock.js';
-import { contentText, textContent } from '../content.js';
+import { clipText, contentText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import { utf8Length } from '../limits.js';
 import type { EventSink } from '../ports/events.js';
@@ -228,8 +228,7 @@ export function deterministicSummary(options: { maxChars?: number } = {}): Compa
 
 function summaryLine(message: ChatMessage): string {
   const clip = (text: string) => {
-    const line = text.replace(/\s+/g, ' ').trim();
-    return line.length <= 120 ? line : `${line.slice(0, 119)}…`;
+    return clipText(text.replace(/\s+/g, ' ').trim(), 120);
   };
   if (isCompaction(message)) return `(earlier) ${clip(contentText(message.content))}`;
   if (message.role === 'assistant') {
@@ -427,7 +426,7 @@ export class ContextKeeper implements TurnBudget {
         },
       );
     }
-    if (text.length > maxChars) text = `${text.slice(0, maxChars - 1)}…`;
+    text = clipText(text, maxChars);
     const durationMs = Math.max(0, clock.now() - started);
     const deliveredIds: string[] = [];
     const kept = new Set(retained.map((offset) => head + offset));

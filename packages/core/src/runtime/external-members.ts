@@ -14,9 +14,10 @@ import { retireMember } from './retirement.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AckInboxResult, InboxMessage, InboxPage, ReadInboxInput } from './service-types.js';
 
-/** Messages one inbox read returns at most (`limit`), and by default. */
+/** Messages one inbox read returns at most (`limit`). */
 export const INBOX_PAGE_MAX = 50;
-const INBOX_PAGE_DEFAULT = 10;
+/** Messages one inbox read returns when it gives no `limit`. */
+export const INBOX_PAGE_DEFAULT = 10;
 /** UTF-8 bytes of rendered text one inbox page holds at most (one message always fits). */
 const INBOX_PAGE_BYTES = 1 << 20;
 /** Characters an inbox cursor may have: a full page of ids, with room to spare. */

@@ -24,7 +24,12 @@ export {
   SUMMARY_CHARS_MAX,
 } from './context-budget.js';
 export type { ExternalPresenceOptions } from './external-members.js';
-export { entriesText, INBOX_CURSOR_MAX, INBOX_PAGE_MAX } from './external-members.js';
+export {
+  entriesText,
+  INBOX_CURSOR_MAX,
+  INBOX_PAGE_DEFAULT,
+  INBOX_PAGE_MAX,
+} from './external-members.js';
 export type { OpenTeamOptions } from './open-team.js';
 export { openTeam } from './open-team.js';
 export { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';

@@ -90,17 +90,22 @@ export function renderMessage(host: MailHost, message: QueuedMessage): ChatMessa
   return entries.map((entry): ChatMessage => Object.assign({}, entry, { source }));
 }
 
+/** Messages' transcript entries already rendered (to measure them), by message id. */
+export type RenderedMail = ReadonlyMap<string, readonly ChatMessage[]>;
+
 /**
  * Records messages in the transcript (skipping any it already holds, e.g. after a crash between
  * the transcript write and the log's `message.delivered`), then appends `message.delivered`.
+ * `rendered` holds the entries of messages the caller rendered already; the rest are rendered here.
  */
 export async function deliverMessages(
   host: MailHost,
   conversation: Conversation,
   actor: Member,
   messages: readonly QueuedMessage[],
+  rendered?: RenderedMail,
 ): Promise<void> {
-  await appendToTranscript(host, conversation, messages);
+  await appendToTranscript(host, conversation, messages, rendered);
   await host.commit(actor, () => deliveredRecords(host, messages));
 }
 
@@ -109,11 +114,14 @@ export async function appendToTranscript(
   host: MailHost,
   conversation: Conversation,
   messages: readonly QueuedMessage[],
+  rendered?: RenderedMail,
 ): Promise<void> {
   const fresh: ChatMessage[] = [];
   for (const message of messages) {
     if (conversation.holds(message.id)) continue;
-    for (const entry of renderMessage(host, message)) fresh.push(entry);
+    for (const entry of rendered?.get(message.id) ?? renderMessage(host, message)) {
+      fresh.push(entry);
+    }
   }
   await conversation.append(fresh);
   host.guard();

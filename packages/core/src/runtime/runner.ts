@@ -1,6 +1,6 @@
 import type { ChatMessage, MessageSource } from '../chat.js';
 import type { ContentBlock } from '../content.js';
-import { textContent } from '../content.js';
+import { clipText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
@@ -19,6 +19,7 @@ import {
   orderByPolicy,
   pickWith,
   queueIdleNotice,
+  type RenderedMail,
   renderMessage,
 } from './mail-delivery.js';
 import type { MemberPlace } from './member-workspaces.js';
@@ -402,7 +403,7 @@ export class AgentRunner {
           // A turn starts after the latest exchange, so the context can be compacted around the
           // message: it only has to fit the member's largest message at all.
           const deliver = await this.fitting([work.message], Number.POSITIVE_INFINITY);
-          if (deliver.length === 0) return;
+          if (deliver.messages.length === 0) return;
           events.publish(this.name, {
             type: 'turn.start',
             reason: 'message',
@@ -502,7 +503,7 @@ export class AgentRunner {
     const what =
       repeat === undefined
         ? 'the same tool call'
-        : `its call to ${repeat.tool} (${truncate(repeat.text, 300)})`;
+        : `its call to ${repeat.tool} (${clipText(repeat.text, 300)})`;
     return (
       `${this.name} stopped: ${what} failed the same way ${this.failures.max} times in a row. ` +
       'It takes no new task until it gets a message: tell it what to do differently, or shut it down.'
@@ -530,20 +531,24 @@ export class AgentRunner {
    * context, in order, stopping at the first that does not (it stays pending for a later boundary
    * or turn, never marked delivered into a context that would be refused). A message larger than
    * any context of the member can be is dead-lettered (`EXCEEDS_CONTEXT`) and its sender told.
+   * The entries rendered to measure them are kept, so delivery records what was measured.
    */
-  private async fitting(
-    messages: readonly QueuedMessage[],
-    room: number,
-  ): Promise<QueuedMessage[]> {
+  private async fitting(messages: readonly QueuedMessage[], room: number): Promise<Fitting> {
     const keeper = this.keeper;
-    if (keeper === undefined) return [...messages];
+    if (keeper === undefined) return { messages: [...messages] };
     const largest = keeper.largestMessage();
+    const conversation = this.conversation as Conversation;
     const deliver: QueuedMessage[] = [];
+    const rendered = new Map<string, readonly ChatMessage[]>();
     const tooLarge: { message: QueuedMessage; bytes: number }[] = [];
     let used = 0;
     for (const message of messages) {
-      const conversation = this.conversation as Conversation;
-      const bytes = conversation.holds(message.id) ? 0 : renderedBytes(this.host, message);
+      let bytes = 0;
+      if (!conversation.holds(message.id)) {
+        const entries = renderMessage(this.host, message);
+        for (const entry of entries) bytes += messageBytes(entry);
+        rendered.set(message.id, entries);
+      }
       if (bytes > largest) {
         tooLarge.push({ message, bytes });
         continue;
@@ -553,7 +558,7 @@ export class AgentRunner {
       deliver.push(message);
     }
     if (tooLarge.length > 0) await this.refuseTooLarge(tooLarge, largest);
-    return deliver;
+    return { messages: deliver, rendered };
   }
 
   /** Dead-letters messages no context of this member can hold, and tells each sender. */
@@ -596,11 +601,17 @@ export class AgentRunner {
     }
   }
 
-  private deliver(messages: readonly QueuedMessage[]): Promise<void> {
+  private deliver({ messages, rendered }: Fitting): Promise<void> {
     // New mail is something new to go on: a stalled member may act again, repeats count afresh.
     this.stalled = false;
     this.failures.reset();
-    return deliverMessages(this.host, this.conversation as Conversation, this.member, messages);
+    return deliverMessages(
+      this.host,
+      this.conversation as Conversation,
+      this.member,
+      messages,
+      rendered,
+    );
   }
 
   private notifyIdle(text: string, home: CutTextHome): Promise<void> {
@@ -673,13 +684,8 @@ function toTeamError(error: unknown): TeamError {
   );
 }
 
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
-/** The bytes a message takes in a member's context once rendered (envelope included). */
-function renderedBytes(host: RunnerHost, message: QueuedMessage): number {
-  let bytes = 0;
-  for (const entry of renderMessage(host, message)) bytes += messageBytes(entry);
-  return bytes;
+/** Messages to record now, with the entries rendered to measure them (by message id). */
+interface Fitting {
+  messages: readonly QueuedMessage[];
+  rendered?: RenderedMail;
 }

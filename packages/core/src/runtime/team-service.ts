@@ -1,6 +1,6 @@
 import type { IdSource } from '../clock.js';
 import type { ContentBlock } from '../content.js';
-import { textContent } from '../content.js';
+import { clipText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import { isWithinTextLimit, MEMBER_ERROR_MAX, TASK_PAGE_MAX, utf8Length } from '../limits.js';
 import type { MemberPlacement } from '../ports/placement.js';
@@ -62,11 +62,7 @@ function failureReason(error: unknown): string {
     TeamError.isInstance(error) && error.code.startsWith('WORKSPACE_')
       ? `${error.code}: ${message}`
       : message;
-  if (isWithinTextLimit(why, MEMBER_ERROR_MAX)) return why;
-  let cut = MEMBER_ERROR_MAX - 1;
-  // never split a surrogate pair
-  if ((why.charCodeAt(cut - 1) & 0xfc00) === 0xd800) cut--;
-  return `${why.slice(0, cut)}…`;
+  return isWithinTextLimit(why, MEMBER_ERROR_MAX) ? why : clipText(why, MEMBER_ERROR_MAX);
 }
 
 /** The parts a service is made of; `openTeam` builds and wires them. */

@@ -1,6 +1,7 @@
 import { TeamError } from '../errors.js';
 import { TASK_BLOCKED_BY_MAX, TASK_DESCRIPTION_MAX, TASK_SUBJECT_MAX } from '../limits.js';
 import type { Task, TaskStatus } from '../records.js';
+import { isTaskReady } from '../task-readiness.js';
 import { checkListLimit, checkTextLimit } from './input-limits.js';
 import { invariant, type Problem } from './problem.js';
 import { anyWriteScopeOverlaps, isNormalizedWriteScopeList } from './write-scopes.js';
@@ -432,10 +433,13 @@ export class TaskBoard {
     return true;
   }
 
-  /** Whether `task` is claimable now (see {@link TaskView.ready}). */
+  /** Whether `task` is claimable now (see {@link TaskView.ready}): core's one readiness rule. */
   isReady(task: Task): boolean {
-    return task.status === 'pending' && task.ownerId === undefined && this.blockersDone(task);
+    return isTaskReady(task, this.statusOf);
   }
+
+  private readonly statusOf = (taskId: string): TaskStatus | undefined =>
+    this.tasks.get(taskId)?.status;
 
   /** Builds the caller-facing view of `task`; arrays are copies, so callers may keep them. */
   view(task: Task): TaskView {

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { TeamError } from '../errors.js';
+import { clipText } from '../content.js';
 import type {
   DeadLetter,
   DeadLetterReason,
@@ -469,7 +470,5 @@ export class TeamState {
 
 /** A detail within `DEAD_LETTER_DETAIL_MAX` characters, cut with an ellipsis past it. */
 function truncateDetail(detail: string): string {
-  return detail.length <= DEAD_LETTER_DETAIL_MAX
-    ? detail
-    : `${detail.slice(0, DEAD_LETTER_DETAIL_MAX - 1)}…`;
+  return clipText(detail, DEAD_LETTER_DETAIL_MAX);
 }
