@@ -141,6 +141,61 @@ describePg('placement view and activity reports', () => {
     unlisten();
   });
 
+  it('carries the seq a report was made through, and announces a report whose activity is unchanged but whose seq moved', async () => {
+    // a short lease: the second report goes out within a heartbeat interval of the first
+    const options = { leaseMs: LEASE_MS };
+    const a = await scratch.open(TEAM, { ...options, processId: 'process-a' });
+    const b = await scratch.open(TEAM, { ...options, processId: 'process-b' });
+    const team = [teammate('m')];
+    const va = await follow(a, team);
+    const vb = await follow(b, team);
+
+    let seen = vb.changed((v) => v.placed.get('m')?.reportedThrough === 7, 'B seeing through 7');
+    a.placement.report!(activity({ m: 'idle' }), 7);
+    expect((await seen).placed.get('m')?.activity).toBe('idle');
+    expect(va.view().placed.get('m')?.reportedThrough).toBe(7);
+
+    // the same activity, seen through a later record: the others hear of it
+    seen = vb.changed((v) => v.placed.get('m')?.reportedThrough === 12, 'B seeing through 12');
+    a.placement.report!(activity({ m: 'idle' }), 12);
+    expect((await seen).placed.get('m')?.activity).toBe('idle');
+    const row = await scratch.sql<{ reported_through: string }>(
+      `SELECT reported_through FROM "${scratch.schema}".processes WHERE process_id = 'process-a'`,
+    );
+    expect(row.rows).toEqual([{ reported_through: '12' }]);
+
+    for (const bad of [-1, 1.5, Number.NaN, Number.MAX_SAFE_INTEGER + 2]) {
+      expect(() => a.placement.report!(activity({ m: 'running' }), bad)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+    }
+    expect(va.view().placed.get('m')).toMatchObject({ activity: 'idle', reportedThrough: 12 });
+  });
+
+  it('migrates a version-3 schema: processes get reported_through, null in existing rows', async () => {
+    const first = await scratch.open(TEAM);
+    await first.close();
+    const s = `"${scratch.schema}"`;
+    await scratch.sql(`ALTER TABLE ${s}.processes DROP COLUMN reported_through`);
+    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version = 4`);
+    await scratch.sql(
+      `INSERT INTO ${s}.processes (team_id, process_id, runs_lead, heartbeat_at, activity)
+       VALUES ($1, 'version-3-process', false, now(), '{"m":"idle"}')`,
+      [TEAM],
+    );
+    const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
+    expect(a.migrated).toEqual({ from: 3, to: SCHEMA_VERSION });
+    const old = await scratch.sql(
+      `SELECT reported_through FROM ${s}.processes WHERE process_id = 'version-3-process'`,
+    );
+    expect(old.rows).toEqual([{ reported_through: null }]);
+    await expect(
+      scratch.sql(
+        `UPDATE ${s}.processes SET reported_through = -1 WHERE process_id = 'version-3-process'`,
+      ),
+    ).rejects.toMatchObject({ code: '23514' });
+  });
+
   it('shows a member going idle and wakes the listener; reports are written at most about once per heartbeat interval', async () => {
     const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
     const b = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-b' });
@@ -343,8 +398,10 @@ describePg('placement view and activity reports', () => {
     await first.close();
     const s = `"${scratch.schema}"`;
     // Back to what version 2 created, with a process row written by version-2 code.
-    await scratch.sql(`ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at`);
-    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version = 3`);
+    await scratch.sql(
+      `ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at, DROP COLUMN reported_through`,
+    );
+    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version >= 3`);
     await scratch.sql(
       `INSERT INTO ${s}.processes (team_id, process_id, runs_lead, heartbeat_at)
        VALUES ($1, 'version-2-process', true, now() - interval '30 seconds')`,
@@ -353,7 +410,7 @@ describePg('placement view and activity reports', () => {
 
     const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
     expect(a.migrated).toEqual({ from: 2, to: SCHEMA_VERSION });
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     const old = await scratch.sql(
       `SELECT activity, reported_at FROM ${s}.processes WHERE process_id = 'version-2-process'`,
     );

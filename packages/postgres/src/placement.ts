@@ -52,6 +52,8 @@ interface PlacementRow {
   token: string;
   owner_live: boolean;
   activity: string | null;
+  /** `processes.reported_through` (bigint, as text), NULL when that process gave none. */
+  reported_through: string | null;
 }
 
 /** A live process of the team, with how many members it runs. */
@@ -157,10 +159,12 @@ export class PostgresPlacement implements MemberPlacement {
   /** This process's latest report (members it runs only, bounded) and its JSON. */
   #activity: ReadonlyMap<string, MemberActivity> = new Map();
   #activityText = '{}';
-  /** The report the last completed write stored (heartbeat or report write). */
-  #writtenText: string | undefined;
-  /** The report the last notice told the others about. */
-  #announcedText = '{}';
+  /** The seq of the last team record the runtime had applied at its latest report. */
+  #through: number | null = null;
+  /** The report the last completed write stored (heartbeat or report write), as a report key. */
+  #writtenKey: string | undefined;
+  /** The report the last notice told the others about, as a report key. */
+  #announcedKey = '{}@';
   /** When (local monotonic clock) the last report write outside a heartbeat started. */
   #reportWrittenAt = Number.NEGATIVE_INFINITY;
   #reportTimer: NodeJS.Timeout | undefined;
@@ -253,9 +257,19 @@ export class PostgresPlacement implements MemberPlacement {
    * was written during the last heartbeat interval: at most one write and one notice per
    * interval besides the heartbeats. Never waits for the database.
    *
-   * Throws `INVALID_ARGUMENT` when `activity` is not a map of member ids to `'running' | 'idle'`.
+   * `through` (the seq of the last team record the runtime had applied) is stored with it, as
+   * `reportedThrough` in the others' views.
+   *
+   * Throws `INVALID_ARGUMENT` when `activity` is not a map of member ids to `'running' | 'idle'`,
+   * or `through` is not a non-negative integer.
    */
-  report(activity: ReadonlyMap<string, MemberActivity>): void {
+  report(activity: ReadonlyMap<string, MemberActivity>, through?: number): void {
+    if (through !== undefined && !(Number.isSafeInteger(through) && through >= 0)) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `a report's through is a non-negative integer seq, got ${JSON.stringify(through)?.slice(0, 40)}`,
+      );
+    }
     if (
       typeof activity !== 'object' ||
       activity === null ||
@@ -275,7 +289,7 @@ export class PostgresPlacement implements MemberPlacement {
       if (this.#tokens.has(memberId)) mine.set(memberId, value);
     });
     if (this.#closing) return;
-    this.#setActivity(mine, true);
+    this.#setActivity(mine, true, through ?? null);
   }
 
   view(): PlacementView {
@@ -415,37 +429,61 @@ export class PostgresPlacement implements MemberPlacement {
     const t = this.#tables;
     const agentTypes = this.#runs.agentTypes === 'all' ? null : [...this.#runs.agentTypes];
     const text = this.#activityText;
+    const through = this.#through;
+    const key = this.#reportKey();
     await execute(
       this.#pool,
       `INSERT INTO ${t.processes} AS p
-              (team_id, process_id, runs_lead, agent_types, host, pid, activity, reported_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, now())
+              (team_id, process_id, runs_lead, agent_types, host, pid, activity, reported_at,
+               reported_through)
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, now(), $8)
        ON CONFLICT (team_id, process_id) DO UPDATE
           SET heartbeat_at = now(),
               activity = CASE WHEN p.activity IS DISTINCT FROM EXCLUDED.activity
                               THEN EXCLUDED.activity ELSE p.activity END,
               reported_at = CASE WHEN p.activity IS DISTINCT FROM EXCLUDED.activity
-                                 THEN now() ELSE p.reported_at END`,
-      [this.#teamId, this.#processId, this.#runs.lead, agentTypes, hostname(), process.pid, text],
+                                 THEN now() ELSE p.reported_at END,
+              reported_through = EXCLUDED.reported_through`,
+      [
+        this.#teamId,
+        this.#processId,
+        this.#runs.lead,
+        agentTypes,
+        hostname(),
+        process.pid,
+        text,
+        through,
+      ],
     );
-    this.#wrote(text);
+    this.#wrote(key);
+  }
+
+  /** The latest report (activity and through) as one comparable key. */
+  #reportKey(): string {
+    return `${this.#activityText}@${this.#through ?? ''}`;
   }
 
   /** Replaces this process's report; the view's own members change with it. */
-  #setActivity(activity: ReadonlyMap<string, MemberActivity>, fromReport: boolean): void {
+  #setActivity(
+    activity: ReadonlyMap<string, MemberActivity>,
+    fromReport: boolean,
+    through: number | null = this.#through,
+  ): void {
     const { text, kept } = reportText(activity);
-    if (text === this.#activityText) return;
+    if (text === this.#activityText && through === this.#through) return;
     this.#activity = kept;
     this.#activityText = text;
+    this.#through = through;
     // A report comes from the runtime: it hears `changed` after it returned, not inside the call.
     this.#refreshView(fromReport);
     this.#scheduleReport();
   }
 
-  /** A write of `text` completed: another write follows if the report moved meanwhile. */
-  #wrote(text: string): void {
-    this.#writtenText = text;
-    if (text !== this.#activityText || text !== this.#announcedText) this.#scheduleReport();
+  /** A write of the report `key` completed: another write follows if the report moved meanwhile. */
+  #wrote(key: string): void {
+    this.#writtenKey = key;
+    const now = this.#reportKey();
+    if (key !== now || key !== this.#announcedKey) this.#scheduleReport();
   }
 
   /**
@@ -456,9 +494,8 @@ export class PostgresPlacement implements MemberPlacement {
   #scheduleReport(): void {
     if (this.#reportTimer !== undefined || this.#reporting !== undefined) return;
     if (!this.#candidates || this.#paused || this.#closing) return;
-    if (this.#activityText === this.#writtenText && this.#activityText === this.#announcedText) {
-      return;
-    }
+    const key = this.#reportKey();
+    if (key === this.#writtenKey && key === this.#announcedKey) return;
     const delay = Math.max(0, this.#reportWrittenAt + this.#interval() - performance.now());
     this.#reportTimer = setTimeout(() => {
       this.#reportTimer = undefined;
@@ -471,20 +508,25 @@ export class PostgresPlacement implements MemberPlacement {
     if (this.#paused || this.#closing) return;
     this.#reportWrittenAt = performance.now();
     const text = this.#activityText;
+    const through = this.#through;
+    const key = this.#reportKey();
     this.#reporting = (async () => {
       try {
-        if (text !== this.#writtenText) {
+        if (key !== this.#writtenKey) {
           await execute(
             this.#pool,
             `UPDATE ${this.#tables.processes}
-                SET activity = $3::jsonb, reported_at = now()
-              WHERE team_id = $1 AND process_id = $2 AND activity IS DISTINCT FROM $3::jsonb`,
-            [this.#teamId, this.#processId, text],
+                SET activity = $3::jsonb, reported_through = $4,
+                    reported_at = CASE WHEN activity IS DISTINCT FROM $3::jsonb
+                                       THEN now() ELSE reported_at END
+              WHERE team_id = $1 AND process_id = $2
+                AND (activity IS DISTINCT FROM $3::jsonb OR reported_through IS DISTINCT FROM $4)`,
+            [this.#teamId, this.#processId, text, through],
           );
-          this.#writtenText = text;
+          this.#writtenKey = key;
         }
-        if (this.#writtenText === text && text !== this.#announcedText) {
-          this.#announcedText = text;
+        if (this.#writtenKey === key && key !== this.#announcedKey) {
+          this.#announcedKey = key;
           this.#doorbell?.announceReport();
         }
       } catch {
@@ -527,7 +569,7 @@ export class PostgresPlacement implements MemberPlacement {
       this.#pool,
       `SELECT pl.member_id, pl.process_id, pl.token,
               coalesce(p.heartbeat_at > now() - $4 * interval '1 millisecond', false) AS owner_live,
-              p.activity ->> pl.member_id AS activity
+              p.activity ->> pl.member_id AS activity, p.reported_through::text AS reported_through
          FROM ${t.placements} pl
          LEFT JOIN ${t.processes} p ON p.team_id = pl.team_id AND p.process_id = pl.process_id
         WHERE pl.team_id = $1 AND (pl.member_id = ANY($2::text[]) OR pl.process_id = $3)`,
@@ -659,18 +701,27 @@ export class PostgresPlacement implements MemberPlacement {
     if (observed === undefined || this.#looking) return;
     const me = this.#processId;
     const placed = new Map<string, PlacedMember>();
+    const through = this.#through ?? undefined;
     for (const memberId of this.#tokens.keys()) {
       const activity = this.#activity.get(memberId);
-      placed.set(memberId, { memberId, processId: me, here: true, activity });
+      placed.set(memberId, {
+        memberId,
+        processId: me,
+        here: true,
+        activity,
+        reportedThrough: through,
+      });
     }
     for (const row of observed.rows.values()) {
       if (row.process_id === me || !row.owner_live || placed.has(row.member_id)) continue;
       const activity = isActivity(row.activity) ? row.activity : undefined;
+      const reported = row.reported_through === null ? Number.NaN : Number(row.reported_through);
       placed.set(row.member_id, {
         memberId: row.member_id,
         processId: row.process_id,
         here: false,
         activity,
+        reportedThrough: Number.isSafeInteger(reported) && reported >= 0 ? reported : undefined,
       });
     }
     const awaiting = new Set<string>();
@@ -685,7 +736,7 @@ export class PostgresPlacement implements MemberPlacement {
     }
     const key = JSON.stringify([
       [...placed.values()]
-        .map((m) => [m.memberId, m.processId, m.activity ?? null])
+        .map((m) => [m.memberId, m.processId, m.activity ?? null, m.reportedThrough ?? null])
         .sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
       [...awaiting].sort(),
       observed.live.length,

@@ -8,7 +8,7 @@ import { execute, quoteIdent, transaction } from './connection.js';
  * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
  * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** The SQL schema used when `schema` is not given. */
 export const DEFAULT_SCHEMA = 'teamwire';
@@ -170,6 +170,17 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
          ADD COLUMN activity jsonb CONSTRAINT processes_activity_object
            CHECK (activity IS NULL OR jsonb_typeof(activity) = 'object'),
          ADD COLUMN reported_at timestamptz`,
+    ],
+  },
+  {
+    // The seq of the last team record a process had applied when it made its report: a record
+    // after it that starts one of its members working is news the report predates. Nullable: a
+    // row without it reads as a report that says nothing of its age.
+    version: 4,
+    statements: (t) => [
+      `ALTER TABLE ${t.processes}
+         ADD COLUMN reported_through bigint CONSTRAINT processes_reported_through
+           CHECK (reported_through IS NULL OR reported_through >= 0)`,
     ],
   },
 ];

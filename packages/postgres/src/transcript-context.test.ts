@@ -253,7 +253,9 @@ describePg('PostgreSQL transcript context (loadContext)', () => {
     const s = `"${scratch.schema}"`;
     await scratch.sql(`DROP TABLE ${s}.team_snapshots`);
     await scratch.sql(`ALTER TABLE ${s}.transcript DROP COLUMN compaction`);
-    await scratch.sql(`ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at`);
+    await scratch.sql(
+      `ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at, DROP COLUMN reported_through`,
+    );
     await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version >= 2`);
     // a v1 row whose text looks like a compaction but is not JSON stays unparsed
     await scratch.sql(

@@ -43,6 +43,13 @@ export interface PlacedMember {
    * report is as old as the process's last heartbeat at most.
    */
   readonly activity: MemberActivity | undefined;
+  /**
+   * The seq of the last team record the reporting process had applied when it made the report,
+   * when it said: a record after it that starts the member working (its claim of a task, mail
+   * delivered to it) is news the report predates, and the member counts as running until a report
+   * covers it.
+   */
+  readonly reportedThrough?: number | undefined;
 }
 
 /**
@@ -88,9 +95,10 @@ export interface MemberPlacement {
   /**
    * Publishes what the members this process runs are doing, for the other processes' views; the
    * latest report replaces the previous one and goes out with the next heartbeat at the latest.
-   * Optional: a placement of one process has no one to tell.
+   * `through`: the seq of the last team record this process had applied, shown to the others as
+   * {@link PlacedMember.reportedThrough}. Optional: a placement of one process has no one to tell.
    */
-  report?(activity: ReadonlyMap<string, MemberActivity>): void;
+  report?(activity: ReadonlyMap<string, MemberActivity>, through?: number): void;
   /**
    * The placement as this process sees it now (see {@link PlacementView}); listeners hear
    * `changed` when it moves. Optional: without it, a process sees only the members it runs.

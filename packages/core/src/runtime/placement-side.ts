@@ -1,3 +1,4 @@
+import type { MemberStatus } from '../ports/events.js';
 import type {
   MemberActivity,
   MemberPlacement,
@@ -5,7 +6,7 @@ import type {
   PlacementCandidate,
   PlacementView,
 } from '../ports/placement.js';
-import type { Member } from '../records.js';
+import type { Member, TeamRecord } from '../records.js';
 import type { TeamState } from '../state/index.js';
 
 /** What the placement side tells the runners' side, and asks of it. */
@@ -34,6 +35,8 @@ export interface PlacementSideOptions {
 export class PlacementSide {
   /** The last activity reported, as a comparable key. */
   private reported = '';
+  /** Per member, the seq of the latest record that started it working (see `noteDurable`). */
+  private readonly started = new Map<string, number>();
 
   constructor(private readonly options: PlacementSideOptions) {}
 
@@ -75,6 +78,48 @@ export class PlacementSide {
     return this.options.placement?.view?.();
   }
 
+  /**
+   * Notes the records that start a member working, from the feed of durable records: a task it
+   * owns going `in_progress` (its claim) and mail delivered into its transcript. A report made
+   * before such a record is stale for that member (see {@link elsewhereStatus}).
+   */
+  noteDurable(records: readonly TeamRecord[]): void {
+    if (!this.placed) return;
+    for (const record of records) {
+      if (record.type === 'task' && record.task.status === 'in_progress') {
+        const owner = record.task.ownerId;
+        if (owner !== undefined) this.started.set(owner, record.seq);
+      } else if (record.type === 'message.delivered') {
+        this.started.set(record.targetId, record.seq);
+      } else if (record.type === 'member' && record.member.phase !== 'active') {
+        this.started.delete(record.member.id);
+      }
+    }
+  }
+
+  /**
+   * The status of a member another live process runs, as that process reports it: `inactive`
+   * before its first report (it has no runner there), and `running` while the report predates a
+   * record that started the member working (the process has not reported since: reports are
+   * rate-limited, records are not), so no process takes a member that just claimed a task for an
+   * idle one. Undefined when the member runs here or nowhere.
+   */
+  elsewhereStatus(memberId: string): MemberStatus | undefined {
+    const placed = this.elsewhere(memberId);
+    if (placed === undefined) return undefined;
+    if (placed.activity === undefined) return 'inactive';
+    const started = this.started.get(memberId);
+    if (
+      placed.activity === 'idle' &&
+      placed.reportedThrough !== undefined &&
+      started !== undefined &&
+      started > placed.reportedThrough
+    ) {
+      return 'running';
+    }
+    return placed.activity;
+  }
+
   /** Where another live process runs `memberId`, with what it reports; undefined when here or nowhere. */
   elsewhere(memberId: string): PlacedMember | undefined {
     const placed = this.view()?.placed.get(memberId);
@@ -94,11 +139,15 @@ export class PlacementSide {
   report(activity: ReadonlyMap<string, MemberActivity>): void {
     const placement = this.options.placement;
     if (placement?.report === undefined) return;
+    // A record that started one of these members is in the key: the others hear that this
+    // process has seen it, even when the member's activity looks the same as before.
     let key = '';
-    for (const [memberId, status] of activity) key += `${memberId}=${status};`;
+    for (const [memberId, status] of activity) {
+      key += `${memberId}=${status}@${this.started.get(memberId) ?? 0};`;
+    }
     if (key === this.reported) return;
     this.reported = key;
-    placement.report(activity);
+    placement.report(activity, this.options.state.lastSeq);
   }
 
   /**

@@ -276,9 +276,7 @@ export class RunnerPool {
         }
         // A member another live process runs is as that process reports it; one it reports
         // nothing of has no runner there (nothing to do): inactive.
-        const placed = this.placing.elsewhere(member.id);
-        if (placed !== undefined) return placed.activity ?? 'inactive';
-        return runner?.status ?? 'inactive';
+        return this.placing.elsewhereStatus(member.id) ?? runner?.status ?? 'inactive';
       }
     }
   }
@@ -447,6 +445,7 @@ export class RunnerPool {
    * wakes parked teammates to look at the board, a member change re-places members.
    */
   afterDurable(records: readonly TeamRecord[]): void {
+    this.placing.noteDurable(records);
     for (const record of records) {
       if (record.type === 'message.queued' && this.state.isPending(record.message.id)) {
         this.route(record.message);

@@ -170,6 +170,56 @@ describe('a team spread over processes (shared log)', () => {
     await a.service.dispose();
   });
 
+  it('shows a member as running while the report of its process predates the mail it took', async () => {
+    const gate = deferred();
+    const started = deferred();
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) => {
+        if (call === 2) {
+          started.resolve();
+          return { text: 'working', gate: gate.promise };
+        }
+        return { text: `alice ${call}` };
+      },
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await b.service.idle();
+    await a.service.idle();
+    const alice = () =>
+      a.service.listMembers(a.service.lead).find((m) => m.name === 'alice') as MemberInfo;
+    expect(alice().status).toBe('idle');
+    // b's reports stall (a placement reports at most once per heartbeat interval)
+    const reports = b.participant.holdReports();
+    await a.service.sendMessage(a.service.lead, { to: 'alice', text: 'one more thing' });
+    await started.promise;
+    expect(w.team.records().some((r) => r.type === 'message.delivered')).toBe(true);
+    await caughtUp(a, w.team);
+    // a has not heard b report alice running, but it saw her take the mail: she works
+    expect(a.service.progress(a.service.lead)).toMatchObject({
+      progressing: true,
+      working: ['alice'],
+    });
+    expect(alice().status).toBe('running');
+    gate.resolve();
+    await b.service.idle();
+    // idle in b, unreported: a still counts her as working rather than as stalled
+    await caughtUp(a, w.team);
+    expect(alice().status).toBe('running');
+    reports.release();
+    expect(alice().status).toBe('idle');
+    expect(a.service.progress(a.service.lead).progressing).toBe(false);
+    await b.service.dispose();
+    await a.service.dispose();
+  });
+
   it('runs a teammate in the process its placement gives it, and mail crosses both ways', async () => {
     const w = world({
       lead: notedLead,

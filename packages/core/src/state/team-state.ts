@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
-import { TeamError } from '../errors.js';
 import { clipText } from '../content.js';
+import { TeamError } from '../errors.js';
 import type {
   DeadLetter,
   DeadLetterReason,

@@ -52,6 +52,11 @@ export interface MemoryParticipant {
    * participant write first, to force a `SEQ_CONFLICT`.
    */
   holdAppends(): AppendHold;
+  /**
+   * Holds this participant's activity reports until `release()` (the others keep seeing the last
+   * one published), as a placement that reports at most once per heartbeat interval does.
+   */
+  holdReports(): { release(): void };
   /** Appends this participant attempted, refused ones included. */
   readonly appendAttempts: number;
 }
@@ -83,8 +88,12 @@ interface Participant {
   candidates: (() => readonly PlacementCandidate[]) | undefined;
   closed: boolean;
   bells: Set<() => void>;
-  /** What it last reported its members doing. */
+  /** What it last reported its members doing, and the seq it reported through. */
   activity: ReadonlyMap<string, MemberActivity>;
+  through: number | undefined;
+  /** A report held back by `holdReports`, published on release. */
+  held: { activity: ReadonlyMap<string, MemberActivity>; through: number | undefined } | null;
+  holding: boolean;
 }
 
 /** Creates a {@link MemorySharedTeam} for `teamId`. */
@@ -158,6 +167,7 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
         processId: `participant-${row.participant}`,
         here: owner === self,
         activity: owner.activity.get(memberId),
+        reportedThrough: owner.through,
       });
     }
     const awaiting = new Set<string>();
@@ -187,6 +197,9 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
         closed: false,
         bells: new Set(),
         activity: new Map(),
+        through: undefined,
+        held: null,
+        holding: false,
       };
       participants.push(self);
       let held: Promise<void> | undefined;
@@ -203,8 +216,13 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
         candidatesChanged() {
           if (!self.closed) queueMicrotask(rebalance);
         },
-        report(activity) {
+        report(activity, through) {
+          if (self.holding) {
+            self.held = { activity: new Map(activity), through };
+            return;
+          }
           self.activity = new Map(activity);
+          self.through = through;
           viewsChanged();
         },
         view: () => viewOf(self),
@@ -277,6 +295,17 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
             };
           });
           return { release };
+        },
+        holdReports() {
+          self.holding = true;
+          return {
+            release() {
+              self.holding = false;
+              const report = self.held;
+              self.held = null;
+              if (report !== null) placement.report?.(report.activity, report.through);
+            },
+          };
         },
         get appendAttempts() {
           return attempts;
