@@ -304,7 +304,7 @@ export async function runTeam<S extends BaseSettings>(options: {
         if (!interrupted) throw error;
       });
     }
-    if (!interrupted) await team.idle();
+    if (!interrupted) await untilTeamRests(team, () => interrupted, io.signal);
     if (!interrupted) await hooks?.settle?.(team);
     if (!interrupted && hooks?.serveAfter !== undefined) {
       serving = true;
@@ -357,6 +357,32 @@ export async function runTeam<S extends BaseSettings>(options: {
     wallMs: Date.now() - started,
     interrupted,
   };
+}
+
+/**
+ * Waits until the team rests: this process's runners are idle and no member elsewhere works, has
+ * mail that wakes it or waits for a process. The lead's prompt may end early (an operator
+ * interrupted it before it owned a task): its teammates in other processes go on, and their mail
+ * wakes the lead here, so the run must stay open until the team, not this process, is done.
+ */
+async function untilTeamRests(
+  team: TeamService,
+  stopped: () => boolean,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  for (;;) {
+    await team.idle();
+    if (stopped() || !team.progress(team.lead).progressing) return;
+    await team
+      .waitForChange(team.lead, {
+        timeoutMs: 60_000,
+        untilNoProgress: true,
+        ...(signal === undefined ? {} : { signal }),
+      })
+      .catch((error: unknown) => {
+        if (!stopped() && !TeamError.hasCode(error, 'ABORTED')) throw error;
+      });
+  }
 }
 
 /**
