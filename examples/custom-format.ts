@@ -1,7 +1,13 @@
 // A wire format of your own: team mail as "Team mail: {json}" user messages, built from
 // @teamwire/protocol's JSON envelope (escaped, so a body cannot forge its sender or kind).
 // Run: pnpm --filter @teamwire/examples exec tsx custom-format.ts
-import { contentText, createAgentRegistry, openTeam, textContent, type WireFormat } from '@teamwire/core';
+import {
+  contentText,
+  createAgentRegistry,
+  openTeam,
+  textContent,
+  type WireFormat,
+} from '@teamwire/core';
 import {
   createMemoryTeamLog,
   createMemoryTranscriptStore,

@@ -17,12 +17,21 @@ const model = createScriptedModel({
   scripts: {
     lead: ({ call }) =>
       call === 1
-        ? { toolCalls: [{ name: 'spawn_teammate', input: spawn }, { name: 'task_create', input: task }] }
+        ? {
+            toolCalls: [
+              { name: 'spawn_teammate', input: spawn },
+              { name: 'task_create', input: task },
+            ],
+          }
         : { text: 'Noted.' },
     ada: ({ request }) => {
       const last = request.messages.at(-1);
       if (last?.role !== 'user' || last.source?.kind !== 'task-claim') return { text: 'Ready.' };
-      return { toolCalls: [{ name: 'task_update', input: { taskId: last.source.taskId, action: 'complete' } }] };
+      return {
+        toolCalls: [
+          { name: 'task_update', input: { taskId: last.source.taskId, action: 'complete' } },
+        ],
+      };
     },
   },
 });

@@ -1,6 +1,7 @@
 // A member whose turns an MCP client takes (Claude Code, Cursor, your own agent): the team is
 // served over Streamable HTTP and, here, the official SDK client plays alice: it reads its mail,
-// does the task, reports to the lead and acknowledges. Run: pnpm --filter @teamwire/examples exec tsx external-mcp-member.ts
+// does the task, reports to the lead and acknowledges.
+// Run: pnpm --filter @teamwire/examples exec tsx external-mcp-member.ts
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { contentText, createAgentRegistry, openTeam } from '@teamwire/core';
@@ -27,7 +28,12 @@ const team = await openTeam({
 });
 // The host spawns alice here; a lead model would call spawn_teammate with the same input.
 const prompt = 'Take task-1, then tell me.';
-await team.spawnTeammate(team.lead, { name: 'alice', description: 'Coder', prompt, agentType: 'coding-agent' });
+await team.spawnTeammate(team.lead, {
+  name: 'alice',
+  description: 'Coder',
+  prompt,
+  agentType: 'coding-agent',
+});
 await team.createTask(team.lead, { subject: 'Parser', description: 'Write the parser.' });
 
 const tokens = createTokenIssuer({ secret: generateSecret(), teamId }); // keep the secret to keep tokens
@@ -38,7 +44,9 @@ console.log(clientConfig({ name: 'teamwire-alice', url: http.url, token }).claud
 // What a coding agent does with those tools, written out with the SDK's client.
 const client = new Client({ name: 'alice', version: '1.0.0' });
 const headers = { Authorization: `Bearer ${token}` };
-await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers } }));
+await client.connect(
+  new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers } }),
+);
 // biome-ignore lint/suspicious/noExplicitAny: a tool's structured result, as JSON
 async function call(name: string, args: Record<string, unknown> = {}): Promise<any> {
   const result = await client.callTool({ name, arguments: args });

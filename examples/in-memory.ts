@@ -74,5 +74,7 @@ const team = await openTeam({
 await team.promptLead('Get the parser written by one engineer.');
 await team.idle(); // every runner parked, no wakeup mail pending
 const [task] = team.listTasks(team.lead).tasks;
-console.log(`done: ${task?.id} ${task?.status}; model calls: lead ${model.calls('lead')}, ada ${model.calls('ada')}`);
+console.log(
+  `done: ${task?.id} ${task?.status}; model calls: lead ${model.calls('lead')}, ada ${model.calls('ada')}`,
+);
 await team.dispose();

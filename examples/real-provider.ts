@@ -1,7 +1,7 @@
-// A team on a real LLM through @teamwire/host-adapters. The provider comes from the environment:
-// TEAMWIRE_MODEL (e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b), else
-// Anthropic when ANTHROPIC_API_KEY is set, else OpenAI (OPENAI_API_KEY; OPENAI_BASE_URL or
-// ANTHROPIC_BASE_URL point it elsewhere). Run: pnpm --filter @teamwire/examples exec tsx real-provider.ts
+// A team on a real LLM through @teamwire/host-adapters, the provider taken from the environment:
+// TEAMWIRE_MODEL (openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b, ...), else
+// Anthropic if ANTHROPIC_API_KEY is set, else OpenAI (OPENAI_API_KEY); OPENAI_/ANTHROPIC_BASE_URL.
+// Run: ANTHROPIC_API_KEY=... pnpm --filter @teamwire/examples exec tsx real-provider.ts
 import { createAgentRegistry, openTeam } from '@teamwire/core';
 import { createMemoryTeamLog, createMemoryTranscriptStore } from '@teamwire/core/testing';
 import { createModel } from '@teamwire/host-adapters';

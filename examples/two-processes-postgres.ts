@@ -1,9 +1,10 @@
 // One team in two processes on PostgreSQL: this process runs the lead and forks a worker process
-// that runs the engineer it spawns; both append to one team log. TEAMWIRE_PG_URL, TEAMWIRE_PG_SCHEMA.
+// (this file, role "worker") that runs the engineer the lead spawns; both share one team log.
+// Database: TEAMWIRE_PG_URL (default postgres://postgres@127.0.0.1:5432/test), TEAMWIRE_PG_SCHEMA.
 // Run: pnpm --filter @teamwire/examples exec tsx two-processes-postgres.ts
 import { fork } from 'node:child_process';
-import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { createAgentRegistry, openTeam, type TeamService } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
 import { openPostgresTeamStore } from '@teamwire/postgres';
@@ -12,7 +13,8 @@ import { xmlFormat } from '@teamwire/protocol';
 const [role = 'lead', teamId = randomUUID()] = process.argv.slice(2);
 const connectionString = process.env.TEAMWIRE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = process.env.TEAMWIRE_PG_SCHEMA ?? 'teamwire';
-const runs = role === 'lead' ? { lead: true, agentTypes: [] } : { lead: false, agentTypes: ['engineer'] };
+const runs =
+  role === 'lead' ? { lead: true, agentTypes: [] } : { lead: false, agentTypes: ['engineer'] };
 const processId = `${role}-${process.pid}`; // names the process in the placement
 const store = await openPostgresTeamStore({ teamId, connectionString, schema, runs, processId });
 
@@ -22,14 +24,24 @@ const model = createScriptedModel({
   scripts: {
     lead: ({ call }) =>
       call === 1
-        ? { toolCalls: [{ name: 'spawn_teammate', input: spawn }, { name: 'task_create', input: task }] }
+        ? {
+            toolCalls: [
+              { name: 'spawn_teammate', input: spawn },
+              { name: 'task_create', input: task },
+            ],
+          }
         : { text: 'Noted.' },
     ada: ({ request }) => {
       const last = request.messages.at(-1);
       if (last?.role !== 'user' || last.source?.kind !== 'task-claim') return { text: 'Ready.' };
       const done = { taskId: last.source.taskId, action: 'complete' };
       const mail = { to: 'lead', message: `${done.taskId} is done.` };
-      return { toolCalls: [{ name: 'task_update', input: done }, { name: 'send_message', input: mail }] };
+      return {
+        toolCalls: [
+          { name: 'task_update', input: done },
+          { name: 'send_message', input: mail },
+        ],
+      };
     },
   },
 });

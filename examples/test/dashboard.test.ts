@@ -4,7 +4,10 @@ import { startExample, waitForLine } from './run-example.js';
 it('dashboard.ts: the printed URL and token open the snapshot of the running team', async () => {
   const example = startExample('dashboard.ts');
   try {
-    const [, url] = await waitForLine(example, /^dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)$/m);
+    const [, url] = await waitForLine(
+      example,
+      /^dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)$/m,
+    );
     await waitForLine(example, /^team idle; Ctrl-C to stop$/m);
     const page = new URL(url ?? '');
     const token = page.searchParams.get('token') ?? '';

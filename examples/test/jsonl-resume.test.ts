@@ -49,7 +49,8 @@ it('jsonl-resume.ts: SIGKILLed mid-task, run again, finishes with every message 
   // none twice: each queued message delivered once, into its target's transcript once
   const records = await lines(join(dir, 'log.jsonl'));
   const targets = new Map<string, string>();
-  for (const r of records) if (r.type === 'message.queued') targets.set(r.message.id, r.message.targetId);
+  for (const r of records)
+    if (r.type === 'message.queued') targets.set(r.message.id, r.message.targetId);
   const delivered = records.filter((r) => r.type === 'message.delivered').map((r) => r.messageId);
   expect([...delivered].sort()).toEqual([...targets.keys()].sort());
   const inTranscripts: string[] = [];
@@ -63,5 +64,7 @@ it('jsonl-resume.ts: SIGKILLed mid-task, run again, finishes with every message 
     }
   }
   expect([...inTranscripts].sort()).toEqual([...targets.keys()].sort());
-  expect(second.stdout).toContain(`mail: ${targets.size} queued, ${targets.size} delivered, 0 twice`);
+  expect(second.stdout).toContain(
+    `mail: ${targets.size} queued, ${targets.size} delivered, 0 twice`,
+  );
 });

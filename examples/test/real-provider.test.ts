@@ -10,7 +10,10 @@ import { runExample } from './run-example.js';
 const recorded = (path: string): string[] =>
   readFileSync(
     fileURLToPath(
-      new URL(`../../packages/host-adapters/src/__fixtures__/provider-streams/${path}`, import.meta.url),
+      new URL(
+        `../../packages/host-adapters/src/__fixtures__/provider-streams/${path}`,
+        import.meta.url,
+      ),
     ),
     'utf8',
   )
@@ -79,7 +82,9 @@ describe('real-provider.ts, replaying recorded provider streams from a loopback 
     expect(seen[0]?.headers['x-api-key']).toBe('test-anthropic-key');
     expect(seen[0]?.body).toMatchObject({ model: 'claude-sonnet-4-5', stream: true });
     const tools = seen[0]?.body.tools.map((tool: { name: string }) => tool.name);
-    expect(tools).toEqual(expect.arrayContaining(['spawn_teammate', 'send_message', 'wait_for_team']));
+    expect(tools).toEqual(
+      expect.arrayContaining(['spawn_teammate', 'send_message', 'wait_for_team']),
+    );
   });
 
   it('takes an OpenAI-compatible server from TEAMWIRE_MODEL and OPENAI_BASE_URL', async () => {

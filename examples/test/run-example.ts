@@ -68,7 +68,11 @@ export function waitForLine(
     started.child.stdout?.on('data', onData);
     started.done.then((run) => {
       if (!check()) {
-        reject(new Error(`exited (${run.code ?? run.signal}) before ${pattern}:\n${run.stdout}\n${run.stderr}`));
+        reject(
+          new Error(
+            `exited (${run.code ?? run.signal}) before ${pattern}:\n${run.stdout}\n${run.stderr}`,
+          ),
+        );
       }
     }, reject);
   });

@@ -37,7 +37,9 @@ describe.skipIf(!available)('two-processes-postgres.ts', () => {
     expect(worker).toMatch(/^worker-\d+$/);
     // each member's turns ran in one process only: the lead's here, ada's in the worker
     for (const line of lines.slice(0, -1)) {
-      expect(line).toMatch(new RegExp(`^(${lead}: lead|${worker}: ada) turn \\((host|message|task-claim)\\)$`));
+      expect(line).toMatch(
+        new RegExp(`^(${lead}: lead|${worker}: ada) turn \\((host|message|task-claim)\\)$`),
+      );
     }
     expect(lines).toContain(`${worker}: ada turn (task-claim)`);
     expect(lines.at(-1)).toBe(`${lead}: task-1 completed; ada ran in ${worker}`);
