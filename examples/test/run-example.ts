@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { onTestFinished } from 'vitest';
 
 /** The examples folder: each example runs from here, as its header comment says. */
 export const EXAMPLES_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -22,6 +23,10 @@ export function startExample(
     cwd: EXAMPLES_DIR,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // A test that fails or times out leaves no example running behind it.
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   let stdout = '';
   let stderr = '';
