@@ -19,6 +19,7 @@ export type {
   MemoryRuns,
   MemorySharedLog,
   MemorySharedTeam,
+  ReportHold,
 } from './memory-shared.js';
 export { createMemorySharedTeam } from './memory-shared.js';
 export type {

@@ -39,6 +39,12 @@ export interface MemoryPlacementRow {
   token: number;
 }
 
+/** Reports held back by {@link MemoryParticipant.holdReports}. */
+export interface ReportHold {
+  /** Publishes the latest report held back, and lets the next ones through at once. */
+  release(): void;
+}
+
 /** One participant (one "process") of a {@link MemorySharedTeam}. */
 export interface MemoryParticipant {
   /** Its index, from 0 in join order. */
@@ -56,7 +62,7 @@ export interface MemoryParticipant {
    * Holds this participant's activity reports until `release()` (the others keep seeing the last
    * one published), as a placement that reports at most once per heartbeat interval does.
    */
-  holdReports(): { release(): void };
+  holdReports(): ReportHold;
   /** Appends this participant attempted, refused ones included. */
   readonly appendAttempts: number;
 }
