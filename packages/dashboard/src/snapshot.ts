@@ -1,4 +1,4 @@
-import type { TeamLog } from '@teamwire/core';
+import type { TeamLog, TranscriptEntry, TranscriptStore } from '@teamwire/core';
 import { cutRecord, type MessageBody, messageText } from './snapshot-record.js';
 import type { DashboardSnapshot } from './view-model.js';
 
@@ -156,4 +156,52 @@ function fitJson(text: string, maxBytes: number): string {
   }
   const end = low > 0 && (text.charCodeAt(low - 1) & 0xfc00) === 0xd800 ? low - 1 : low;
   return text.slice(0, end);
+}
+
+/** One member's figures of `DashboardSnapshot.usage`. */
+type MemberUsage = NonNullable<DashboardSnapshot['usage']>[string];
+
+/**
+ * The turns and tokens of each member in `members`, read from their transcripts, by name: the
+ * `usage` of a snapshot whose page gets no model events from its hub (a read-only page that
+ * follows a log written elsewhere). A member without a transcript counts zero.
+ */
+export async function transcriptUsage(
+  transcripts: Pick<TranscriptStore, 'load'>,
+  members: readonly { id: string; name: string }[],
+): Promise<Record<string, MemberUsage>> {
+  const usage: Record<string, MemberUsage> = {};
+  for (const member of members) {
+    usage[member.name] = usageOf(await transcripts.load({ memberId: member.id }));
+  }
+  return usage;
+}
+
+/**
+ * Tokens are the sum of the model answers' `usage`. A turn starts with a model answer that does
+ * not follow a tool result of the model's own call: one after input (a prompt, mail, a task), not
+ * one that goes on with the results of the previous step (an answer without tool calls ends the
+ * turn). Compaction summaries, which come in the
+ * middle of a turn, neither start nor end one.
+ */
+export function usageOf(entries: readonly TranscriptEntry[]): MemberUsage {
+  const usage: MemberUsage = { turns: 0, inputTokens: 0, outputTokens: 0, through: 0 };
+  let afterStep = false;
+  for (const { message, at } of entries) {
+    usage.through = Math.max(usage.through, at);
+    if (message.role === 'assistant' && message.source === undefined) {
+      if (!afterStep) usage.turns++;
+      usage.inputTokens += message.usage?.inputTokens ?? 0;
+      usage.outputTokens += message.usage?.outputTokens ?? 0;
+      // an answer without tool calls ends its turn
+      afterStep = message.toolCalls.length > 0;
+    } else if (message.role === 'tool' && message.source === undefined) {
+      // the result of the model's own call: the turn goes on
+    } else if (message.role === 'user' && message.source?.kind === 'compaction') {
+      // a summary replaces history in the middle of a turn
+    } else {
+      afterStep = false;
+    }
+  }
+  return usage;
 }

@@ -140,3 +140,72 @@ export function head(
     req.end();
   });
 }
+
+/** A task of {@link boardLog}: its number, subject and the numbers of its blockers. */
+export interface BoardTask {
+  n: number;
+  subject: string;
+  blockedBy?: number[];
+  status?: 'pending' | 'in_progress' | 'completed';
+  /** The owner's name. */
+  owner?: string;
+}
+
+/**
+ * A team log of a lead, members `names` and `tasks` as the board holds them: what a page that
+ * follows the team is given.
+ */
+export function boardLog(options: {
+  teamId: string;
+  names: readonly string[];
+  tasks: readonly BoardTask[];
+}): Pick<TeamLog, 'read' | 'lastSeq'> {
+  const { teamId } = options;
+  const records: TeamRecord[] = [];
+  const base = () =>
+    ({
+      seq: records.length + 1,
+      at: 1_700_000_000_000 + records.length * 1000,
+      teamId,
+      schemaVersion: 1,
+    }) as const;
+  const idOf = (name: string) => (name === 'lead' ? teamId : `${name}-id`);
+  for (const name of ['lead', ...options.names]) {
+    records.push({
+      ...base(),
+      type: 'member',
+      member: {
+        id: idOf(name),
+        name,
+        description: `${name} of the team`,
+        agentType: name === 'lead' ? 'lead' : 'worker',
+        provider: 'scripted',
+        context: 'fresh',
+        phase: 'active',
+      },
+    });
+  }
+  for (const task of options.tasks) {
+    records.push({
+      ...base(),
+      type: 'task',
+      task: {
+        id: `task-${task.n}`,
+        revision: 1,
+        subject: task.subject,
+        description: `${task.subject}.`,
+        status: task.status ?? 'pending',
+        creatorId: teamId,
+        ...(task.owner === undefined ? {} : { ownerId: idOf(task.owner) }),
+        blockedBy: (task.blockedBy ?? []).map((n) => `task-${n}`),
+        writeScopes: [],
+      },
+    });
+  }
+  return {
+    lastSeq: () => records.length,
+    async *read(readOptions) {
+      for (const record of records.slice((readOptions?.fromSeq ?? 1) - 1)) yield record;
+    },
+  };
+}

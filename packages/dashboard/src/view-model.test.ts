@@ -20,6 +20,7 @@ import {
 } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { describe, expect, it } from 'vitest';
+import { transcriptUsage } from './snapshot.js';
 import { cutRecord, MAIL_TEXT_KEEP } from './snapshot-record.js';
 import {
   applyHubItem,
@@ -38,6 +39,7 @@ async function openWatchedTeam(
   options: Pick<Parameters<typeof openTeam>[0], 'context'> = {},
 ) {
   const log = createMemoryTeamLog({ teamId: 't1' });
+  const transcripts = createMemoryTranscriptStore();
   const clock = createManualClock();
   const hub = createEventHub({ teamId: 't1', log, clock, epoch: 'e1' });
   const items: HubItem[] = [];
@@ -45,7 +47,7 @@ async function openWatchedTeam(
   const team = await openTeam({
     teamId: 't1',
     log,
-    transcripts: createMemoryTranscriptStore(),
+    transcripts,
     format: xmlFormat,
     agents: createAgentRegistry([
       { type: 'lead', systemPrompt: 'Lead.', model },
@@ -58,7 +60,7 @@ async function openWatchedTeam(
     idleClaim: false,
     ...options,
   });
-  return { team, log, hub, items };
+  return { team, log, hub, items, transcripts, clock };
 }
 
 /** A scripted team run: the lead plans two tasks and spawns a worker who does them. */
@@ -99,10 +101,10 @@ async function runTeam() {
       },
     },
   });
-  const { team, log, hub, items } = await openWatchedTeam(model);
-  await team.promptLead('Plan.');
-  await team.idle();
-  return { team, log, hub, items };
+  const watched = await openWatchedTeam(model);
+  await watched.team.promptLead('Plan.');
+  await watched.team.idle();
+  return watched;
 }
 
 function snapshotOf(records: readonly TeamRecord[], extra: Partial<DashboardSnapshot> = {}) {
@@ -139,7 +141,8 @@ describe('the dashboard view model', () => {
       outputTokens: 35,
       currentTool: undefined,
     });
-    expect(ann?.output).toBe('On it. Done with task-1.');
+    // two model answers of one turn: each on its own line
+    expect(ann?.output).toBe('On it.\nDone with task-1.\n');
     // the lead's prompt to ann, delivered; ann's idle notice to the lead, delivered
     expect(state.mail.map((m) => [m.from, m.to, m.kind, m.delivered])).toEqual([
       ['lead', 'ann', 'message', true],
@@ -443,6 +446,93 @@ describe('the dashboard view model', () => {
       state: 'started',
     });
     expect(ann?.active).toBe(true);
+    await team.dispose();
+  });
+
+  it('keeps the text of consecutive model answers and turns apart', () => {
+    const state = fromSnapshot(
+      snapshotOf([
+        {
+          seq: 1,
+          at: 1,
+          teamId: 't1',
+          schemaVersion: 1,
+          type: 'member',
+          member: {
+            id: 'ann-id',
+            name: 'ann',
+            description: 'works',
+            agentType: 'worker',
+            provider: 'scripted',
+            context: 'fresh',
+            phase: 'active',
+          },
+        },
+      ]),
+    );
+    let seq = 0;
+    const send = (event: Extract<HubItem, { type: 'event' }>['event']) =>
+      applyHubItem(state, { type: 'event', seq: ++seq, at: 10, teamId: 't1', agent: 'ann', event });
+    const ann = () => [...state.members.values()].find((m) => m.name === 'ann');
+    const step = {
+      type: 'model.step',
+      step: 1,
+      usage: { inputTokens: 1, outputTokens: 1 },
+    } as const;
+    send({ type: 'turn.start', reason: 'host' });
+    send({ type: 'model.text-delta', text: 'Claiming task-1.' });
+    send(step);
+    send({ type: 'model.text-delta', text: 'Done' });
+    send({ type: 'model.text-delta', text: ' with it.' });
+    send(step);
+    expect(ann()?.output).toBe('Claiming task-1.\nDone with it.\n');
+    // a turn ends; the next one's start is not seen (the hub lost it): its text still stands apart
+    send({ type: 'turn.end', stopReason: 'end_turn', steps: 2, text: '' });
+    send({ type: 'model.text-delta', text: 'Next turn.' });
+    expect(ann()?.output.split('\n')).toEqual(['Claiming task-1.', 'Done with it.', 'Next turn.']);
+    // a seen turn start begins the output afresh
+    send({ type: 'turn.start', reason: 'host' });
+    send({ type: 'model.text-delta', text: 'Fresh.' });
+    expect(ann()?.output).toBe('Fresh.');
+  });
+
+  it('shows a read-only page the turns and tokens of the transcripts, counted once', async () => {
+    const { team, log, items, transcripts, hub, clock } = await runTeam();
+    const live = emptyState('t1');
+    for (const item of items) applyHubItem(live, item);
+    const figures = (state: typeof live) =>
+      [...state.members.values()].map((m) => [m.name, m.turns, m.inputTokens, m.outputTokens]);
+    expect(
+      figures(live).every(([, turns, input]) => (turns as number) > 0 && (input as number) > 0),
+    ).toBe(true);
+    const roster = [...live.members.values()].map((m) => ({ id: m.id, name: m.name }));
+    const usage = await transcriptUsage(transcripts, roster);
+
+    // a page that follows the log: the snapshot, then only records from its hub
+    const followed = fromSnapshot(snapshotOf([...log.records()], { usage }));
+    for (const item of items) {
+      if (item.type === 'event' && item.event.type === 'record') applyHubItem(followed, item);
+    }
+    expect(figures(followed)).toEqual(figures(live));
+
+    // a page whose hub replays the same model events on top counts them once
+    const both = fromSnapshot(snapshotOf([...log.records()], { usage }));
+    for (const item of items) applyHubItem(both, item);
+    expect(figures(both)).toEqual(figures(live));
+    // and counts what comes after the transcripts were read
+    clock.advance(1000);
+    const later: HubItem[] = [];
+    const stop = hub.listen((item) => later.push(item));
+    await team.promptLead('Once more.');
+    await team.idle();
+    stop();
+    for (const item of later) {
+      applyHubItem(both, item);
+      applyHubItem(live, item);
+    }
+    expect(figures(both)).toEqual(figures(live));
+    const lead = [...both.members.values()].find((m) => m.name === 'lead');
+    expect(lead?.turns).toBe((usage.lead?.turns ?? 0) + 1);
     await team.dispose();
   });
 });

@@ -45,6 +45,7 @@ export function emptyState(teamId: string): DashboardState {
     tasks: new Map(),
     mail: [],
     missed: 0,
+    usageThrough: new Map(),
   };
 }
 
@@ -58,6 +59,14 @@ export function fromSnapshot(snapshot: DashboardSnapshot): DashboardState {
   for (const [name, status] of Object.entries(snapshot.statuses ?? {})) {
     const member = memberNamed(state, name);
     if (member !== undefined) member.status = status;
+  }
+  for (const [name, usage] of Object.entries(snapshot.usage ?? {})) {
+    const member = memberNamed(state, name);
+    if (member === undefined) continue;
+    member.turns = usage.turns;
+    member.inputTokens = usage.inputTokens;
+    member.outputTokens = usage.outputTokens;
+    state.usageThrough.set(name, usage.through);
   }
   state.version++;
   return state;
@@ -200,16 +209,24 @@ export function applyRecord(state: DashboardState, record: SnapshotRecord): bool
   return true;
 }
 
-function applyEvent(state: DashboardState, agent: string, event: AgentEvent): void {
+/** `output` ended by a line break, so that the next message's text starts a line of its own. */
+function endLine(output: string): string {
+  if (output === '' || output.endsWith('\n')) return output;
+  return `${output.trimEnd()}\n`;
+}
+
+function applyEvent(state: DashboardState, agent: string, event: AgentEvent, at: number): void {
   if (event.type === 'record') {
     applyRecord(state, event.record);
     return;
   }
   const member = memberNamed(state, agent);
   if (member === undefined) return;
+  // the snapshot's transcript figures already count what happened up to their time
+  const counted = at <= (state.usageThrough.get(agent) ?? Number.NEGATIVE_INFINITY);
   switch (event.type) {
     case 'turn.start':
-      member.turns++;
+      if (!counted) member.turns++;
       member.output = '';
       member.currentTool = undefined;
       break;
@@ -219,6 +236,9 @@ function applyEvent(state: DashboardState, agent: string, event: AgentEvent): vo
       break;
     }
     case 'model.step':
+      // one model message ends here: the next one's text starts on a new line
+      member.output = endLine(member.output);
+      if (counted) break;
       member.inputTokens += event.usage.inputTokens;
       member.outputTokens += event.usage.outputTokens;
       break;
@@ -243,6 +263,7 @@ function applyEvent(state: DashboardState, agent: string, event: AgentEvent): vo
     case 'turn.end':
       member.currentTool = undefined;
       member.compacting = false;
+      member.output = endLine(member.output);
       break;
     case 'status':
       member.status = event.status;
@@ -263,7 +284,7 @@ function applyEvent(state: DashboardState, agent: string, event: AgentEvent): vo
 export function applyHubItem(state: DashboardState, item: HubItem): 'ok' | 'reload' {
   switch (item.type) {
     case 'event':
-      applyEvent(state, item.agent, item.event);
+      applyEvent(state, item.agent, item.event, item.at);
       return 'ok';
     case 'presence': {
       const member = memberNamed(state, item.agent);

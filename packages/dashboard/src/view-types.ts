@@ -32,7 +32,7 @@ export interface MemberView {
   currentTool?: string | undefined;
   /** The streamed text of its current (or last) turn, the last {@link OUTPUT_KEEP} characters. */
   output: string;
-  /** Turns started, as seen by this page. */
+  /** Turns started, as seen by this page (or as its transcript shows, see `DashboardSnapshot.usage`). */
   turns: number;
   /** Input tokens of its model calls, as seen by this page (the hub's history and live). */
   inputTokens: number;
@@ -157,6 +157,25 @@ export interface DashboardSnapshot {
   readOnly: boolean;
   /** The name the person at the page sends as, when it can act. */
   operator?: string;
+  /**
+   * Turns and tokens by member name, read from the members' transcripts when the snapshot was
+   * taken (see `transcriptUsage`): what a page shows when its hub brings no model events (a
+   * read-only page that follows a log written elsewhere). A hub's `turn.start` and `model.step`
+   * events stamped at or before a member's `through` are already counted here.
+   */
+  usage?: Record<
+    string,
+    {
+      /** Turns its transcript shows. */
+      turns: number;
+      /** Input tokens of its model calls. */
+      inputTokens: number;
+      /** Output tokens of its model calls. */
+      outputTokens: number;
+      /** The time of the last transcript entry counted (ms since the Unix epoch; 0 when none). */
+      through: number;
+    }
+  >;
 }
 
 /** The whole view. Mutated in place by the functions below; `version` counts the changes. */
@@ -183,4 +202,9 @@ export interface DashboardState {
   mail: MailView[];
   /** Items the hub could not deliver (a slow page, an old cursor). */
   missed: number;
+  /**
+   * By member name, the time through which the snapshot's `usage` counted its turns and tokens:
+   * hub events of that member stamped at or before it are not counted again.
+   */
+  usageThrough: Map<string, number>;
 }

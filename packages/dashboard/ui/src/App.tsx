@@ -102,12 +102,14 @@ export function App({ store }: { store: DashboardStore }) {
         ) : null
       ) : (
         <main className="grid">
+          <div className="col col-wide">
+            <TaskGraph state={state} graphKey={taskGraphKey(state)} />
+          </div>
           <div className="col col-left">
             <MembersPanel state={state} canAct={canAct} busy={busy} act={act} />
             <TokensTable state={state} usageKey={tokensKey(state)} />
           </div>
           <div className="col col-main">
-            <TaskGraph state={state} graphKey={taskGraphKey(state)} />
             <MailTimeline
               state={state}
               timelineKey={mailKey(state)}

@@ -13,3 +13,11 @@ export function fullTime(at: number): string {
   const date = new Date(at);
   return `${date.toLocaleDateString()} ${clockTime(at)}`;
 }
+
+/** A token count short enough for a narrow column: exact below 10,000, then `41.2k`, `186k`, `1.2M`. */
+export function tokenCount(n: number): string {
+  if (n < 10_000) return String(n);
+  if (n < 99_950) return `${(n / 1000).toFixed(1)}k`;
+  if (n < 999_500) return `${Math.round(n / 1000)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}

@@ -1,4 +1,3 @@
-import { Graph, layout } from '@dagrejs/dagre';
 import {
   Background,
   Controls,
@@ -12,12 +11,21 @@ import {
   ReactFlowProvider,
   useReactFlow,
 } from '@xyflow/react';
-import { memo, useEffect, useMemo, useRef } from 'react';
+import { memo, type RefObject, useEffect, useMemo, useRef, useState } from 'react';
 import type { DashboardState, TaskView } from '../../../src/view-model.js';
+import {
+  columnsFor,
+  layoutTasks,
+  NODE_HEIGHT,
+  NODE_WIDTH,
+  type Structure,
+} from '../task-layout.js';
 
-/** Every task node has this size: dagre lays them out with it and React Flow draws them so. */
-const NODE_WIDTH = 220;
-const NODE_HEIGHT = 72;
+/** The graph's height bounds (px): it grows with its rows, then scrolls by dragging. */
+const GRAPH_MIN_HEIGHT = 240;
+const GRAPH_MAX_HEIGHT = 1400;
+/** A graph whose width is not measured yet is laid out for this width. */
+const DEFAULT_WIDTH = 1000;
 
 type TaskNodeData = {
   id: string;
@@ -73,12 +81,6 @@ function TaskNodeView({ data }: NodeProps<TaskNode>) {
 
 const nodeTypes = { task: TaskNodeView };
 
-interface Structure {
-  ids: string[];
-  /** [blocker, blocked] pairs. */
-  edges: [string, string][];
-}
-
 /** The tasks drawn (not deleted) and the blocker edges between them. */
 function structureOf(state: DashboardState): Structure {
   const ids: string[] = [];
@@ -98,23 +100,19 @@ function structureOf(state: DashboardState): Structure {
   return { ids, edges };
 }
 
-/** Top-left positions of the nodes, laid out top to bottom by dagre. */
-function layoutOf(structure: Structure): Map<string, { x: number; y: number }> {
-  const graph = new Graph();
-  graph.setGraph({ rankdir: 'TB', nodesep: 28, ranksep: 56, marginx: 16, marginy: 16 });
-  graph.setDefaultEdgeLabel(() => ({}));
-  for (const id of structure.ids) graph.setNode(id, { width: NODE_WIDTH, height: NODE_HEIGHT });
-  for (const [from, to] of structure.edges) graph.setEdge(from, to);
-  layout(graph);
-  const positions = new Map<string, { x: number; y: number }>();
-  for (const id of structure.ids) {
-    const node = graph.node(id);
-    positions.set(id, {
-      x: (node.x ?? 0) - NODE_WIDTH / 2,
-      y: (node.y ?? 0) - NODE_HEIGHT / 2,
-    });
-  }
-  return positions;
+/** The width of the element `ref` holds, kept up to date (rounded, to re-layout only on real changes). */
+function useWidth(ref: RefObject<HTMLElement | null>): number | undefined {
+  const [width, setWidth] = useState<number | undefined>(undefined);
+  useEffect(() => {
+    const element = ref.current;
+    if (element === null) return;
+    const measure = () => setWidth(Math.round(element.clientWidth / 10) * 10);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [ref]);
+  return width;
 }
 
 /** A string that changes whenever anything the graph shows changes. */
@@ -135,9 +133,18 @@ export interface TaskGraphProps {
 /** The task DAG: one node per task, an edge from each blocker to the task it blocks. */
 export const TaskGraph = memo(function TaskGraph({ state }: TaskGraphProps) {
   const structure = structureOf(state);
-  // Re-layout only when the set of tasks or edges changes, not on a status or owner change.
-  const structureKey = JSON.stringify(structure);
-  const positions = useMemo(() => layoutOf(JSON.parse(structureKey) as Structure), [structureKey]);
+  const box = useRef<HTMLDivElement>(null);
+  const columns = columnsFor(useWidth(box) ?? DEFAULT_WIDTH);
+  // Re-layout only when the set of tasks or edges changes (or the width), not on a status or
+  // owner change.
+  const structureKey = `${columns}:${JSON.stringify(structure)}`;
+  const layout = useMemo(
+    () => layoutTasks(JSON.parse(structureKey.slice(structureKey.indexOf(':') + 1)), columns),
+    [structureKey, columns],
+  );
+  const positions = layout.positions;
+  const [fitted, setFitted] = useState('');
+  const height = Math.min(GRAPH_MAX_HEIGHT, Math.max(GRAPH_MIN_HEIGHT, layout.height));
 
   const nodes: TaskNode[] = structure.ids.map((id) => {
     const task = state.tasks.get(id) as TaskView;
@@ -186,14 +193,20 @@ export const TaskGraph = memo(function TaskGraph({ state }: TaskGraphProps) {
           <span className="legend-item tone-completed">completed</span>
         </span>
       </h2>
-      <div className="graph">
+      <div
+        className="graph"
+        ref={box}
+        style={{ height }}
+        data-testid="task-graph"
+        data-fitted={fitted === structureKey ? 'true' : 'false'}
+      >
         <ReactFlowProvider>
           <ReactFlow
             nodes={nodes}
             edges={edges}
             nodeTypes={nodeTypes}
             fitView
-            fitViewOptions={{ padding: 0.15, maxZoom: 1.1 }}
+            fitViewOptions={FIT}
             minZoom={0.1}
             maxZoom={2}
             nodesDraggable={false}
@@ -209,7 +222,7 @@ export const TaskGraph = memo(function TaskGraph({ state }: TaskGraphProps) {
           >
             <Background gap={20} size={1} />
             <Controls showInteractive={false} />
-            <FitOnChange structureKey={structureKey} />
+            <FitOnChange structureKey={structureKey} onFitted={setFitted} />
           </ReactFlow>
         </ReactFlowProvider>
         {structure.ids.length === 0 ? <p className="graph-empty">No tasks yet.</p> : null}
@@ -218,20 +231,35 @@ export const TaskGraph = memo(function TaskGraph({ state }: TaskGraphProps) {
   );
 });
 
-/** Fits the view again after a re-layout (the `fitView` prop only fits the first time). */
-function FitOnChange({ structureKey }: { structureKey: string }) {
+/** The graph is laid out to fit its box: fitting keeps nodes near their size, never below 60%. */
+const FIT = { padding: 0.04, minZoom: 0.6, maxZoom: 1 } as const;
+
+/**
+ * Fits the view to the layout, and again after every re-layout (the `fitView` prop only fits the
+ * first time); `onFitted` is told the key of the layout once the view shows it.
+ */
+function FitOnChange({
+  structureKey,
+  onFitted,
+}: {
+  structureKey: string;
+  onFitted: (key: string) => void;
+}) {
   const { fitView } = useReactFlow();
-  const last = useRef(structureKey);
   useEffect(() => {
-    if (last.current === structureKey) return;
-    last.current = structureKey;
+    let live = true;
     // two frames: new nodes are measured in the first, and fitView counts only measured ones
     let frame = requestAnimationFrame(() => {
       frame = requestAnimationFrame(() => {
-        void fitView({ padding: 0.15, maxZoom: 1.1, duration: 200 });
+        void fitView({ ...FIT, duration: 200 }).then(() => {
+          if (live) onFitted(structureKey);
+        });
       });
     });
-    return () => cancelAnimationFrame(frame);
-  }, [structureKey, fitView]);
+    return () => {
+      live = false;
+      cancelAnimationFrame(frame);
+    };
+  }, [structureKey, fitView, onFitted]);
   return null;
 }

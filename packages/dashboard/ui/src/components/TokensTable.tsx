@@ -1,5 +1,15 @@
 import { memo } from 'react';
 import { type DashboardState, tokenTotals } from '../../../src/view-model.js';
+import { tokenCount } from '../format.js';
+
+/** A token count, short, with the exact figure as its tooltip. */
+function Count({ n, testId }: { n: number; testId?: string }) {
+  return (
+    <td className="num" data-testid={testId} data-value={n} title={n.toLocaleString()}>
+      {tokenCount(n)}
+    </td>
+  );
+}
 
 /** A string that changes whenever the token table changes. */
 export function tokensKey(state: DashboardState): string {
@@ -20,9 +30,18 @@ export interface TokensTableProps {
 export const TokensTable = memo(function TokensTable({ state }: TokensTableProps) {
   const totals = tokenTotals(state);
   return (
-    <section className="panel tokens-panel" aria-labelledby="tokens-title">
+    <section
+      className="panel tokens-panel"
+      aria-labelledby="tokens-title"
+      data-testid="tokens-card"
+    >
       <h2 id="tokens-title">Tokens</h2>
-      <table className="tokens">
+      <table className="tokens" data-testid="tokens-table">
+        <colgroup>
+          <col className="member-col" />
+          <col span={3} />
+          <col className="compaction-col" />
+        </colgroup>
         <thead>
           <tr>
             <th scope="col">member</th>
@@ -47,14 +66,12 @@ export const TokensTable = memo(function TokensTable({ state }: TokensTableProps
         <tbody>
           {totals.rows.map((row) => (
             <tr key={row.name} data-testid="tokens" data-name={row.name}>
-              <th scope="row">{row.name}</th>
-              <td className="num" data-testid="tokens-input">
-                {row.inputTokens}
-              </td>
-              <td className="num" data-testid="tokens-output">
-                {row.outputTokens}
-              </td>
-              <td className="num">{row.inputTokens + row.outputTokens}</td>
+              <th scope="row" title={row.name}>
+                {row.name}
+              </th>
+              <Count n={row.inputTokens} testId="tokens-input" />
+              <Count n={row.outputTokens} testId="tokens-output" />
+              <Count n={row.inputTokens + row.outputTokens} />
               <td className="num" data-testid="tokens-compactions">
                 {compactionText(state, row.name)}
               </td>
@@ -64,9 +81,9 @@ export const TokensTable = memo(function TokensTable({ state }: TokensTableProps
         <tfoot>
           <tr data-testid="tokens-total">
             <th scope="row">total</th>
-            <td className="num">{totals.inputTokens}</td>
-            <td className="num">{totals.outputTokens}</td>
-            <td className="num">{totals.inputTokens + totals.outputTokens}</td>
+            <Count n={totals.inputTokens} />
+            <Count n={totals.outputTokens} />
+            <Count n={totals.inputTokens + totals.outputTokens} />
             <td className="num">{totals.rows.reduce((n, r) => n + r.compactions, 0)}</td>
           </tr>
         </tfoot>
@@ -82,5 +99,5 @@ function compactionText(state: DashboardState, name: string): string {
   if (member.compacting) return 'compacting…';
   const last = member.lastCompaction;
   if (member.compactions === 0 || last === undefined) return '0';
-  return `${member.compactions} (${last.tokensBefore} → ${last.tokensAfter})`;
+  return `${member.compactions} (${tokenCount(last.tokensBefore)} → ${tokenCount(last.tokensAfter)})`;
 }
