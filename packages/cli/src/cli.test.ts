@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,23 +36,49 @@ describe('the teamwire bin', () => {
   });
 
   it.each([
-    [[], /Usage:/],
-    [['nope'], /^teamwire: INVALID_ARGUMENT: unknown command "nope"/],
-    [['inspect'], /^teamwire inspect: INVALID_ARGUMENT: --dir <state folder> or --store/],
+    ['', [], /Usage:/],
+    ['nope', ['nope'], /^teamwire: INVALID_ARGUMENT: unknown command "nope"/],
     [
+      'inspect',
+      ['inspect'],
+      /^teamwire inspect: INVALID_ARGUMENT: --dir <state folder> or --store/,
+    ],
+    [
+      'inspect --dir . --bogus',
       ['inspect', '--dir', '.', '--bogus'],
       /^teamwire inspect: INVALID_ARGUMENT: Unknown option '--bogus'/,
     ],
-    [['verify', '--dir', '.', '--store', 'postgres://x/y'], /not both/],
-    [['inspect', '--store', 'mysql://x/y', '--team', 't'], /postgres:\/\//],
-    [['mcp', '--dir', 'state', '--team', '../x'], /--team must be a team id/],
-    [['worker', '--dir', 'state', '--team', 't', '--agents', 'a.mjs'], /PostgreSQL \(--store\)/],
     [
+      'verify --dir . --store postgres://x/y',
+      ['verify', '--dir', '.', '--store', 'postgres://x/y'],
+      /not both/,
+    ],
+    [
+      'inspect --store mysql://x/y --team t',
+      ['inspect', '--store', 'mysql://x/y', '--team', 't'],
+      /postgres:\/\//,
+    ],
+    [
+      'mcp --dir state --team ../x',
+      ['mcp', '--dir', 'state', '--team', '../x'],
+      /--team must be a team id/,
+    ],
+    [
+      'worker --dir state --team t --agents a.mjs',
+      ['worker', '--dir', 'state', '--team', 't', '--agents', 'a.mjs'],
+      /PostgreSQL \(--store\)/,
+    ],
+    [
+      'worker --store postgres://127.0.0.1:1/x --team t',
       ['worker', '--store', 'postgres://127.0.0.1:1/x', '--team', 't'],
       /--agents <module> is required/,
     ],
-    [['inspect', '--dir', 'x'.repeat(5000)], /longer than 4096 bytes/],
-  ])('refuses the command line %j with exit code 2 and one line', async (args, pattern) => {
+    [
+      'inspect --dir <5000 bytes>',
+      ['inspect', '--dir', 'x'.repeat(5000)],
+      /longer than 4096 bytes/,
+    ],
+  ])('refuses `teamwire %s` with exit code 2 and one line', async (_label, args, pattern) => {
     const run = await runBin(args as string[], { cwd: work });
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
@@ -177,14 +203,79 @@ describe('the teamwire bin', () => {
       });
       expect(acked.structuredContent).toMatchObject({ acknowledged: 2 });
       expect(stderr).toContain(`serving alice of team ${TEAM} over stdio`);
+      const sent = await client.callTool({
+        name: 'send_message',
+        arguments: { to: 'lead', message: 'The lexer is done.' },
+      });
+      expect(sent.isError).toBeFalsy();
     } finally {
       await client.close();
     }
-    // the acknowledgement is durable: the lock is free again and the mail is gone
+    // the acknowledgement is durable: the lock is free again and alice's mail is gone
     const after = JSON.parse(
       (await runBin(['inspect', '--dir', state, '--team', TEAM, '--json'], { cwd: work })).stdout,
     );
-    expect(after.pendingMail).toEqual([]);
+    // the lead runs on a model this process does not have: it was left stopped, its mail kept
+    expect(after.pendingMail).toEqual([
+      expect.objectContaining({ from: 'alice', to: 'lead', text: 'The lexer is done.' }),
+    ]);
+    expect(after.members).toEqual([
+      expect.objectContaining({ name: 'lead', phase: 'active' }),
+      expect.objectContaining({ name: 'alice', phase: 'active' }),
+    ]);
+  });
+
+  it('mcp --agents also runs the members of the agent types the module defines', async () => {
+    const state = path.join(work, 'state');
+    await createJsonlTeam(state, TEAM);
+    const testing = pathToFileURL(
+      path.join(path.dirname(BIN), '../node_modules/@teamwire/core/dist/testing/index.js'),
+    ).href;
+    await writeFile(
+      path.join(work, 'agents.mjs'),
+      `import { createScriptedModel } from ${JSON.stringify(testing)};
+const model = createScriptedModel({
+  scripts: {
+    lead: ({ call }) =>
+      call === 1
+        ? { toolCalls: [{ name: 'send_message', input: { to: 'alice', message: 'Thanks, alice.' } }] }
+        : { text: 'noted' },
+  },
+});
+export default { agents: [{ type: 'lead', systemPrompt: 'You lead.', model }] };
+`,
+    );
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'mcp', '--dir', 'state', '--team', TEAM, '--agents', 'agents.mjs'],
+      cwd: work,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'cli-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const first = await client.callTool({ name: 'read_inbox', arguments: {} });
+      const { cursor } = first.structuredContent as { cursor: string };
+      await client.callTool({ name: 'ack_inbox', arguments: { cursor } });
+      await client.callTool({
+        name: 'send_message',
+        arguments: { to: 'lead', message: 'The lexer is done.' },
+      });
+      // the lead's answer is the next mail: wait_for_change returns at once when mail is pending
+      const texts: string[] = [];
+      for (let change = 0; change < 10 && texts.length === 0; change++) {
+        await client.callTool({ name: 'wait_for_change', arguments: { timeoutSeconds: 20 } });
+        const page = await client.callTool({ name: 'read_inbox', arguments: {} });
+        texts.push(
+          ...(page.structuredContent as { messages: { text: string }[] }).messages.map(
+            (m) => m.text,
+          ),
+        );
+      }
+      expect(texts).toEqual([expect.stringContaining('Thanks, alice.')]);
+    } finally {
+      await client.close();
+    }
   });
 
   it('mcp refuses a member that is not external, and one that does not exist', async () => {
