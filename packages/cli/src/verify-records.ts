@@ -36,7 +36,8 @@ export async function verifyJsonl(teamDir: string, teamId: string): Promise<Veri
   const verified = await verifyTeam(teamDir, { teamId });
   const problems: Verification['problems'] = [];
   for (const s of verified.snapshots) {
-    if (s.status !== 'matches') {
+    // an invalid snapshot is listed, not held against the team: opening skips it
+    if (s.status === 'differs') {
       problems.push({
         code: 'SNAPSHOT_INVALID',
         message: `snapshot at seq ${s.seq} ${s.status}: ${s.problem}`,
@@ -167,7 +168,8 @@ export async function verifyPorts(
       at.entry.problem = `its seq ${seq} is past the end of the log (${full.lastSeq})`;
   }
   for (const s of snapshots) {
-    if (s.status !== 'matches') {
+    // an invalid snapshot is listed, not held against the team: opening skips it
+    if (s.status === 'differs') {
       problems.push({
         code: 'SNAPSHOT_INVALID',
         message: `snapshot at seq ${s.seq} ${s.status}: ${s.problem}`,
