@@ -23,6 +23,7 @@ import {
   exec,
   inspectPackage,
 } from './check.mjs';
+import { checkCli } from './cli-check.mjs';
 import { brokenFixtures } from './fixtures/broken.mjs';
 import { LOCAL_REGISTRY, startRegistry } from './registry.mjs';
 
@@ -173,6 +174,18 @@ try {
   );
   await step('typescript: the snippets type-check under node16 and bundler resolution', () =>
     checkTypes({ dir: pnpmDir, env }),
+  );
+
+  const cliSpecs = [
+    '@teamwire/cli',
+    '@teamwire/core',
+    '@teamwire/storage',
+    '@teamwire/protocol',
+  ].map((name) => `${name}@${versionOf(name)}`);
+  const sdk = `@modelcontextprotocol/sdk@${readJson(join(root, 'packages/mcp/package.json')).dependencies['@modelcontextprotocol/sdk']}`;
+  await step(
+    'npm: @teamwire/cli installs `teamwire`; from another folder it serves MCP over stdio to the SDK client, inspects and verifies',
+    () => checkCli({ dir: mkdir('cli'), specs: [...cliSpecs, sdk], env }),
   );
 
   await step(

@@ -1,0 +1,2 @@
+export type { TeamwireAgents } from './agents.js';
+export { defineAgents } from './agents.js';
