@@ -101,12 +101,72 @@ export function sendJson(
 
 /** Answers `error` as `{error: {code, message}}` with the status of its `TeamError` code. */
 export function fail(res: ServerResponse, error: unknown): void {
-  const failure = TeamError.isInstance(error)
+  const answer = failure(error);
+  send(res, answer.status, answer.body);
+}
+
+/** `error` as `{error: {code, message}}` with the status of its `TeamError` code. */
+export function failure(error: unknown): { status: number; body: unknown } {
+  const failed = TeamError.isInstance(error)
     ? error
     : new TeamError('INVALID_ARGUMENT', error instanceof Error ? error.message : String(error));
-  send(res, STATUS_OF_CODE[failure.code] ?? 400, {
-    error: { code: failure.code, message: failure.message },
+  return {
+    status: STATUS_OF_CODE[failed.code] ?? 400,
+    body: { error: { code: failed.code, message: failed.message } },
+  };
+}
+
+/** `{error: {code, message}}` with `status`. */
+export function refusal(
+  status: number,
+  code: string,
+  message: string,
+): { status: number; body: unknown } {
+  return { status, body: { error: { code, message } } };
+}
+
+/**
+ * A web-standard JSON response, with the headers every JSON answer gets. The body is serialized
+ * first, so a value that cannot be serialized is a 500, never a 200 cut short.
+ */
+export function jsonResponse(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  let json: string;
+  try {
+    json = JSON.stringify(body);
+  } catch {
+    status = 500;
+    json = JSON.stringify({
+      error: { code: 'INTERNAL', message: 'the answer cannot be serialized' },
+    });
+  }
+  return jsonTextResponse(status, json, headers);
+}
+
+/** A web-standard response of an already serialized JSON body. */
+export function jsonTextResponse(
+  status: number,
+  json: string,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(json, {
+    status,
+    headers: {
+      ...COMMON_HEADERS,
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-security-policy': JSON_CSP,
+      ...headers,
+    },
   });
+}
+
+/** A web-standard `{error: {code, message}}` response with `status`. */
+export function refusalResponse(status: number, code: string, message: string): Response {
+  return jsonResponse(status, { error: { code, message } });
 }
 
 /** Answers `{error: {code, message}}` with `status`. */

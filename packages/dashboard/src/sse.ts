@@ -107,7 +107,14 @@ export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {})
     }
     let subscription: HubSubscription;
     try {
-      subscription = hub.subscribe(parseRequest(req, url, options.presence ?? false));
+      const header = req.headers['last-event-id'];
+      subscription = hub.subscribe(
+        parseRequest(
+          (Array.isArray(header) ? header[0] : header) ?? null,
+          url,
+          options.presence ?? false,
+        ),
+      );
     } catch (error) {
       // Only a bad request is the client's fault; anything else is ours and its text stays here.
       if (TeamError.hasCode(error, 'INVALID_ARGUMENT')) {
@@ -182,6 +189,125 @@ export function createSseHandler(hub: EventHub, options: SseHandlerOptions = {})
   };
 }
 
+/** Options of {@link createSseRoute}. */
+export interface SseRouteOptions {
+  /** As {@link SseHandlerOptions.heartbeatMs}. Default 15 000 ms; 0 turns heartbeats off. */
+  heartbeatMs?: number | undefined;
+  /** As {@link SseHandlerOptions.retryMs}. */
+  retryMs?: number | undefined;
+  /** Drives heartbeats. Default: the system clock. */
+  clock?: Clock | undefined;
+  /** Include presence unless the query says `presence=0`. Default false. */
+  presence?: boolean | undefined;
+  /** Extra response headers. */
+  headers?: Record<string, string> | undefined;
+  /** Told about failures of a stream. */
+  onError?: ((error: unknown) => void) | undefined;
+}
+
+/**
+ * The hub's Server-Sent Events as a web-standard route (`Request` in, `Response` out), with the
+ * same frames, query string and resumption as {@link createSseHandler}. It checks no token: the
+ * server that mounts it (the `@teamwire/edge` server) decides who may reach it. A request naming
+ * another team gets `404`, a method other than `GET` `405`, a malformed `Last-Event-ID` `400`.
+ * The stream ends when the client goes away (the body is cancelled) or the hub closes it.
+ */
+export function createSseRoute(
+  hub: EventHub,
+  options: SseRouteOptions = {},
+): (request: Request) => Response {
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const clock = options.clock ?? systemClock;
+  const onError = options.onError ?? (() => {});
+  const text = (status: number, body: string, extra: Record<string, string> = {}) =>
+    new Response(`${body}\n`, {
+      status,
+      headers: { 'content-type': 'text/plain; charset=utf-8', ...options.headers, ...extra },
+    });
+  return (request) => {
+    const url = new URL(request.url);
+    const team = url.searchParams.get('team');
+    if (team !== null && team !== hub.teamId) return text(404, 'no such team');
+    if (request.method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
+    let subscription: HubSubscription;
+    try {
+      subscription = hub.subscribe(
+        parseRequest(request.headers.get('last-event-id'), url, options.presence ?? false),
+      );
+    } catch (error) {
+      if (TeamError.hasCode(error, 'INVALID_ARGUMENT')) return text(400, error.message);
+      if (TeamError.hasCode(error, 'DISPOSED')) return text(503, error.message);
+      onError(error);
+      return text(500, 'internal error');
+    }
+    const encoder = new TextEncoder();
+    const items = subscription[Symbol.asyncIterator]();
+    let open = true;
+    let cancelHeartbeat = () => {};
+    const stop = () => {
+      if (!open) return;
+      open = false;
+      cancelHeartbeat();
+      subscription.close();
+    };
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          controller.enqueue(
+            encoder.encode(
+              options.retryMs === undefined ? ': connected\n\n' : `retry: ${options.retryMs}\n\n`,
+            ),
+          );
+          if (heartbeatMs > 0) {
+            const arm = () => {
+              cancelHeartbeat = clock.setTimer(heartbeatMs, () => {
+                if (!open) return;
+                controller.enqueue(encoder.encode(': heartbeat\n\n'));
+                arm();
+              });
+            };
+            arm();
+          }
+        },
+        async pull(controller) {
+          // one frame a pull: a slow client holds the stream back instead of filling memory
+          try {
+            while (open) {
+              const next = await items.next();
+              if (next.done === true || !open) break;
+              const frame = formatFrame(next.value, onError, hub.epoch);
+              if (frame === undefined) continue;
+              controller.enqueue(encoder.encode(frame));
+              return;
+            }
+          } catch (error) {
+            onError(error);
+          }
+          stop();
+          try {
+            controller.close();
+          } catch {
+            // already cancelled
+          }
+        },
+        cancel() {
+          stop();
+        },
+      },
+      { highWaterMark: 1 },
+    );
+    return new Response(body, {
+      status: 200,
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+        ...options.headers,
+      },
+    });
+  };
+}
+
 /**
  * The token a request presents: its `Authorization` header when it has one, else the `token`
  * query parameter. The header must be `Bearer <token>`: the scheme in any case (RFC 9110 §11.1),
@@ -215,14 +341,13 @@ function tokenChecker(expected: string): (presented: string | undefined) => Prom
   };
 }
 
-function parseRequest(req: IncomingMessage, url: URL, defaultPresence: boolean) {
+function parseRequest(lastEventId: string | null, url: URL, defaultPresence: boolean) {
   const agents = url.searchParams
     .getAll('agent')
     .flatMap((value) => value.split(','))
     .map((value) => value.trim())
     .filter((value) => value !== '');
-  const header = req.headers['last-event-id'];
-  const raw = (Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('lastEventId');
+  const raw = lastEventId ?? url.searchParams.get('lastEventId');
   let afterSeq: number | undefined;
   let epoch: string | undefined;
   if (raw !== undefined && raw !== null && raw.trim() !== '') {
