@@ -205,7 +205,8 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Dashboar
     } catch (error) {
       return serverFailure(error);
     }
-    if (body === undefined) return refusalResponse(404, 'NOT_FOUND', `no message at seq ${seqText}`);
+    if (body === undefined)
+      return refusalResponse(404, 'NOT_FOUND', `no message at seq ${seqText}`);
     return jsonResponse(200, body);
   }
 

@@ -5,7 +5,12 @@ import {
   type DashboardRoutes,
   type DashboardRoutesOptions,
 } from '@teamwire/dashboard';
-import { createMcpRoutes, type McpRoutes, type McpRoutesOptions, type TokenIssuer } from '@teamwire/mcp';
+import {
+  createMcpRoutes,
+  type McpRoutes,
+  type McpRoutesOptions,
+  type TokenIssuer,
+} from '@teamwire/mcp';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import {
@@ -229,7 +234,7 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
     }
     return dashboard.fetch(c.req.raw);
   });
-  app.onError((error, c) => {
+  app.onError((error) => {
     // a failure of ours: its code when it is a TeamError, never the text of anything else
     const code = TeamError.isInstance(error) ? error.code : 'INTERNAL';
     return new Response(
