@@ -184,9 +184,29 @@ describe('startTeamEdge', () => {
     expect(codeOf(withEdgeToken).data?.code).toBe('UNAUTHORIZED');
     const forged = `${fixture.tokens.tokenFor('alice').slice(0, -2)}AA`;
     expect((await init(`Bearer ${forged}`)).status).toBe(401);
-    const alice = await init(`Bearer ${fixture.tokens.tokenFor('alice')}`);
-    expect(alice.status).toBe(200);
-    expect(alice.headers['mcp-session-id']).toEqual(expect.any(String));
+    const token = fixture.tokens.tokenFor('alice');
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      const alice = await init(`${scheme} ${token}`);
+      expect(alice.status, scheme).toBe(200);
+      expect(alice.headers['mcp-session-id']).toEqual(expect.any(String));
+    }
+    for (const authorization of [
+      token,
+      'Bearer',
+      `Bearer ${token} ${token}`,
+      `Bearer ${token},x`,
+      `Bearer\t${token}`,
+      `Bearer${token}`,
+      `Bearer "${token}"`,
+      `Basic ${token}`,
+      `Bearer ${token}=`,
+      `Bearer ${token}!!`,
+    ]) {
+      const refused = await init(authorization);
+      expect(refused.status, authorization).toBe(401);
+      expect(codeOf(refused).data?.code).toBe('UNAUTHORIZED');
+    }
+    expect(edge.sessionCount()).toBe(4);
   });
 
   it('refuses a Host it does not serve and an Origin that is not itself, with a clear body', async () => {
@@ -204,6 +224,12 @@ describe('startTeamEdge', () => {
     const mcpRebound = await http(edge.mcpUrl, { headers: { host: 'evil.example' } });
     expect(mcpRebound.status).toBe(403);
     expect(codeOf(mcpRebound).data?.code).toBe('FORBIDDEN');
+    const mcpForeign = await http(edge.mcpUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${edge.token}`, origin: 'https://evil.example' },
+      body: '{}',
+    });
+    expect(mcpForeign.status).toBe(403);
     const crossSite = await http(snapshot, { headers: { ...auth, origin: 'http://evil.example' } });
     expect(crossSite.status).toBe(403);
     expect(codeOf(crossSite).message).toContain('origin "http://evil.example"');
