@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type ExternalAgentDefinition,
   INBOX_PAGE_MAX,
@@ -8,7 +7,7 @@ import {
   type TeamService,
 } from '@teamwire/core';
 import { z } from 'zod';
-import { fail, failure, parse, readBody, refusal, refuse, send } from './http.js';
+import { failure, parse, refusal } from './http.js';
 
 /** The agent type of the person at the dashboard: register it in the team's agents to steer. */
 export const OPERATOR_AGENT: ExternalAgentDefinition = {
@@ -33,31 +32,6 @@ const ShutdownAction = z.strictObject({
   reason: z.string().optional(),
 });
 
-/**
- * Runs one steering action (`POST api/actions/<action>`) of the person at the page: messages and
- * tasks come from the operator member; interrupt and shutdown use the lead's authority, as the
- * host does.
- */
-export async function act(
-  action: string,
-  req: IncomingMessage,
-  res: ServerResponse,
-  team: TeamService,
-  as: Operator,
-): Promise<void> {
-  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
-    return refuse(res, 415, 'INVALID_ARGUMENT', 'send application/json');
-  }
-  let body: unknown;
-  try {
-    body = await readBody(req);
-  } catch (error) {
-    return fail(res, error);
-  }
-  const answer = await runAction(action, body, team, as);
-  send(res, answer.status, answer.body);
-}
-
 /** An answer to write: a status and a JSON body. */
 export interface Answer {
   status: number;
@@ -65,7 +39,9 @@ export interface Answer {
 }
 
 /**
- * Runs one steering action on a parsed JSON body; the answer is the action's result (200) or
+ * Runs one steering action (`POST api/actions/<action>`) of the person at the page on its parsed
+ * JSON body: messages and tasks come from the operator member; interrupt and shutdown use the
+ * lead's authority, as the host does. The answer is the action's result (200) or
  * `{error: {code, message}}` with the status of its `TeamError` code.
  */
 export async function runAction(

@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { z } from 'zod';
 import { ASSETS_MANIFEST, type AssetEncoding, ENCODING_SUFFIX } from './asset-manifest.js';
-import { COMMON_HEADERS, refuse } from './http.js';
+import { COMMON_HEADERS } from './http.js';
 
 /**
  * The page's script and stylesheet. The build names each `<name>-<hash>.<ext>`, the hash being
@@ -30,21 +29,6 @@ interface Asset {
   type: string;
   immutable: boolean;
   bodies: Partial<Record<AssetEncoding | 'identity', Buffer>>;
-}
-
-/** Serves `<dir>/assets/<name>`; see the comment at the top of this file. */
-export function createAssetServer(
-  dir: string,
-): (res: ServerResponse, name: string, headers: IncomingHttpHeaders) => Promise<void> {
-  const lookup = createAssetLookup(dir);
-  return async (res, name, headers) => {
-    const found = await lookup(name, headers['accept-encoding']);
-    if (found === undefined) {
-      return refuse(res, 404, 'NOT_FOUND', `no asset ${JSON.stringify(name)}`);
-    }
-    res.writeHead(200, found.headers);
-    res.end(found.body);
-  };
 }
 
 /** Finds `<dir>/assets/<name>` in the variant `accept` (an `Accept-Encoding`) takes. */

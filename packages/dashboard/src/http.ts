@@ -1,9 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TeamError } from '@teamwire/core';
 import { z } from 'zod';
-
-/** Request bodies of the actions are capped at this many bytes. */
-export const ACTION_BODY_MAX = 64 * 1024;
 
 /**
  * Sent with every response: the URLs carry the token, so no request the page makes may name them
@@ -56,54 +52,6 @@ const STATUS_OF_CODE: Record<string, number> = {
   STORAGE_IO: 500,
   CORRUPT_LOG: 500,
 };
-
-/**
- * Answers `body` as JSON. The body is serialized before the status is written, so a value that
- * cannot be serialized is a 500, never a 200 cut short.
- */
-export function send(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  let json: string;
-  try {
-    json = JSON.stringify(body);
-  } catch {
-    status = 500;
-    json = JSON.stringify({
-      error: { code: 'INTERNAL', message: 'the answer cannot be serialized' },
-    });
-  }
-  sendJson(res, status, json, headers);
-}
-
-/** Answers an already serialized JSON body. */
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  json: string,
-  headers: Record<string, string> = {},
-): void {
-  if (res.headersSent) return;
-  const body = Buffer.from(json, 'utf8');
-  res.writeHead(status, {
-    ...COMMON_HEADERS,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(body.length),
-    'cache-control': 'no-store',
-    'content-security-policy': JSON_CSP,
-    ...headers,
-  });
-  res.end(body);
-}
-
-/** Answers `error` as `{error: {code, message}}` with the status of its `TeamError` code. */
-export function fail(res: ServerResponse, error: unknown): void {
-  const answer = failure(error);
-  send(res, answer.status, answer.body);
-}
 
 /** `error` as `{error: {code, message}}` with the status of its `TeamError` code. */
 export function failure(error: unknown): { status: number; body: unknown } {
@@ -169,11 +117,6 @@ export function refusalResponse(status: number, code: string, message: string): 
   return jsonResponse(status, { error: { code, message } });
 }
 
-/** Answers `{error: {code, message}}` with `status`. */
-export function refuse(res: ServerResponse, status: number, code: string, message: string): void {
-  send(res, status, { error: { code, message } });
-}
-
 /** `body` checked against `schema`, else `INVALID_ARGUMENT`. */
 export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
@@ -181,26 +124,4 @@ export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
     throw new TeamError('INVALID_ARGUMENT', z.prettifyError(parsed.error), { cause: parsed.error });
   }
   return parsed.data;
-}
-
-/** A JSON request body of at most {@link ACTION_BODY_MAX} bytes (`MESSAGE_TOO_LARGE` past it). */
-export async function readBody(req: IncomingMessage): Promise<unknown> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > ACTION_BODY_MAX) {
-    throw new TeamError('MESSAGE_TOO_LARGE', `the body is over ${ACTION_BODY_MAX} bytes`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > ACTION_BODY_MAX) {
-      throw new TeamError('MESSAGE_TOO_LARGE', `the body is over ${ACTION_BODY_MAX} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new TeamError('INVALID_ARGUMENT', 'the body is not JSON');
-  }
 }
