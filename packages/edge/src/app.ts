@@ -44,10 +44,13 @@ export interface TeamEdgeAppOptions {
    * cannot be served.
    */
   team?: TeamService | undefined;
-  /** The team's log: the dashboard's snapshot is read from it. */
-  log: Pick<TeamLog, 'read' | 'lastSeq'>;
-  /** The hub whose events the dashboard streams (the one the team publishes to). */
-  hub: EventHub;
+  /** The team's log: the dashboard's snapshot is read from it. Needed with the dashboard. */
+  log?: Pick<TeamLog, 'read' | 'lastSeq'> | undefined;
+  /**
+   * The hub whose events the dashboard streams (the one the team publishes to). Needed with the
+   * dashboard.
+   */
+  hub?: EventHub | undefined;
   /**
    * The access token of the dashboard (16 to 512 characters of base64url or base64; default: a new
    * random one, see {@link generateEdgeToken}).
@@ -124,6 +127,7 @@ function refusal(
       'content-type': 'application/json; charset=utf-8',
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
       ...headers,
     },
   });
@@ -162,15 +166,22 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
           team: options.team,
           cursors: mcpOptions.tokens,
         });
-  const dashboard: DashboardRoutes | undefined =
-    options.dashboard === false
-      ? undefined
-      : createDashboardRoutes({
-          ...options.dashboard,
-          log: options.log,
-          hub: options.hub,
-          team: options.team,
-        });
+  let dashboard: DashboardRoutes | undefined;
+  if (options.dashboard !== false) {
+    if (options.log === undefined || options.hub === undefined) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        'the dashboard needs the team log and its hub (or pass dashboard: false)',
+        { details: { option: options.log === undefined ? 'log' : 'hub' } },
+      );
+    }
+    dashboard = createDashboardRoutes({
+      ...options.dashboard,
+      log: options.log,
+      hub: options.hub,
+      team: options.team,
+    });
+  }
 
   const app = new Hono<Env>();
 

@@ -67,7 +67,11 @@ function http(
 }
 
 const codeOf = (reply: Reply) =>
-  (JSON.parse(reply.body) as { error: { code?: string; data?: { code: string } } }).error;
+  (
+    JSON.parse(reply.body) as {
+      error: { code?: string; message?: string; data?: { code: string } };
+    }
+  ).error;
 
 async function connectMcp(url: string, token: string): Promise<Client> {
   const client = new Client({ name: 'edge-test', version: '1.0.0' });
@@ -135,6 +139,47 @@ describe('startTeamEdge', () => {
       headers: { authorization: `Bearer ${fixture.tokens.tokenFor('alice')}` },
     });
     expect(member.status).toBe(401);
+  });
+
+  it('refuses every request without the token but an asset, with the headers of every answer', async () => {
+    const { edge } = await start();
+    for (const path of ['/', '/index.html', '/api/snapshot', '/api/events', '/api/messages/1']) {
+      for (const query of ['', '?token=wrong-token-of-some-length']) {
+        const refused = await http(`${edge.origin}${path}${query}`);
+        expect(refused.status, path + query).toBe(401);
+        expect(refused.headers).toMatchObject({
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
+          'cache-control': 'no-store',
+        });
+        expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+      }
+    }
+    const asset = await http(`${edge.origin}/assets/index-a1.js`);
+    expect(asset).toMatchObject({ status: 200, body: 'console.log(1)' });
+  });
+
+  it('serves MCP alone, without a dashboard, and needs a log and hub for the dashboard', async () => {
+    const fixture = await openTestTeam();
+    cleanups.push(() => fixture.close());
+    const edge = await startTeamEdge({
+      team: fixture.team,
+      dashboard: false,
+      mcp: { tokens: fixture.tokens },
+    });
+    cleanups.push(() => edge.close());
+    const alice = await connectMcp(edge.mcpUrl, fixture.tokens.tokenFor('alice'));
+    expect((await alice.listTools()).tools.length).toBeGreaterThan(0);
+    const page = await http(`${edge.origin}/api/snapshot`, {
+      headers: { authorization: `Bearer ${edge.token}` },
+    });
+    expect(page.status).toBe(404);
+    await expect(startTeamEdge({ team: fixture.team })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(
+      startTeamEdge({ log: fixture.log, hub: fixture.hub, mcp: { tokens: fixture.tokens } }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('takes an action only with the token in a header, never from the URL', async () => {
