@@ -85,12 +85,32 @@ export interface TeamEdgeApp {
 }
 
 /** Who a request is: the person at the dashboard, or a member over MCP. */
-export type EdgePrincipal = { kind: 'operator' } | { kind: 'member'; member: string };
+export type EdgePrincipal = EdgeOperator | EdgeMember;
+
+/** A request that presented the edge token: the person at the dashboard. */
+export interface EdgeOperator {
+  /** Always `operator`. */
+  kind: 'operator';
+}
+
+/** A request that presented a member token of the MCP issuer. */
+export interface EdgeMember {
+  /** Always `member`. */
+  kind: 'member';
+  /** The member the token names. */
+  member: string;
+}
+
+/** The variables the edge sets on each request it lets through. */
+export interface EdgeVariables {
+  /** Who the request is, as the token check found. */
+  principal: EdgePrincipal;
+}
 
 /** The Hono environment of the edge's app: each request's {@link EdgePrincipal}, once known. */
 export interface EdgeEnv {
   /** Set by the edge's token check. */
-  Variables: { principal: EdgePrincipal };
+  Variables: EdgeVariables;
 }
 type Env = EdgeEnv;
 

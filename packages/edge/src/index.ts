@@ -2,7 +2,10 @@ export type {
   EdgeDashboardOptions,
   EdgeEnv,
   EdgeMcpOptions,
+  EdgeMember,
+  EdgeOperator,
   EdgePrincipal,
+  EdgeVariables,
   TeamEdgeApp,
   TeamEdgeAppOptions,
 } from './app.js';
