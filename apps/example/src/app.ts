@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { type ReviewCommand, redactUrl } from './args.js';
 import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { readTools } from './file-tools.js';
-import { CODING_AGENT, MCP_SECRET_ENV, mcpHooks, mcpSecret } from './mcp-serve.js';
+import { CODING_AGENT, MCP_SECRET_ENV, mcpSecret } from './mcp-serve.js';
 import { PgTeamDatabase } from './pg-team.js';
 import { createPolicyModel } from './policy-model.js';
 import {
@@ -25,7 +25,7 @@ import {
   teamModels,
   teamSettings,
 } from './team-run.js';
-import { webHooks } from './web-serve.js';
+import { serveHooks } from './web-serve.js';
 import { multiProcessHooks } from './workers.js';
 import { openReviewRoot, type ReviewRoot } from './workspace-files.js';
 
@@ -154,40 +154,43 @@ export async function runReview(given: ReviewCommand, io: AppIo): Promise<RunSum
     create: () => newSettings(command, io),
   });
   return runReviewTeam(command, io, location, settings, {
-    hooks: combineHooks(
-      reviewMcpHooks(command, io, settings, location.teamDir),
-      reviewWebHooks(command, io),
-    ),
+    hooks: reviewServeHooks(command, io, settings, location.teamDir),
   });
 }
 
 /** The `--web` hooks of a run (none without `--web`). */
 export function reviewWebHooks(command: { web?: { port: number } | undefined }, io: AppIo) {
   if (command.web === undefined) return undefined;
-  return webHooks({
-    port: command.web.port,
+  return serveHooks({
+    web: command.web,
     say: (line) => io.stdout.write(`${line}\n`),
     signal: io.signal,
   });
 }
 
-/** The `--mcp` hooks of a review (none without `--mcp`, or for a team started without it). */
-function reviewMcpHooks(
+/**
+ * The hooks of a review's `--web` and `--mcp`: one edge on one port serves both (none without
+ * either; `--mcp` is refused for a team started without it).
+ */
+function reviewServeHooks(
   command: ReviewCommand,
   io: AppIo,
   settings: TeamSettings,
   teamDir: string | undefined,
 ) {
-  if (command.mcp === undefined) return undefined;
-  if (settings.mcp !== true) {
+  if (command.mcp !== undefined && settings.mcp !== true) {
     throw new TeamError(
       'INVALID_ARGUMENT',
       'this team was started without --mcp: it has no member for an MCP client',
     );
   }
-  return mcpHooks({
-    port: command.mcp.port,
-    secret: () => mcpSecret({ env: io.env, teamDir }),
+  if (command.mcp === undefined && command.web === undefined) return undefined;
+  return serveHooks({
+    web: command.web,
+    mcp:
+      command.mcp === undefined
+        ? undefined
+        : { port: command.mcp.port, secret: () => mcpSecret({ env: io.env, teamDir }) },
     say: (line) => io.stdout.write(`${line}\n`),
     signal: io.signal,
   });
@@ -231,8 +234,7 @@ async function runReviewInPostgres(
     }
     const hooks = combineHooks(
       multiProcessHooks({ command, io, db, log: store.log, teamId, url }),
-      reviewMcpHooks(command, io, settings, undefined),
-      reviewWebHooks(command, io),
+      reviewServeHooks(command, io, settings, undefined),
     );
     return await runReviewTeam(command, io, location, settings, {
       store: {

@@ -1,19 +1,13 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ExternalAgentDefinition, TeamService } from '@teamwire/core';
-import {
-  clientConfig,
-  createTokenIssuer,
-  generateSecret,
-  type HttpServing,
-  serveHttp,
-} from '@teamwire/mcp';
-import { type RunHooks, untilAborted } from './team-run.js';
+import { clientConfig, generateSecret } from '@teamwire/mcp';
 
 /*
  * `--mcp`: the review team gets a member run by an MCP client (a coding agent such as Claude Code
- * or Cursor), served over Streamable HTTP on 127.0.0.1 next to the built-in reviewers. The run
- * prints the client configuration, and keeps serving after the review until Ctrl-C.
+ * or Cursor), served over Streamable HTTP on 127.0.0.1 next to the built-in reviewers, by the
+ * run's edge (web-serve.ts). The run prints the client configuration, and keeps serving after the
+ * review until Ctrl-C.
  */
 
 /** The agent type of members run by an MCP client. */
@@ -75,45 +69,8 @@ export function configLines(options: { url: string; token: string; member: strin
   ];
 }
 
-/**
- * Hooks of a run with `--mcp`: once the team is open, the `coder` member is spawned (unless the
- * team has it already) and served over HTTP, and its client configuration printed; after the
- * review, the run keeps serving until Ctrl-C.
- */
-export function mcpHooks(options: {
-  port: number;
-  secret: () => Promise<string>;
-  say: (line: string) => void;
-  signal?: AbortSignal | undefined;
-  /** The endpoint, once it serves (for tests). */
-  onServing?: (serving: { url: string; token: string }) => void;
-}): RunHooks {
-  let http: HttpServing | undefined;
-  return {
-    async started(run) {
-      const { team } = run;
-      await spawnCoder(team);
-      const tokens = createTokenIssuer({ secret: await options.secret(), teamId: team.teamId });
-      http = await serveHttp({ team, tokens, port: options.port });
-      const token = tokens.tokenFor(CODER_NAME);
-      for (const line of configLines({ url: http.url, token, member: CODER_NAME })) {
-        options.say(line);
-      }
-      options.onServing?.({ url: http.url, token });
-    },
-    async serveAfter() {
-      const { signal } = options;
-      if (signal === undefined || signal.aborted) return;
-      options.say(`MCP: the review is done; still serving ${http?.url ?? ''} (Ctrl-C to stop)`);
-      await untilAborted(signal);
-    },
-    async stopped() {
-      await http?.close();
-    },
-  };
-}
-
-async function spawnCoder(team: TeamService): Promise<void> {
+/** Spawns the `coder` member, unless the team has it already (a resumed run). */
+export async function spawnCoder(team: TeamService): Promise<void> {
   const known = team.listMembers(team.lead).some((m) => m.name === CODER_NAME);
   if (known) return;
   await team.spawnTeammate(team.lead, {

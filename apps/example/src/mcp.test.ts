@@ -98,4 +98,55 @@ describe('--mcp: a coding agent joins the review over MCP', () => {
     }
     expect(readFileSync(path.join(work, 'team-report.md'), 'utf8')).toContain('reviewer-');
   });
+
+  it('with --web too, serves the dashboard and the coder on one port', async () => {
+    const work = tempDir('review-mcp-web');
+    makeFixtureRepo(path.join(work, 'repo'));
+    const command = parseArgs(
+      ['--dir', 'repo', '--teammates', '2', '--durability', 'buffered', '--mcp', '--web'],
+      { cwd: work },
+    );
+    if (command.command !== 'review') throw new Error('expected a review command');
+    const out = textSink();
+    const controller = new AbortController();
+    const running = runReview(command, {
+      stdout: out,
+      stderr: out,
+      cwd: work,
+      env: {},
+      signal: controller.signal,
+    });
+    await vi.waitUntil(() => out.text().includes('still serving'), {
+      timeout: 60_000,
+      interval: 50,
+    });
+    const text = out.text();
+    const page = /web: the dashboard is at (\S+)/.exec(text)?.[1] as string;
+    const [, url, token] = /teamwire-coder (\S+) --header 'Authorization: Bearer ([^']+)'$/m.exec(
+      text,
+    ) as RegExpExecArray;
+    expect(new URL(url as string).origin).toBe(new URL(page).origin);
+    expect(new URL(url as string).pathname).toBe('/mcp');
+    const pageToken = new URL(page).searchParams.get('token') as string;
+    const snapshot = await fetch(new URL('/api/snapshot', page), {
+      headers: { authorization: `Bearer ${pageToken}` },
+    });
+    expect(await snapshot.json()).toMatchObject({ version: 1, readOnly: false });
+    // each token opens only its own side
+    const crossed = await fetch(new URL('/api/snapshot', page), {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(crossed.status).toBe(401);
+    const client = new Client({ name: 'test-coder', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url as string), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    const board = await callTool(client, 'task_list', { status: 'completed' });
+    expect(board.tasks.length).toBeGreaterThan(1);
+    await client.close();
+    controller.abort();
+    expect(await running).toMatchObject({ reportWritten: true, interrupted: false });
+  });
 });

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { TeamRecord } from '@teamwire/core';
-import { type FollowedLog, followTeamLog, serveDashboard } from '@teamwire/dashboard';
+import { type FollowedLog, followTeamLog } from '@teamwire/dashboard';
+import { startTeamEdge } from '@teamwire/edge';
 import { readTeamLog } from '@teamwire/storage';
 import type { Command } from './args.js';
 import { PgTeamDatabase } from './pg-team.js';
@@ -67,7 +68,7 @@ async function webPostgres(command: WebCommand, url: string, io: WebIo): Promise
 async function serveUntilAborted(command: WebCommand, io: WebIo, followed: FollowedLog) {
   try {
     await followed.ready;
-    const server = await serveDashboard({
+    const server = await startTeamEdge({
       log: followed.log,
       hub: followed.hub,
       port: command.port,

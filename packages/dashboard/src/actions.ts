@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type ExternalAgentDefinition,
   INBOX_PAGE_MAX,
@@ -8,7 +7,7 @@ import {
   type TeamService,
 } from '@teamwire/core';
 import { z } from 'zod';
-import { fail, parse, readBody, refuse, send } from './http.js';
+import { failure, parse, refusal } from './http.js';
 
 /** The agent type of the person at the dashboard: register it in the team's agents to steer. */
 export const OPERATOR_AGENT: ExternalAgentDefinition = {
@@ -33,33 +32,30 @@ const ShutdownAction = z.strictObject({
   reason: z.string().optional(),
 });
 
+/** An answer to write: a status and a JSON body. */
+export interface Answer {
+  status: number;
+  body: unknown;
+}
+
 /**
- * Runs one steering action (`POST api/actions/<action>`) of the person at the page: messages and
- * tasks come from the operator member; interrupt and shutdown use the lead's authority, as the
- * host does.
+ * Runs one steering action (`POST api/actions/<action>`) of the person at the page on its parsed
+ * JSON body: messages and tasks come from the operator member; interrupt and shutdown use the
+ * lead's authority, as the host does. The answer is the action's result (200) or
+ * `{error: {code, message}}` with the status of its `TeamError` code.
  */
-export async function act(
+export async function runAction(
   action: string,
-  req: IncomingMessage,
-  res: ServerResponse,
+  body: unknown,
   team: TeamService,
   as: Operator,
-): Promise<void> {
-  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
-    return refuse(res, 415, 'INVALID_ARGUMENT', 'send application/json');
-  }
-  let body: unknown;
-  try {
-    body = await readBody(req);
-  } catch (error) {
-    return fail(res, error);
-  }
+): Promise<Answer> {
   try {
     await as.ready();
     switch (action) {
       case 'message': {
         const input = parse(MessageAction, body);
-        return send(res, 200, await as.service().sendMessage({ to: input.to, text: input.text }));
+        return ok(await as.service().sendMessage({ to: input.to, text: input.text }));
       }
       case 'task': {
         const input = parse(TaskAction, body);
@@ -68,23 +64,25 @@ export async function act(
           description: input.description,
           ...(input.blockedBy === undefined ? {} : { blockedBy: input.blockedBy }),
         });
-        return send(res, 200, { id: task.id, revision: task.revision });
+        return ok({ id: task.id, revision: task.revision });
       }
       case 'interrupt': {
         const input = parse(TargetAction, body);
-        return send(res, 200, await team.interrupt(as.lead(), input));
+        return ok(await team.interrupt(as.lead(), input));
       }
       case 'shutdown': {
         const input = parse(ShutdownAction, body);
-        return send(res, 200, await team.shutdown(as.lead(), input));
+        return ok(await team.shutdown(as.lead(), input));
       }
       default:
-        return refuse(res, 404, 'NOT_FOUND', `no action ${JSON.stringify(action)}`);
+        return refusal(404, 'NOT_FOUND', `no action ${JSON.stringify(action)}`);
     }
   } catch (error) {
-    return fail(res, error);
+    return failure(error);
   }
 }
+
+const ok = (body: unknown): Answer => ({ status: 200, body });
 
 /** The person at the page, as a member of the team. */
 export interface Operator {

@@ -5,8 +5,8 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { createEventHub } from '@teamwire/core';
 import { createMemoryTeamLog } from '@teamwire/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DashboardServer, serveDashboard } from './index.js';
-import { at, fakePage, http } from './test-helpers.js';
+
+import { at, fakePage, http, serveRoutes, type TestServer } from './test-helpers.js';
 
 /** The page as this package's build leaves it (the test task builds first). */
 const BUILT = fileURLToPath(new URL('../dist/ui', import.meta.url));
@@ -16,11 +16,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function serve(assetsDir: string): Promise<DashboardServer> {
+async function serve(assetsDir: string): Promise<TestServer> {
   const log = createMemoryTeamLog({ teamId: 't1' });
   const hub = createEventHub({ teamId: 't1', log });
   cleanups.push(() => hub.close());
-  const server = await serveDashboard({ log, hub, assetsDir });
+  const server = await serveRoutes({ log, hub, assetsDir });
   cleanups.push(() => server.close());
   return server;
 }

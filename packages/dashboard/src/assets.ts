@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { z } from 'zod';
 import { ASSETS_MANIFEST, type AssetEncoding, ENCODING_SUFFIX } from './asset-manifest.js';
-import { COMMON_HEADERS, refuse } from './http.js';
+import { COMMON_HEADERS } from './http.js';
 
 /**
  * The page's script and stylesheet. The build names each `<name>-<hash>.<ext>`, the hash being
@@ -32,10 +31,10 @@ interface Asset {
   bodies: Partial<Record<AssetEncoding | 'identity', Buffer>>;
 }
 
-/** Serves `<dir>/assets/<name>`; see the comment at the top of this file. */
-export function createAssetServer(
+/** Finds `<dir>/assets/<name>` in the variant `accept` (an `Accept-Encoding`) takes. */
+export function createAssetLookup(
   dir: string,
-): (res: ServerResponse, name: string, headers: IncomingHttpHeaders) => Promise<void> {
+): (name: string, accept: string | undefined) => Promise<FoundAsset | undefined> {
   // A listed file is read (with its variants) once: the cache holds at most the folder's listed
   // files, since nothing else is kept.
   const cache = new Map<string, Promise<Asset | undefined>>();
@@ -74,7 +73,9 @@ export function createAssetServer(
     return asset;
   };
 
-  return async (res, name, headers) => {
+  return lookup;
+
+  async function lookup(name: string, accept: string | undefined): Promise<FoundAsset | undefined> {
     let pending = cache.get(name);
     if (pending === undefined) {
       pending = load(name);
@@ -82,21 +83,27 @@ export function createAssetServer(
     }
     const asset = await pending;
     if (asset?.immutable !== true) cache.delete(name);
-    if (asset === undefined) {
-      return refuse(res, 404, 'NOT_FOUND', `no asset ${JSON.stringify(name)}`);
-    }
-    const encoding = chooseEncoding(headers['accept-encoding'], asset.bodies);
+    if (asset === undefined) return undefined;
+    const encoding = chooseEncoding(accept, asset.bodies);
     const body = asset.bodies[encoding] as Buffer;
-    res.writeHead(200, {
-      ...COMMON_HEADERS,
-      'content-type': asset.type,
-      'content-length': String(body.length),
-      'cache-control': asset.immutable ? IMMUTABLE : 'no-store',
-      vary: 'accept-encoding',
-      ...(encoding === 'identity' ? {} : { 'content-encoding': encoding }),
-    });
-    res.end(body);
-  };
+    return {
+      body,
+      headers: {
+        ...COMMON_HEADERS,
+        'content-type': asset.type,
+        'content-length': String(body.length),
+        'cache-control': asset.immutable ? IMMUTABLE : 'no-store',
+        vary: 'accept-encoding',
+        ...(encoding === 'identity' ? {} : { 'content-encoding': encoding }),
+      },
+    };
+  }
+}
+
+/** An asset found: the variant chosen for the request, and the headers to send it with. */
+export interface FoundAsset {
+  body: Buffer;
+  headers: Record<string, string>;
 }
 
 /**

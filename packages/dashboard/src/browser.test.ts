@@ -18,8 +18,8 @@ import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type DashboardServer, MAIL_TEXT_KEEP, OPERATOR_AGENT, serveDashboard } from './index.js';
-import { chattyLog, isLegalMessage } from './test-helpers.js';
+import { MAIL_TEXT_KEEP, OPERATOR_AGENT } from './index.js';
+import { chattyLog, isLegalMessage, serveRoutes, type TestServer } from './test-helpers.js';
 
 /*
  * The page in a real browser (Debian's Chromium, driven by playwright-core) against a scripted
@@ -105,7 +105,7 @@ interface Running {
   team: TeamService;
   hub: EventHub;
   log: TeamLog;
-  server: DashboardServer;
+  server: TestServer;
   close(): Promise<void>;
 }
 
@@ -130,7 +130,7 @@ async function start(
     events: hub,
     idleClaim: false,
   });
-  const server = await serveDashboard({
+  const server = await serveRoutes({
     log: store.log,
     hub,
     team,
@@ -319,7 +319,7 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
       await run.server.close();
       await page.locator('[data-testid="connection"]', { hasText: 'reconnecting' }).waitFor();
       await run.team.createTask(run.team.lead, { subject: 'While away', description: 'x' });
-      run.server = await serveDashboard({
+      run.server = await serveRoutes({
         log: run.log,
         hub: run.hub,
         team: run.team,
@@ -360,7 +360,7 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
     const text = (seq: number) => `report ${seq}: ${filler}`;
     expect(isLegalMessage(text(10_002))).toBe(true);
     const hub = createEventHub({ teamId: 'big' });
-    const server = await serveDashboard({
+    const server = await serveRoutes({
       log: chattyLog({ teamId: 'big', messages: 10_000, text }),
       hub,
       assetsDir: ASSETS,

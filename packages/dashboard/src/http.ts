@@ -1,9 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TeamError } from '@teamwire/core';
 import { z } from 'zod';
-
-/** Request bodies of the actions are capped at this many bytes. */
-export const ACTION_BODY_MAX = 64 * 1024;
 
 /**
  * Sent with every response: the URLs carry the token, so no request the page makes may name them
@@ -57,16 +53,35 @@ const STATUS_OF_CODE: Record<string, number> = {
   CORRUPT_LOG: 500,
 };
 
+/** `error` as `{error: {code, message}}` with the status of its `TeamError` code. */
+export function failure(error: unknown): { status: number; body: unknown } {
+  const failed = TeamError.isInstance(error)
+    ? error
+    : new TeamError('INVALID_ARGUMENT', error instanceof Error ? error.message : String(error));
+  return {
+    status: STATUS_OF_CODE[failed.code] ?? 400,
+    body: { error: { code: failed.code, message: failed.message } },
+  };
+}
+
+/** `{error: {code, message}}` with `status`. */
+export function refusal(
+  status: number,
+  code: string,
+  message: string,
+): { status: number; body: unknown } {
+  return { status, body: { error: { code, message } } };
+}
+
 /**
- * Answers `body` as JSON. The body is serialized before the status is written, so a value that
- * cannot be serialized is a 500, never a 200 cut short.
+ * A web-standard JSON response, with the headers every JSON answer gets. The body is serialized
+ * first, so a value that cannot be serialized is a 500, never a 200 cut short.
  */
-export function send(
-  res: ServerResponse,
+export function jsonResponse(
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
-): void {
+): Response {
   let json: string;
   try {
     json = JSON.stringify(body);
@@ -76,42 +91,30 @@ export function send(
       error: { code: 'INTERNAL', message: 'the answer cannot be serialized' },
     });
   }
-  sendJson(res, status, json, headers);
+  return jsonTextResponse(status, json, headers);
 }
 
-/** Answers an already serialized JSON body. */
-export function sendJson(
-  res: ServerResponse,
+/** A web-standard response of an already serialized JSON body. */
+export function jsonTextResponse(
   status: number,
   json: string,
   headers: Record<string, string> = {},
-): void {
-  if (res.headersSent) return;
-  const body = Buffer.from(json, 'utf8');
-  res.writeHead(status, {
-    ...COMMON_HEADERS,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(body.length),
-    'cache-control': 'no-store',
-    'content-security-policy': JSON_CSP,
-    ...headers,
-  });
-  res.end(body);
-}
-
-/** Answers `error` as `{error: {code, message}}` with the status of its `TeamError` code. */
-export function fail(res: ServerResponse, error: unknown): void {
-  const failure = TeamError.isInstance(error)
-    ? error
-    : new TeamError('INVALID_ARGUMENT', error instanceof Error ? error.message : String(error));
-  send(res, STATUS_OF_CODE[failure.code] ?? 400, {
-    error: { code: failure.code, message: failure.message },
+): Response {
+  return new Response(json, {
+    status,
+    headers: {
+      ...COMMON_HEADERS,
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-security-policy': JSON_CSP,
+      ...headers,
+    },
   });
 }
 
-/** Answers `{error: {code, message}}` with `status`. */
-export function refuse(res: ServerResponse, status: number, code: string, message: string): void {
-  send(res, status, { error: { code, message } });
+/** A web-standard `{error: {code, message}}` response with `status`. */
+export function refusalResponse(status: number, code: string, message: string): Response {
+  return jsonResponse(status, { error: { code, message } });
 }
 
 /** `body` checked against `schema`, else `INVALID_ARGUMENT`. */
@@ -121,26 +124,4 @@ export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
     throw new TeamError('INVALID_ARGUMENT', z.prettifyError(parsed.error), { cause: parsed.error });
   }
   return parsed.data;
-}
-
-/** A JSON request body of at most {@link ACTION_BODY_MAX} bytes (`MESSAGE_TOO_LARGE` past it). */
-export async function readBody(req: IncomingMessage): Promise<unknown> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > ACTION_BODY_MAX) {
-    throw new TeamError('MESSAGE_TOO_LARGE', `the body is over ${ACTION_BODY_MAX} bytes`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > ACTION_BODY_MAX) {
-      throw new TeamError('MESSAGE_TOO_LARGE', `the body is over ${ACTION_BODY_MAX} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new TeamError('INVALID_ARGUMENT', 'the body is not JSON');
-  }
 }

@@ -1,16 +1,13 @@
 export { OPERATOR_AGENT } from './actions.js';
 export type { FollowedLog } from './follow.js';
 export { followTeamLog } from './follow.js';
-export { ACTION_BODY_MAX } from './http.js';
-export type { DashboardServer, ServeDashboardOptions } from './serve.js';
-export { serveDashboard } from './serve.js';
-export type { DashboardHandler, DashboardHandlerOptions } from './server.js';
-export { createDashboardHandler, generateDashboardToken } from './server.js';
+export type { DashboardRoutes, DashboardRoutesOptions } from './routes.js';
+export { createDashboardRoutes } from './routes.js';
 export { SNAPSHOT_BYTES_DEFAULT } from './snapshot.js';
 export type { MessageBody, SnapshotCuts, SnapshotRecord } from './snapshot-record.js';
 export { MAIL_TEXT_KEEP } from './snapshot-record.js';
-export type { SseHandler, SseHandlerOptions } from './sse.js';
-export { createSseHandler, presentedToken } from './sse.js';
+export type { SseRouteOptions } from './sse.js';
+export { createSseRoute } from './sse.js';
 export type {
   DashboardSnapshot,
   DashboardState,

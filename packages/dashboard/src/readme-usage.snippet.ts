@@ -3,7 +3,7 @@
 import { createAgentRegistry, createEventHub, type ModelAdapter, openTeam } from '@teamwire/core';
 import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
-import { OPERATOR_AGENT, serveDashboard } from './index.js';
+import { createDashboardRoutes, OPERATOR_AGENT } from './index.js';
 
 export async function serveUsage(model: ModelAdapter, dir: string, log: (line: string) => void) {
   // README:start
@@ -21,8 +21,11 @@ export async function serveUsage(model: ModelAdapter, dir: string, log: (line: s
     lead: { agentType: 'lead' },
     events: hub, // the page reads the hub's stream
   });
-  const dashboard = await serveDashboard({ log: store.log, hub, team }); // 127.0.0.1, any port
-  log(`open ${dashboard.url}`); // http://127.0.0.1:…/?token=…
+  // Request in, Response out: serve it with @teamwire/edge (`startTeamEdge({ team, log, hub })`),
+  // which adds the token, the Host/Origin checks and the body limit, on 127.0.0.1.
+  const dashboard = createDashboardRoutes({ log: store.log, hub, team });
+  const answer = await dashboard.fetch(new Request('http://127.0.0.1/api/snapshot'));
+  log(`snapshot: ${answer.status}`); // snapshot: 200
   // README:end
   return { team, store, hub, dashboard };
 }

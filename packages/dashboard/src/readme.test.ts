@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createScriptedModel } from '@teamwire/core/testing';
@@ -8,20 +7,6 @@ import { describe, expect, it } from 'vitest';
 import { serveUsage } from './readme-usage.snippet.js';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-
-function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, (res) => {
-      let body = '';
-      res.on('data', (chunk) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 describe('packages/dashboard/README.md', () => {
   it('shows the usage example verbatim', () => {
@@ -35,19 +20,17 @@ describe('packages/dashboard/README.md', () => {
     expect(/```ts\n([\s\S]*?)\n```/.exec(usage)?.[1]).toBe(expected);
   });
 
-  it('runs the usage example: the printed URL opens the snapshot', async () => {
+  it('runs the usage example: the routes answer the snapshot', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'teamwire-dashboard-readme-'));
     const lines: string[] = [];
     const model = createScriptedModel({ scripts: { lead: [{ text: 'ok' }] } });
     const { team, store, hub, dashboard } = await serveUsage(model, dir, (l) => lines.push(l));
     try {
-      expect(lines).toEqual([`open ${dashboard.url}`]);
-      const token = new URL(dashboard.url).searchParams.get('token');
-      const snapshot = await get(new URL(`/api/snapshot?token=${token}`, dashboard.url).toString());
-      expect(snapshot.status).toBe(200);
-      expect(JSON.parse(snapshot.body)).toMatchObject({ version: 1, teamId: 'team-1' });
+      expect(lines).toEqual(['snapshot: 200']);
+      const page = await dashboard.fetch(new Request('http://127.0.0.1/api/snapshot'));
+      expect(await page.json()).toMatchObject({ version: 1, teamId: 'team-1', readOnly: false });
     } finally {
-      await dashboard.close();
+      dashboard.close();
       await team.dispose();
       hub.close();
       await store.close();

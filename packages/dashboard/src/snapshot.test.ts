@@ -9,15 +9,21 @@ import {
 import { createManualClock, createMemoryTeamLog } from '@teamwire/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  type DashboardServer,
+  type DashboardRoutesOptions,
   type DashboardSnapshot,
   MAIL_TEXT_KEEP,
   type MessageBody,
   SNAPSHOT_BYTES_DEFAULT,
-  serveDashboard,
 } from './index.js';
-import type { ServeDashboardOptions } from './serve.js';
-import { at, chattyLog, fakePage, http, isLegalMessage } from './test-helpers.js';
+import {
+  at,
+  chattyLog,
+  fakePage,
+  http,
+  isLegalMessage,
+  serveRoutes,
+  type TestServer,
+} from './test-helpers.js';
 import { fromSnapshot } from './view-model.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -26,18 +32,18 @@ afterEach(async () => {
 });
 
 async function serve(
-  log: ServeDashboardOptions['log'],
-  options: Partial<ServeDashboardOptions> = {},
-): Promise<DashboardServer> {
+  log: DashboardRoutesOptions['log'],
+  options: Partial<DashboardRoutesOptions> = {},
+): Promise<TestServer> {
   const page = await fakePage();
   const hub = createEventHub({ teamId: 't1' });
   cleanups.push(page.remove, () => hub.close());
-  const server = await serveDashboard({ log, hub, assetsDir: page.dir, ...options });
+  const server = await serveRoutes({ log, hub, assetsDir: page.dir, ...options });
   cleanups.push(() => server.close());
   return server;
 }
 
-const snapshotOf = async (server: DashboardServer) => {
+const snapshotOf = async (server: TestServer) => {
   const reply = await http(at(server, `/api/snapshot?token=${server.token}`));
   return { reply, snapshot: JSON.parse(reply.body) as DashboardSnapshot };
 };

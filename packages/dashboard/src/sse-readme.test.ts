@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { SseHandlerOptions } from './sse.js';
+import type { SseRouteOptions } from './sse.js';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
@@ -12,13 +12,12 @@ function sseSection(): string {
   return readme.slice(start, end === -1 ? undefined : end);
 }
 
-/** Every handler option, checked by the compiler: adding one fails typecheck until listed here. */
-const SSE_OPTIONS: Record<keyof SseHandlerOptions, true> = {
+/** Every route option, checked by the compiler: adding one fails typecheck until listed here. */
+const SSE_OPTIONS: Record<keyof SseRouteOptions, true> = {
   heartbeatMs: true,
   retryMs: true,
   clock: true,
   presence: true,
-  token: true,
   teamId: true,
   headers: true,
   onError: true,
@@ -26,17 +25,14 @@ const SSE_OPTIONS: Record<keyof SseHandlerOptions, true> = {
 
 describe('packages/dashboard/README.md: Server-Sent Events', () => {
   it('serves its example on loopback only, never on every interface', () => {
-    // Server listens: `.listen(8080, …)` or `.listen(port, …)` (not the hub's `listen(listener)`).
-    const listens = [...readme.matchAll(/\.listen\((\s*(?:\d+|port)\b[^)]*)\)/g)].map(
-      (match) => match[1],
-    );
-    expect(listens.length).toBeGreaterThan(0);
-    for (const args of listens) expect(args).toMatch(/,\s*'127\.0\.0\.1'/);
+    const serves = [...sseSection().matchAll(/\bserve\(\{([^}]*)\}\)/g)].map((match) => match[1]);
+    expect(serves.length).toBeGreaterThan(0);
+    for (const args of serves) expect(args).toMatch(/hostname: '127\.0\.0\.1'/);
   });
 
   it('protects its example with a token, sent by the browser in the query string', () => {
     const section = sseSection();
-    expect(section).toMatch(/createSseHandler\(hub, \{[^}]*\btoken\b/);
+    expect(section).toMatch(/app\.use\('\/events', bearerAuth\(\{ token \}\)\)/);
     expect(section).toMatch(/new EventSource\(.*params/);
     expect(section).toMatch(/URLSearchParams\(\{[^}]*\btoken\b/);
   });

@@ -1,9 +1,12 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
 import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createAdaptorServer } from '@hono/node-server';
 import { DEFAULT_TEAM_LIMITS, type TeamLog, type TeamRecord } from '@teamwire/core';
-import type { DashboardServer } from './serve.js';
+import { createDashboardRoutes, type DashboardRoutesOptions } from './routes.js';
 
 /** One HTTP answer, its body both as bytes and as text. */
 export interface Reply {
@@ -41,8 +44,63 @@ export function http(
   });
 }
 
+/** The routes served for a test; see {@link serveRoutes}. */
+export interface TestServer {
+  /** The page's URL, with its token. */
+  readonly url: string;
+  readonly port: number;
+  readonly token: string;
+  close(): Promise<void>;
+}
+
+/** A token of the length the edge generates. */
+export const TEST_TOKEN = 'test-token-0123456789abcdefghijk';
+
+/**
+ * The routes on `node:http` (127.0.0.1), behind a stand-in for the edge that mounts them: a
+ * request but an asset's must carry `token` as `Authorization: Bearer`, `x-teamwire-token`, or
+ * `?token=` on a GET, else 401. `@teamwire/edge` owns the real policy (and its tests the forms of
+ * the token, Host, Origin and body limits); these tests are about the routes.
+ */
+export async function serveRoutes(
+  options: DashboardRoutesOptions & { port?: number | undefined; token?: string | undefined },
+): Promise<TestServer> {
+  const token = options.token ?? TEST_TOKEN;
+  const routes = createDashboardRoutes({ heartbeatMs: 0, ...options });
+  const server = createAdaptorServer({
+    fetch: (request: Request) => {
+      const url = new URL(request.url);
+      const authorization = request.headers.get('authorization');
+      const presented =
+        authorization !== null
+          ? /^bearer +(\S+)$/i.exec(authorization)?.[1]
+          : (request.headers.get('x-teamwire-token') ??
+            (request.method === 'GET' ? url.searchParams.get('token') : null));
+      if (!url.pathname.startsWith('/assets/') && presented !== token) {
+        return new Response(JSON.stringify({ error: { code: 'UNAUTHORIZED', message: 'no' } }), {
+          status: 401,
+          headers: { 'content-type': 'application/json' },
+        });
+      }
+      return routes.fetch(request);
+    },
+  }) as Server;
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/?token=${token}`,
+    port,
+    token,
+    async close() {
+      routes.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /** `path` (with its own query, if any) on `server`, without the page URL's token. */
-export function at(server: DashboardServer, path: string): string {
+export function at(server: TestServer, path: string): string {
   return (
     new URL(path, server.url).toString().replace(/\?.*$/, '') +
     (path.includes('?') ? `?${path.split('?')[1]}` : '')

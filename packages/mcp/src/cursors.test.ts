@@ -2,8 +2,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ServedRoutes, serveRoutes } from '../test/serve-http.mjs';
 import { type FixtureTeam, openFixtureTeam, SECRET, TEAM_ID } from '../test/team-fixture.mjs';
-import { createTokenIssuer, type HttpServing, serveHttp } from './index.js';
+import { createMcpRoutes, createTokenIssuer } from './index.js';
 import { call, codeOf, connectHttp, deliveredCount, logRecords } from './test-clients.js';
 
 let dir: string;
@@ -18,10 +19,17 @@ afterEach(async () => {
 });
 
 /** The fixture team in `dir`, served over HTTP with a token issuer of its own (same secret). */
-async function serveTeam(): Promise<{ fixture: FixtureTeam; http: HttpServing }> {
+async function serveTeam(): Promise<{ fixture: FixtureTeam; http: ServedRoutes }> {
   const fixture = await openFixtureTeam({ dir });
   const tokens = createTokenIssuer({ secret: SECRET, teamId: TEAM_ID });
-  const http = await serveHttp({ team: fixture.team, tokens, agentTypes: fixture.agentTypes });
+  const http = await serveRoutes({
+    routes: createMcpRoutes({
+      team: fixture.team,
+      cursors: tokens,
+      agentTypes: fixture.agentTypes,
+    }),
+    tokens,
+  });
   cleanups.push(
     () => fixture.close(),
     () => http.close(),

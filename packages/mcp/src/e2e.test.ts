@@ -6,6 +6,7 @@ import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { spawnTeammateToolInput, TaskUpdateToolInput } from '@teamwire/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { type ServedRoutes, serveRoutes } from '../test/serve-http.mjs';
 import {
   EXTERNAL_TYPE,
   type FixtureTeam,
@@ -14,7 +15,7 @@ import {
   SECRET,
   TEAM_ID,
 } from '../test/team-fixture.mjs';
-import { createTokenIssuer, type HttpServing, serveHttp } from './index.js';
+import { createMcpRoutes, createTokenIssuer } from './index.js';
 import {
   call,
   codeOf,
@@ -44,9 +45,16 @@ afterEach(async () => {
 /** Opens the fixture team in `dir` and serves it over HTTP, both closed after the test. */
 async function serveTeam(
   options: Parameters<typeof openFixtureTeam>[0] = { dir },
-): Promise<{ fixture: FixtureTeam; http: HttpServing }> {
+): Promise<{ fixture: FixtureTeam; http: ServedRoutes }> {
   const fixture = await openFixtureTeam(options);
-  const http = await serveHttp({ team: fixture.team, tokens, agentTypes: fixture.agentTypes });
+  const http = await serveRoutes({
+    routes: createMcpRoutes({
+      team: fixture.team,
+      cursors: tokens,
+      agentTypes: fixture.agentTypes,
+    }),
+    tokens,
+  });
   cleanups.push(
     () => fixture.close(),
     () => http.close(),
@@ -332,23 +340,8 @@ describe('external members over MCP', () => {
       }),
     });
     expect(response.status).toBe(403);
-    // a page on another site cannot reach it through the browser either
-    const foreign = await fetch(http.url, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${tokens.tokenFor('alice')}`,
-        origin: 'https://evil.example',
-      },
-      body: '{}',
-    });
-    expect(foreign.status).toBe(403);
-    // an oversized body is refused before it is read
-    const big = await fetch(http.url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${tokens.tokenFor('alice')}` },
-      body: 'x'.repeat(2 << 20),
-    });
-    expect(big.status).toBe(413);
+    // (Host, Origin and body size are the policy of the server that mounts the routes:
+    // @teamwire/edge, whose tests cover them)
     expect(await readFile(join(dir, 'log.jsonl'), 'utf8')).toBe(before);
     expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
   });

@@ -1,9 +1,9 @@
 export type { McpClientConfig, McpClientTarget } from './client-config.js';
 export { clientConfig } from './client-config.js';
-export type { HttpServing, ServeHttpOptions } from './http.js';
-export { serveHttp } from './http.js';
 export type { MemberServer, MemberServerOptions } from './member-server.js';
 export { createMemberServer, INBOX_URI, toolError } from './member-server.js';
+export type { McpRoutes, McpRoutesOptions } from './routes.js';
+export { createMcpRoutes, mcpRefusal } from './routes.js';
 export type { ServeStdioOptions, StdioServing } from './stdio.js';
 export { serveStdio } from './stdio.js';
 export type { InboxCursorSeal, TokenIssuer } from './tokens.js';

@@ -33,7 +33,7 @@ export interface MemberServerOptions {
   /** The member's working directory as tools see it (default `process.cwd()`). */
   cwd?: string | undefined;
   /**
-   * Seals the inbox cursors handed out, e.g. the `TokenIssuer` of the team (`serveHttp` passes
+   * Seals the inbox cursors handed out, e.g. the `TokenIssuer` of the team (`createMcpRoutes` passes
    * its own): a cursor not sealed for this member then gets `INVALID_CURSOR`, whatever it names.
    * Without it the cursors are core's own, which core checks but does not authenticate.
    */

@@ -1,9 +1,9 @@
 // The README's usage example: the lines between the markers appear in it verbatim (checked by
-// readme.test.ts), and readme.test.ts runs it with a scripted model and a client.
+// readme.test.ts), and readme.test.ts runs it with a scripted model, and serves it to a client.
 import { createAgentRegistry, type ModelAdapter, openTeam, type TeamService } from '@teamwire/core';
 import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
-import { clientConfig, createTokenIssuer, generateSecret, serveHttp } from './index.js';
+import { createMcpRoutes, createTokenIssuer, generateSecret } from './index.js';
 
 export async function serveUsage(model: ModelAdapter, dir: string, log: (line: string) => void) {
   // README:start
@@ -28,13 +28,10 @@ export async function serveUsage(model: ModelAdapter, dir: string, log: (line: s
   });
   const secret = process.env.TEAMWIRE_MCP_SECRET ?? generateSecret(); // keep it to keep tokens
   const tokens = createTokenIssuer({ secret, teamId: 'team-1' });
-  const http = await serveHttp({ team, tokens }); // 127.0.0.1, any free port
-  const alice = clientConfig({
-    name: 'teamwire-alice',
-    url: http.url,
-    token: tokens.tokenFor('alice'),
-  });
-  log(alice.claudeCode); // claude mcp add --transport http teamwire-alice http://127.0.0.1:…
+  // Request in, Response out: serve it with @teamwire/edge (`startTeamEdge({ …, mcp: { tokens } })`),
+  // which checks each member's bearer token, Host, Origin and body size, on 127.0.0.1.
+  const mcp = createMcpRoutes({ team, cursors: tokens });
+  log(`alice connects with: Authorization: Bearer ${tokens.tokenFor('alice')}`);
   // README:end
-  return { team: team as TeamService, store, http, config: alice };
+  return { team: team as TeamService, store, mcp, tokens };
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createScriptedModel } from '@teamwire/core/testing';
 import { describe, expect, it } from 'vitest';
+import { serveRoutes } from '../test/serve-http.mjs';
 import { serveUsage } from './readme-usage.snippet.js';
 import { call, connectHttp } from './test-clients.js';
 import { externalMemberTools } from './tools.js';
@@ -34,18 +35,18 @@ describe('packages/mcp/README.md', () => {
     expect(rows.map(([name]) => name)).toEqual(lead);
   });
 
-  it('runs the usage example: a client connects with the printed configuration', async () => {
+  it('runs the usage example: a client connects with the printed token', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'teamwire-mcp-readme-'));
     const lines: string[] = [];
     const model = createScriptedModel({ scripts: { lead: [{ text: 'Noted.' }] } });
-    const { team, store, http, config } = await serveUsage(model, dir, (line) => lines.push(line));
+    const { team, store, mcp, tokens } = await serveUsage(model, dir, (line) => lines.push(line));
+    const http = await serveRoutes({ routes: mcp, tokens });
     try {
-      expect(lines).toEqual([config.claudeCode]);
-      const [, url, token] = /teamwire-alice (\S+) --header 'Authorization: Bearer ([^']+)'/.exec(
-        config.claudeCode,
-      ) as RegExpExecArray;
-      expect(url).toBe(http.url);
-      const alice = await connectHttp(url as string, token);
+      const token = /^alice connects with: Authorization: Bearer (\S+)$/.exec(
+        lines[0] as string,
+      )?.[1];
+      expect(lines).toHaveLength(1);
+      const alice = await connectHttp(http.url, token);
       const page = await call(alice, 'read_inbox');
       expect(page.messages.map((m: { from: string; text: string }) => [m.from, m.text])).toEqual([
         ['lead', expect.stringContaining('Write the parser, then tell me.')],

@@ -2,7 +2,8 @@
 // `--pg-url`, joins it in PostgreSQL as a process serving `--serve <member>`) and serves one
 // member over stdio (`--stdio <member>`) and/or every member over HTTP (`--http`), printing the
 // HTTP endpoint as one JSON line on stderr. `--prompt <text>` prompts the scripted lead first.
-import { createTokenIssuer, serveHttp, serveStdio } from '../dist/index.js';
+import { createMcpRoutes, createTokenIssuer, serveStdio } from '../dist/index.js';
+import { serveRoutes } from './serve-http.mjs';
 import { openFixtureTeam, SECRET, TEAM_ID } from './team-fixture.mjs';
 
 const args = process.argv.slice(2);
@@ -34,10 +35,14 @@ if (prompt !== undefined) await fixture.team.promptLead(prompt);
 
 let http;
 if (args.includes('--http')) {
-  http = await serveHttp({
-    team: fixture.team,
-    tokens: createTokenIssuer({ secret: SECRET, teamId: TEAM_ID }),
-    agentTypes: fixture.agentTypes,
+  const tokens = createTokenIssuer({ secret: SECRET, teamId: TEAM_ID });
+  http = await serveRoutes({
+    routes: createMcpRoutes({
+      team: fixture.team,
+      cursors: tokens,
+      agentTypes: fixture.agentTypes,
+    }),
+    tokens,
   });
   process.stderr.write(`${JSON.stringify({ url: http.url })}\n`);
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TeamError } from '@teamwire/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ServedRoutes, serveRoutes } from '../test/serve-http.mjs';
 import {
   EXTERNAL_TYPE,
   type FixtureTeam,
@@ -10,11 +11,12 @@ import {
   SECRET,
   TEAM_ID,
 } from '../test/team-fixture.mjs';
-import { createTokenIssuer, type HttpServing, type ServeHttpOptions, serveHttp } from './index.js';
+import { createMcpRoutes, createTokenIssuer, type McpRoutesOptions } from './index.js';
+
+type LimitOptions = Omit<McpRoutesOptions, 'team' | 'cursors'>;
 
 /*
- * The HTTP transport over raw requests: the bearer scheme, and the sessions each member may
- * hold. A session is busy while a request of it is in progress; an open notification stream
+ * The Streamable HTTP routes over raw requests: the sessions each member may hold. A session is busy while a request of it is in progress; an open notification stream
  * (a GET) is such a request, and stays open until the test ends it.
  */
 
@@ -32,9 +34,9 @@ afterEach(async () => {
 
 /** The fixture team (lead, alice, bob), plus external `extra` members, served over HTTP. */
 async function serveTeam(
-  options: Partial<ServeHttpOptions> = {},
+  options: LimitOptions = {},
   extra: readonly string[] = [],
-): Promise<{ fixture: FixtureTeam; http: HttpServing }> {
+): Promise<{ fixture: FixtureTeam; http: ServedRoutes }> {
   const fixture = await openFixtureTeam({ dir });
   cleanups.push(() => fixture.close());
   await fixture.team.promptLead('Plan the work.');
@@ -46,7 +48,10 @@ async function serveTeam(
       agentType: EXTERNAL_TYPE,
     });
   }
-  const http = await serveHttp({ team: fixture.team, tokens, ...options });
+  const http = await serveRoutes({
+    routes: createMcpRoutes({ team: fixture.team, cursors: tokens, ...options }),
+    tokens,
+  });
   cleanups.push(() => http.close());
   return { fixture, http };
 }
@@ -131,35 +136,7 @@ async function holdBusy(url: string, member: string, sessionId: string): Promise
   cleanups.push(() => stop.abort());
 }
 
-describe('the HTTP transport', () => {
-  it('takes the bearer scheme in any case, followed by exactly one token', async () => {
-    const { http } = await serveTeam();
-    const token = tokens.tokenFor('alice');
-    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
-      const answer = await initialize(http.url, `${scheme} ${token}`);
-      expect(answer.status, scheme).toBe(200);
-      expect(await ping(http.url, 'alice', answer.sessionId as string)).toBe(200);
-    }
-    const refused = [
-      token,
-      'Bearer',
-      `Bearer ${token} ${token}`,
-      `Bearer ${token},x`,
-      `Bearer\t${token}`,
-      `Bearer${token}`,
-      `Bearer "${token}"`,
-      `Basic ${token}`,
-      `Bearer ${token}=`,
-      `Bearer ${token}!!`,
-    ];
-    for (const authorization of refused) {
-      expect(await initialize(http.url, authorization), authorization).toMatchObject({
-        status: 401,
-        code: 'UNAUTHORIZED',
-      });
-    }
-  });
-
+describe('the Streamable HTTP routes', () => {
   it('lets one member open sessions without end, closing its own idle ones, and never locks another out', async () => {
     const { http } = await serveTeam();
     const ids: string[] = [];
@@ -227,10 +204,9 @@ describe('the HTTP transport', () => {
   it('needs a share per member from 1 to the global cap', async () => {
     const fixture = await openFixtureTeam({ dir });
     cleanups.push(() => fixture.close());
-    const codeOf = async (options: Partial<ServeHttpOptions>) => {
+    const codeOf = async (options: LimitOptions) => {
       try {
-        const http = await serveHttp({ team: fixture.team, tokens, ...options });
-        await http.close();
+        createMcpRoutes({ team: fixture.team, cursors: tokens, ...options }).close();
         return 'served';
       } catch (error) {
         return TeamError.isInstance(error) ? error.code : String(error);
