@@ -7,7 +7,8 @@ import {
   createMemoryTranscriptStore,
   createScriptedModel,
 } from '@teamwire/core/testing';
-import { OPERATOR_AGENT, serveDashboard } from '@teamwire/dashboard';
+import { OPERATOR_AGENT } from '@teamwire/dashboard';
+import { startTeamEdge } from '@teamwire/edge';
 import { xmlFormat } from '@teamwire/protocol';
 
 const teamId = 'dashboard-1';
@@ -36,11 +37,12 @@ const model = createScriptedModel({
   },
 });
 const log = createMemoryTeamLog({ teamId }); // or @teamwire/storage's JSONL log, or PostgreSQL
+const transcripts = createMemoryTranscriptStore();
 const hub = createEventHub({ teamId, log }); // what the page streams from
 const team = await openTeam({
   teamId,
   log,
-  transcripts: createMemoryTranscriptStore(),
+  transcripts,
   format: xmlFormat,
   agents: createAgentRegistry([
     { type: 'lead', systemPrompt: 'You lead a small team.', model },
@@ -50,7 +52,8 @@ const team = await openTeam({
   lead: { agentType: 'lead' },
   events: hub,
 });
-const dashboard = await serveDashboard({ log, hub, team }); // 127.0.0.1, any free port
+// the team's HTTP edge: the page, its events (and MCP, given tokens) on 127.0.0.1, any free port
+const dashboard = await startTeamEdge({ team, log, hub, dashboard: { transcripts } });
 console.log(`dashboard: ${dashboard.url}`); // http://127.0.0.1:…/?token=…
 await team.promptLead('Have an engineer write the parser.');
 await team.idle();

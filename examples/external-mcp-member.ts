@@ -10,7 +10,8 @@ import {
   createMemoryTranscriptStore,
   createScriptedModel,
 } from '@teamwire/core/testing';
-import { clientConfig, createTokenIssuer, generateSecret, serveHttp } from '@teamwire/mcp';
+import { startTeamEdge } from '@teamwire/edge';
+import { clientConfig, createTokenIssuer, generateSecret } from '@teamwire/mcp';
 import { xmlFormat } from '@teamwire/protocol';
 
 const teamId = 'mcp-1';
@@ -37,15 +38,16 @@ await team.spawnTeammate(team.lead, {
 await team.createTask(team.lead, { subject: 'Parser', description: 'Write the parser.' });
 
 const tokens = createTokenIssuer({ secret: generateSecret(), teamId }); // keep the secret to keep tokens
-const http = await serveHttp({ team, tokens }); // 127.0.0.1, any free port
+// MCP on the team's HTTP edge (127.0.0.1, any free port); no dashboard here
+const http = await startTeamEdge({ team, dashboard: false, mcp: { tokens } });
 const token = tokens.tokenFor('alice');
-console.log(clientConfig({ name: 'teamwire-alice', url: http.url, token }).claudeCode);
+console.log(clientConfig({ name: 'teamwire-alice', url: http.mcpUrl, token }).claudeCode);
 
 // What a coding agent does with those tools, written out with the SDK's client.
 const client = new Client({ name: 'alice', version: '1.0.0' });
 const headers = { Authorization: `Bearer ${token}` };
 await client.connect(
-  new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers } }),
+  new StreamableHTTPClientTransport(new URL(http.mcpUrl), { requestInit: { headers } }),
 );
 // biome-ignore lint/suspicious/noExplicitAny: a tool's structured result, as JSON
 async function call(name: string, args: Record<string, unknown> = {}): Promise<any> {

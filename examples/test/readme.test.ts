@@ -14,6 +14,7 @@ const PUBLISHED = [
   '@teamwire/postgres',
   '@teamwire/mcp',
   '@teamwire/dashboard',
+  '@teamwire/edge',
   '@teamwire/host-adapters',
   '@teamwire/protocol',
 ];

@@ -131,10 +131,12 @@ Options:
   --mcp                     add a member "coder" run by an MCP client (Claude Code, Cursor,
                             ...), served over HTTP on 127.0.0.1; prints the configuration to
                             paste and keeps serving after the review until Ctrl-C
-  --mcp-port <port>         the port of --mcp (default: any free port)
+  --mcp-port <port>         the port of --mcp: the team's one HTTP edge, shared with --web
+                            (default: any free port)
   --web                     serve the team's web dashboard on 127.0.0.1 and print its URL
                             (with its access token); keeps serving after the run until Ctrl-C
-  --web-port <port>         the port of --web (default: any free port)
+  --web-port <port>         the port of --web: the team's one HTTP edge, shared with --mcp
+                            (default: any free port)
   -h, --help                this text
 
 Web options (teamwire-example web):

@@ -184,6 +184,8 @@ export interface RunHooks {
     hub: EventHub;
     /** The team's log. */
     log: TeamLog;
+    /** The members' transcripts (where a dashboard reads each member's turns and tokens). */
+    transcripts: TranscriptStore;
     stop(problem: string): void;
   }): Promise<void> | void;
   /** Once the lead is idle (not after Ctrl-C): e.g. wait for members in other processes. */
@@ -288,6 +290,7 @@ export async function runTeam<S extends BaseSettings>(options: {
         observer,
         hub,
         log: store.log,
+        transcripts: store.transcripts,
         stop: (why) => {
           problem ??= why;
           onAbort();

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { TeamRecord } from '@teamwire/core';
+import type { TeamRecord, TranscriptStore } from '@teamwire/core';
 import { type FollowedLog, followTeamLog } from '@teamwire/dashboard';
 import { startTeamEdge } from '@teamwire/edge';
 import { readTeamLog } from '@teamwire/storage';
@@ -56,7 +56,7 @@ async function webPostgres(command: WebCommand, url: string, io: WebIo): Promise
         read: (fromSeq): AsyncIterable<TeamRecord> => store.log.read({ fromSeq }),
         onAppended: (listener) => store.log.shared?.onAppended(listener) ?? (() => {}),
       });
-      await serveUntilAborted(command, io, followed);
+      await serveUntilAborted(command, io, followed, store.transcripts);
     } finally {
       await store.close();
     }
@@ -65,13 +65,19 @@ async function webPostgres(command: WebCommand, url: string, io: WebIo): Promise
   }
 }
 
-async function serveUntilAborted(command: WebCommand, io: WebIo, followed: FollowedLog) {
+async function serveUntilAborted(
+  command: WebCommand,
+  io: WebIo,
+  followed: FollowedLog,
+  transcripts?: Pick<TranscriptStore, 'load'>,
+) {
   try {
     await followed.ready;
     const server = await startTeamEdge({
       log: followed.log,
       hub: followed.hub,
       port: command.port,
+      ...(transcripts === undefined ? {} : { dashboard: { transcripts } }),
     });
     io.stdout.write(
       `web: the dashboard of team ${command.teamId} (read-only) is at ${server.url} (Ctrl-C to stop)\n`,

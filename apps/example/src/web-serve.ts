@@ -44,7 +44,7 @@ export function serveHooks(options: {
         log: run.log,
         hub: run.hub,
         port,
-        dashboard: web === undefined ? false : undefined,
+        dashboard: web === undefined ? false : { transcripts: run.transcripts },
         mcp: tokens === undefined ? undefined : { tokens },
       });
       if (web !== undefined) {

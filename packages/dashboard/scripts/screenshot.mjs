@@ -4,10 +4,12 @@
 // Chromium. Run `pnpm --filter @teamwire/dashboard build` first, then
 // `node packages/dashboard/scripts/screenshot.mjs [out.png]` (Chromium: /usr/bin/chromium, or
 // TEAMWIRE_CHROMIUM).
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { createAdaptorServer } from '@hono/node-server';
 import { createEventHub } from '@teamwire/core';
 import { chromium } from 'playwright-core';
-import { serveDashboard } from '../dist/index.js';
+import { createDashboardRoutes } from '../dist/index.js';
 
 const out =
   process.argv[2] ?? fileURLToPath(new URL('../media/dashboard-12-tasks.png', import.meta.url));
@@ -146,7 +148,32 @@ hub.publish('rev-web', {
   text: 'The snapshot cut keeps surrogate pairs whole.',
 });
 
-const server = await serveDashboard({ log, hub });
+// The routes on loopback for this picture, behind the one check the page needs: its token.
+// `@teamwire/edge` serves them for real, with its whole policy.
+const token = randomBytes(24).toString('base64url');
+const routes = createDashboardRoutes({ log, hub });
+const http = createAdaptorServer({
+  fetch: (request) => {
+    const url = new URL(request.url);
+    const presented =
+      /^bearer +(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1] ??
+      request.headers.get('x-teamwire-token') ??
+      url.searchParams.get('token');
+    if (!url.pathname.startsWith('/assets/') && presented !== token) {
+      return new Response('unauthorized', { status: 401 });
+    }
+    return routes.fetch(request);
+  },
+});
+await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+const server = {
+  url: `http://127.0.0.1:${http.address().port}/?token=${token}`,
+  async close() {
+    routes.close();
+    http.closeAllConnections();
+    await new Promise((resolve) => http.close(resolve));
+  },
+};
 const browser = await chromium.launch({
   executablePath: process.env.TEAMWIRE_CHROMIUM ?? '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],

@@ -3,8 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { createEventHub } from '@teamwire/core';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveDashboard } from './index.js';
-import { type BoardTask, boardLog } from './test-helpers.js';
+import { type BoardTask, boardLog, serveRoutes } from './test-helpers.js';
 
 /*
  * How the page lays out a real team's board and figures, in Debian's Chromium at a laptop's
@@ -76,7 +75,7 @@ describe.skipIf(!hasChromium)('the page laid out for a real team', () => {
     it(`draws ${independent} independent tasks and a few chains readable, none over another`, async () => {
       const { tasks, edges } = board(independent);
       const hub = createEventHub({ teamId: 'board' });
-      const server = await serveDashboard({
+      const server = await serveRoutes({
         log: boardLog({ teamId: 'board', names: ['ann', 'bob'], tasks }),
         hub,
         assetsDir: ASSETS,
@@ -123,7 +122,7 @@ describe.skipIf(!hasChromium)('the page laid out for a real team', () => {
       'docs-writer',
     ];
     const hub = createEventHub({ teamId: 'tokens' });
-    const server = await serveDashboard({
+    const server = await serveRoutes({
       log: boardLog({ teamId: 'tokens', names, tasks: [{ n: 1, subject: 'Review' }] }),
       hub,
       assetsDir: ASSETS,

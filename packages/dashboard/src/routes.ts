@@ -8,6 +8,7 @@ import {
   TeamError,
   type TeamLog,
   type TeamService,
+  type TranscriptStore,
 } from '@teamwire/core';
 import { createOperator, runAction } from './actions.js';
 import { createAssetLookup } from './assets.js';
@@ -25,6 +26,7 @@ import {
   SNAPSHOT_RECORDS_DEFAULT,
   type SnapshotEnvelope,
   snapshotJson,
+  transcriptUsage,
 } from './snapshot.js';
 import { createSseRoute } from './sse.js';
 
@@ -45,6 +47,12 @@ export interface DashboardRoutesOptions {
    * Default `operator`.
    */
   operator?: string | undefined;
+  /**
+   * Where each member's turns and tokens are read for a snapshot (`usage`): a page that follows a
+   * log written elsewhere gets no model events, and a page opened mid-run missed the earlier
+   * ones. Without it those figures count only the events the page sees.
+   */
+  transcripts?: Pick<TranscriptStore, 'load'> | undefined;
   /** Records of the log a snapshot holds at most, besides member records (default 20000). */
   maxSnapshotRecords?: number | undefined;
   /**
@@ -104,7 +112,7 @@ function count(value: number | undefined, fallback: number, option: string): num
  * Any other path is 404, a wrong method 405; refusals are `{error: {code, message}}`.
  */
 export function createDashboardRoutes(options: DashboardRoutesOptions): DashboardRoutes {
-  const { log, hub, team } = options;
+  const { log, hub, team, transcripts } = options;
   const operatorName = options.operator ?? 'operator';
   const maxRecords = count(
     options.maxSnapshotRecords,
@@ -168,7 +176,15 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Dashboar
     try {
       return jsonTextResponse(
         200,
-        await snapshotJson({ log, envelope: envelope(), maxBytes, maxRecords }),
+        await snapshotJson({
+          log,
+          envelope: envelope(),
+          maxBytes,
+          maxRecords,
+          ...(transcripts === undefined
+            ? {}
+            : { usage: (members) => transcriptUsage(transcripts, members) }),
+        }),
       );
     } catch (error) {
       return serverFailure(error);

@@ -64,6 +64,8 @@ export async function snapshotJson(options: {
   envelope: SnapshotEnvelope;
   maxBytes: number;
   maxRecords: number;
+  /** The snapshot's `usage`, given the members its log names (see {@link transcriptUsage}). */
+  usage?: (members: readonly { id: string; name: string }[]) => Promise<SnapshotEnvelope['usage']>;
 }): Promise<string> {
   const { log, maxRecords } = options;
   let envelope = options.envelope;
@@ -77,6 +79,7 @@ export async function snapshotJson(options: {
   budget = Math.max(0, budget);
   const members = new Window();
   const others = new Window();
+  const roster = new Map<string, string>();
   let truncated = 0;
   const last = log.lastSeq();
   for await (const record of log.read()) {
@@ -84,11 +87,21 @@ export async function snapshotJson(options: {
     const json = JSON.stringify(cutRecord(record));
     const entry = { seq: record.seq, json, bytes: Buffer.byteLength(json) + 1 };
     if (record.type === 'member') {
+      roster.set(record.member.id, record.member.name);
       members.push(entry);
       for (; members.bytes > budget; truncated++) members.shift();
     } else {
       others.push(entry);
       for (; others.bytes > budget || others.size > maxRecords; truncated++) others.shift();
+    }
+  }
+  if (options.usage !== undefined) {
+    const usage = await options.usage([...roster].map(([id, name]) => ({ id, name })));
+    if (usage !== undefined) {
+      // the figures take their room from the newest records' share, never past the bound
+      const before = envelopeBytes(envelope);
+      envelope = { ...envelope, usage };
+      budget = Math.max(0, budget - (envelopeBytes(envelope) - before));
     }
   }
   for (; others.bytes > budget - members.bytes; truncated++) others.shift();

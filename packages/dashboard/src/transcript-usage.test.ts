@@ -1,6 +1,13 @@
-import type { AssistantMessage, ChatMessage, TranscriptEntry } from '@teamwire/core';
-import { createMemoryTranscriptStore } from '@teamwire/core/testing';
+import {
+  type AssistantMessage,
+  type ChatMessage,
+  createEventHub,
+  TeamState,
+  type TranscriptEntry,
+} from '@teamwire/core';
+import { createMemoryTeamLog, createMemoryTranscriptStore } from '@teamwire/core/testing';
 import { describe, expect, it } from 'vitest';
+import { createDashboardRoutes, type DashboardSnapshot } from './index.js';
 import { transcriptUsage, usageOf } from './snapshot.js';
 
 let time = 0;
@@ -87,5 +94,37 @@ describe('turns and tokens from a transcript', () => {
     ]);
     expect(usage.ann).toMatchObject({ turns: 1, inputTokens: 50, outputTokens: 1 });
     expect(usage.bob).toEqual({ turns: 0, inputTokens: 0, outputTokens: 0, through: 0 });
+  });
+});
+
+describe('a snapshot with the routes given the transcripts', () => {
+  it('carries each member of the log with the turns and tokens its transcript shows', async () => {
+    const teamId = 'usage-team';
+    const state = TeamState.fromRecords([], { teamId });
+    const log = createMemoryTeamLog({ teamId });
+    await log.append({
+      records: state.createLead({ id: 'lead-id', agentType: 'lead', provider: 'scripted' }),
+    });
+    const transcripts = createMemoryTranscriptStore();
+    await transcripts.append({
+      memberId: 'lead-id',
+      entries: [entry(user('Plan.')), entry(answer(0, 250))],
+    });
+    const hub = createEventHub({ teamId });
+    const snapshotOf = async (options: { transcripts?: typeof transcripts }) => {
+      const routes = createDashboardRoutes({ log, hub, heartbeatMs: 0, ...options });
+      try {
+        const response = await routes.fetch(new Request('http://127.0.0.1/api/snapshot'));
+        expect(response.status).toBe(200);
+        return (await response.json()) as DashboardSnapshot;
+      } finally {
+        routes.close();
+      }
+    };
+    const withUsage = await snapshotOf({ transcripts });
+    expect(withUsage.usage?.lead).toMatchObject({ turns: 1, inputTokens: 250, outputTokens: 1 });
+    // without transcripts the page counts only the events it sees
+    expect((await snapshotOf({})).usage).toBeUndefined();
+    hub.close();
   });
 });
