@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from './commands/registry.js';
 import { ALICE_PROMPT, BIN, createJsonlTeam, LEAD_NOTE, runBin } from './test-support.js';
@@ -32,7 +34,6 @@ describe('the teamwire bin', () => {
       expect(help.stdout).toContain('--dir <path>');
       expect(help.stderr).toBe('');
     }
-    expect(main.stdout).not.toMatch(/^ {2}serve /m);
   });
 
   it.each([
@@ -167,6 +168,62 @@ describe('the teamwire bin', () => {
       }),
     ]);
     expect(run.stderr).toMatch(/^teamwire verify: INVALID_RECORD: transcript of alice: line 1/);
+  });
+
+  it('serves the dashboard, its snapshot and MCP on one port, from another folder, until SIGTERM', async () => {
+    await createJsonlTeam(path.join(work, 'state'), TEAM);
+    const elsewhere = path.join(work, 'elsewhere');
+    await mkdir(elsewhere);
+    const child = spawn(
+      process.execPath,
+      [BIN, 'serve', '--dir', path.join(work, 'state'), '--team', TEAM],
+      { cwd: elsewhere, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    const printed = new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+        if (/^ {2}alice: .*\n/m.test(stdout)) resolve(stdout);
+      });
+      child.once('close', () => reject(new Error(`serve exited: ${stderr}`)));
+    });
+    try {
+      const lines = await printed;
+      const page = new URL(/^dashboard: (\S+)$/m.exec(lines)?.[1] ?? '');
+      const mcpUrl = /^MCP: (\S+)$/m.exec(lines)?.[1] ?? '';
+      expect(page.hostname).toBe('127.0.0.1');
+      expect(new URL(mcpUrl).port).toBe(page.port);
+      const token = page.searchParams.get('token') ?? '';
+      const snapshotUrl = new URL('/api/snapshot', page);
+      expect((await fetch(snapshotUrl)).status).toBe(401);
+      const snapshot = await fetch(snapshotUrl, { headers: { authorization: `Bearer ${token}` } });
+      expect(snapshot.status).toBe(200);
+      const body = (await snapshot.json()) as { teamId: string; usage?: Record<string, unknown> };
+      expect(body.teamId).toBe(TEAM);
+      expect(Object.keys(body.usage ?? {}).sort()).toEqual(['alice', 'lead']);
+
+      const aliceToken = /Bearer ([A-Za-z0-9._~+/=-]+)/.exec(
+        /^ {2}alice: (.*)$/m.exec(lines)?.[1] ?? '',
+      )?.[1];
+      expect(aliceToken).toBeDefined();
+      const client = new Client({ name: 'alice', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(mcpUrl), {
+          requestInit: { headers: { Authorization: `Bearer ${aliceToken}` } },
+        }),
+      );
+      const inbox = await client.callTool({ name: 'read_inbox', arguments: {} });
+      expect(JSON.stringify(inbox.structuredContent)).toContain(ALICE_PROMPT);
+      await client.close();
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
   });
 
   it('serves a member over stdio to the official MCP client, from another folder', async () => {

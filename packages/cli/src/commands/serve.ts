@@ -1,0 +1,162 @@
+import {
+  createAgentRegistry,
+  createEventHub,
+  loadTeamState,
+  openTeam,
+  TeamError,
+  type TeamService,
+} from '@teamwire/core';
+import { OPERATOR_AGENT } from '@teamwire/dashboard';
+import { startTeamEdge } from '@teamwire/edge';
+import { clientConfig, createTokenIssuer, generateSecret } from '@teamwire/mcp';
+import { formatOption, loadAgentsModule, type TeamwireAgents, teamAgents } from '../agents.js';
+import { stringOption, usageError } from '../args.js';
+import { localPlacement } from '../local-placement.js';
+import { openStore } from '../stores.js';
+import { SOURCE_HELP, SOURCE_OPTIONS, teamSource } from '../team-source.js';
+import type { CliCommand } from './command.js';
+
+const HELP = `teamwire serve — a team's HTTP edge: the dashboard, its events and MCP on one port
+
+Usage:
+  teamwire serve --dir <state folder> --team <id> [--port <n>] [--agents <module>]
+  teamwire serve --store postgres://… --team <id> [--port <n>]
+
+Serves, on one port of 127.0.0.1 (or --host), the team's dashboard (a person watches and steers
+the team as the member "operator"), its event stream, and MCP's Streamable HTTP for every active
+external member of the team (a coding agent connects with the token printed for it). Runs until
+Ctrl-C.
+
+A JSONL team is opened with its lock: no other process may have it open. This process runs the
+external members and the members of the agent types --agents defines; the others keep their mail
+until your program runs them. A team in PostgreSQL is joined as one more process that serves its
+external members, while your other processes run the rest.
+
+Options:
+${SOURCE_HELP}
+  --host <name>         the address to listen on (default 127.0.0.1)
+  --port <n>            the port (default: any free port)
+  --format <name>       the team's wire format: xml (default), json, tool-call
+  --agents <module>     an ES module whose default export is defineAgents({ agents, format?,
+                        policy? }) (JSONL only: run those members here too)
+  -h, --help            this text
+
+Environment:
+  TEAMWIRE_EDGE_TOKEN   the dashboard's token (default: a new one, printed with the URL)
+  TEAMWIRE_MCP_SECRET   the secret members' MCP tokens are derived from (default: a new one;
+                        keep it to keep the tokens valid across restarts)
+`;
+
+/** A port from `--port`: an integer from 0 (any free port) to 65535. */
+function portOption(text: string | undefined): number {
+  if (text === undefined) return 0;
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(port >= 0 && port <= 65_535)) throw usageError(`--port takes 0 to 65535, got ${text}`);
+  return port;
+}
+
+export const serveCommand: CliCommand = {
+  name: 'serve',
+  summary: "serve a team's dashboard, events and MCP on one HTTP port",
+  help: HELP,
+  options: {
+    ...SOURCE_OPTIONS,
+    host: { type: 'string' },
+    port: { type: 'string' },
+    format: { type: 'string' },
+    agents: { type: 'string' },
+  },
+  async run(values, io) {
+    const source = await teamSource(values, io.cwd);
+    const port = portOption(stringOption(values, 'port'));
+    const host = stringOption(values, 'host');
+    if (host === '') throw usageError('--host needs an address');
+    const agentsFile = stringOption(values, 'agents');
+    if (agentsFile !== undefined && source.kind === 'postgres') {
+      throw usageError(
+        '--agents goes with --dir: with --store, run model members with teamwire worker',
+      );
+    }
+    const formatName = stringOption(values, 'format');
+    let module: TeamwireAgents | undefined;
+    if (agentsFile !== undefined) module = await loadAgentsModule(agentsFile, io.cwd);
+    const format =
+      formatName === undefined && module?.format !== undefined
+        ? module.format
+        : formatOption(formatName);
+    const store = await openStore(source, { runs: { lead: false, agentTypes: [] }, role: 'serve' });
+    const hub = createEventHub({ teamId: source.teamId, log: store.log });
+    let team: TeamService | undefined;
+    try {
+      const { state } = await loadTeamState(store.log, { teamId: source.teamId });
+      const roster = state.members();
+      const lead = roster.find((m) => m.id === state.leadId);
+      if (lead === undefined) {
+        throw new TeamError('INVALID_RECORD', `team ${source.teamId} has no lead in its log`);
+      }
+      const external = roster.filter((m) => m.provider === 'external' && m.phase === 'active');
+      const agents = teamAgents(roster, module);
+      const definitions = agents.registry.types().map((type) => agents.registry.get(type));
+      const registry = agents.registry.types().includes(OPERATOR_AGENT.type)
+        ? agents.registry
+        : createAgentRegistry([...definitions, OPERATOR_AGENT]);
+      team = await openTeam({
+        teamId: source.teamId,
+        log: store.log,
+        transcripts: store.transcripts,
+        format,
+        ...(module?.policy === undefined ? {} : { policy: module.policy }),
+        agents: registry,
+        lead: { agentType: lead.agentType },
+        cwd: io.cwd,
+        events: hub,
+        // every external member's client connects here: the MCP members and the person at the
+        // dashboard, spawned as the operator on the page's first action
+        externalMembers: { serve: true },
+        ...(store.shared
+          ? {}
+          : {
+              placement: localPlacement(
+                (c) => c.pinned === true || agents.runnable.has(c.agentType),
+              ),
+            }),
+      });
+      const secret = io.env.TEAMWIRE_MCP_SECRET ?? generateSecret();
+      const tokens = createTokenIssuer({ secret, teamId: source.teamId });
+      const token = io.env.TEAMWIRE_EDGE_TOKEN;
+      const edge = await startTeamEdge({
+        team,
+        log: store.log,
+        hub,
+        port,
+        ...(host === undefined ? {} : { host }),
+        ...(token === undefined ? {} : { token }),
+        dashboard: { transcripts: store.transcripts },
+        mcp: { tokens },
+      });
+      io.stdout.write(`dashboard: ${edge.url}\n`);
+      io.stdout.write(`MCP: ${edge.mcpUrl}\n`);
+      for (const member of external) {
+        const config = clientConfig({
+          name: `teamwire-${member.name}`,
+          url: edge.mcpUrl,
+          token: tokens.tokenFor(member.name),
+        });
+        io.stdout.write(`  ${member.name}: ${config.claudeCode}\n`);
+      }
+      await new Promise<void>((resolve) => {
+        if (io.signal.aborted) resolve();
+        else io.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      await edge.close();
+      return 0;
+    } finally {
+      try {
+        await team?.dispose();
+      } finally {
+        hub.close();
+        await store.close();
+      }
+    }
+  },
+};
