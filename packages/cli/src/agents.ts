@@ -13,7 +13,8 @@ import {
   type WireFormat,
 } from '@teamwire/core';
 import { jsonFormat, toolCallFormat, xmlFormat } from '@teamwire/protocol';
-import { usageError } from './args.js';
+import { type ParsedValues, stringOption, usageError } from './args.js';
+import type { TeamSource } from './team-source.js';
 
 /**
  * What an `--agents <module>` file exports as its default export: the agent types of your team
@@ -146,4 +147,29 @@ export function teamAgents(roster: readonly Member[], module?: TeamwireAgents): 
     }
   }
   return { registry: createAgentRegistry(definitions), runnable };
+}
+
+/**
+ * `--agents` and `--format` of a command that opens a team here: the module (JSONL only: with
+ * `--store`, model members run in `teamwire worker`) and the wire format, the module's unless
+ * `--format` names one.
+ */
+export async function agentsAndFormat(
+  values: ParsedValues,
+  source: TeamSource,
+  cwd: string,
+): Promise<{ module: TeamwireAgents | undefined; format: WireFormat }> {
+  const agentsFile = stringOption(values, 'agents');
+  if (agentsFile !== undefined && source.kind === 'postgres') {
+    throw usageError(
+      '--agents goes with --dir: with --store, run model members with teamwire worker',
+    );
+  }
+  const formatName = stringOption(values, 'format');
+  const module = agentsFile === undefined ? undefined : await loadAgentsModule(agentsFile, cwd);
+  const format =
+    formatName === undefined && module?.format !== undefined
+      ? module.format
+      : formatOption(formatName);
+  return { module, format };
 }

@@ -1,6 +1,6 @@
 import { loadTeamState, type Member, openTeam, TeamError, type TeamService } from '@teamwire/core';
 import { serveStdio } from '@teamwire/mcp';
-import { formatOption, loadAgentsModule, type TeamwireAgents, teamAgents } from '../agents.js';
+import { agentsAndFormat, teamAgents } from '../agents.js';
 import { stringOption, usageError } from '../args.js';
 import { localPlacement } from '../local-placement.js';
 import { openStore } from '../stores.js';
@@ -89,19 +89,7 @@ export const mcpCommand: CliCommand = {
     const source = await teamSource(values, io.cwd);
     const memberName = stringOption(values, 'member');
     if (memberName === '') throw usageError('--member needs a name');
-    const agentsFile = stringOption(values, 'agents');
-    if (agentsFile !== undefined && source.kind === 'postgres') {
-      throw usageError(
-        '--agents goes with --dir: with --store, run model members with teamwire worker',
-      );
-    }
-    const formatName = stringOption(values, 'format');
-    let module: TeamwireAgents | undefined;
-    if (agentsFile !== undefined) module = await loadAgentsModule(agentsFile, io.cwd);
-    const format =
-      formatName === undefined && module?.format !== undefined
-        ? module.format
-        : formatOption(formatName);
+    const { module, format } = await agentsAndFormat(values, source, io.cwd);
     const store = await openStore(source, { runs: { lead: false, agentTypes: [] }, role: 'mcp' });
     let team: TeamService | undefined;
     try {

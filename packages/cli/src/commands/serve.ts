@@ -9,7 +9,7 @@ import {
 import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { startTeamEdge } from '@teamwire/edge';
 import { clientConfig, createTokenIssuer, generateSecret } from '@teamwire/mcp';
-import { formatOption, loadAgentsModule, type TeamwireAgents, teamAgents } from '../agents.js';
+import { agentsAndFormat, teamAgents } from '../agents.js';
 import { stringOption, usageError } from '../args.js';
 import { localPlacement } from '../local-placement.js';
 import { openStore } from '../stores.js';
@@ -71,19 +71,7 @@ export const serveCommand: CliCommand = {
     const port = portOption(stringOption(values, 'port'));
     const host = stringOption(values, 'host');
     if (host === '') throw usageError('--host needs an address');
-    const agentsFile = stringOption(values, 'agents');
-    if (agentsFile !== undefined && source.kind === 'postgres') {
-      throw usageError(
-        '--agents goes with --dir: with --store, run model members with teamwire worker',
-      );
-    }
-    const formatName = stringOption(values, 'format');
-    let module: TeamwireAgents | undefined;
-    if (agentsFile !== undefined) module = await loadAgentsModule(agentsFile, io.cwd);
-    const format =
-      formatName === undefined && module?.format !== undefined
-        ? module.format
-        : formatOption(formatName);
+    const { module, format } = await agentsAndFormat(values, source, io.cwd);
     const store = await openStore(source, { runs: { lead: false, agentTypes: [] }, role: 'serve' });
     const hub = createEventHub({ teamId: source.teamId, log: store.log });
     let team: TeamService | undefined;
