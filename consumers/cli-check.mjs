@@ -1,6 +1,7 @@
 // The consumer check of @teamwire/cli: installed from the registry into a fresh folder outside
 // the workspace, its `teamwire` bin serves a member over MCP stdio to the official SDK client and
-// inspects and verifies the team (see snippets/cli-drive.mjs). Throws a ConsumerCheckError.
+// inspects and verifies the team, and `teamwire serve` answers its dashboard over HTTP with its
+// token only (see snippets/cli-drive.mjs). Throws a ConsumerCheckError.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConsumerCheckError, exec, inspectPackage, installedPackages } from './check.mjs';
@@ -66,6 +67,15 @@ export function checkCli({ dir, specs, env }) {
   }
   if (seen.verify?.status !== 0 || !/\nok\n/.test(seen.verify.stdout)) {
     problems.push(`teamwire verify: ${JSON.stringify(seen.verify)}`);
+  }
+  const serve = seen.serve ?? {};
+  if (
+    serve.withoutToken !== 401 ||
+    serve.withToken !== 200 ||
+    serve.teamId !== 'consumer-cli' ||
+    serve.code !== 0
+  ) {
+    problems.push(`teamwire serve: ${JSON.stringify(serve)}`);
   }
   if (problems.length > 0) fail(`@teamwire/cli as installed:\n  - ${problems.join('\n  - ')}`);
   return { tools: seen.tools.length };

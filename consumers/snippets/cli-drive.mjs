@@ -1,9 +1,10 @@
 // Run by the consumer test in a folder where @teamwire/cli was installed from the registry: makes
 // a JSONL team with the installed packages, then drives the installed `teamwire` bin from another
 // folder, as a coding agent's configuration would: MCP over stdio with the official SDK client
-// (initialize, tools/list, read_inbox, ack_inbox), then `inspect --json` and `verify`. Prints one
-// JSON line of what it saw; the check decides.
-import { spawnSync } from 'node:child_process';
+// (initialize, tools/list, read_inbox, ack_inbox), then `inspect --json` and `verify`, then
+// `serve` over HTTP (the dashboard's snapshot with its token, and without). Prints one JSON line
+// of what it saw; the check decides.
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,6 +84,33 @@ const run = (args) => {
 };
 const inspected = run(['inspect', '--json']);
 const verified = run(['verify']);
+
+// `teamwire serve`: the team's edge on a free port until SIGTERM
+const served = await new Promise((resolve) => {
+  const child = spawn(bin, ['serve', '--dir', state, '--team', teamId], { cwd: elsewhere });
+  let out = '';
+  let err = '';
+  const seen = {};
+  child.stderr.on('data', (chunk) => {
+    err += chunk.toString('utf8');
+  });
+  child.stdout.on('data', async (chunk) => {
+    out += chunk.toString('utf8');
+    const url = /^dashboard: (\S+)$/m.exec(out)?.[1];
+    if (url === undefined || seen.url !== undefined) return;
+    seen.url = url;
+    const page = new URL(url);
+    const snapshot = new URL('/api/snapshot', page);
+    seen.withoutToken = (await fetch(snapshot)).status;
+    const answer = await fetch(snapshot, {
+      headers: { authorization: `Bearer ${page.searchParams.get('token')}` },
+    });
+    seen.withToken = answer.status;
+    seen.teamId = (await answer.json()).teamId;
+    child.kill('SIGTERM');
+  });
+  child.once('close', (code) => resolve({ ...seen, code, stderr: err.trim() }));
+});
 const view = inspected.status === 0 ? JSON.parse(inspected.stdout) : undefined;
 console.log(
   JSON.stringify({
@@ -97,5 +125,6 @@ console.log(
       pendingMail: view?.pendingMail.length,
     },
     verify: { status: verified.status, stdout: verified.stdout, stderr: verified.stderr },
+    serve: served,
   }),
 );
