@@ -5,7 +5,7 @@
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createAgentRegistry, openTeam, type TeamService } from '@teamwire/core';
+import { createAgentRegistry, openTeam, type TeamRecord, type TeamService } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
 import { openPostgresTeamStore } from '@teamwire/postgres';
 import { xmlFormat } from '@teamwire/protocol';
@@ -35,7 +35,7 @@ const model = createScriptedModel({
       const last = request.messages.at(-1);
       if (last?.role !== 'user' || last.source?.kind !== 'task-claim') return { text: 'Ready.' };
       const done = { taskId: last.source.taskId, action: 'complete' };
-      const mail = { to: 'lead', message: `${done.taskId} is done.` };
+      const mail = { to: 'lead', message: `${done.taskId} is done (in ${processId}).` };
       return {
         toolCalls: [
           { name: 'task_update', input: done },
@@ -62,11 +62,12 @@ const team = await openTeam({
   },
 });
 
-/** Waits for durable changes (from either process) until `done` holds. */
-async function until(service: TeamService, done: () => boolean): Promise<void> {
+/** Waits for durable changes (from either process), each handed to `seen`, until `done` holds. */
+async function until(service: TeamService, done: () => boolean, seen = (_: TeamRecord) => {}) {
   while (!done()) {
     const change = await service.waitForChange(service.lead, { timeoutMs: 60_000 });
     if (!change.changed) throw new Error('no change in 60 s');
+    change.records.forEach(seen);
   }
 }
 const ada = () => team.listMembers(team.lead).find((m) => m.name === 'ada');
@@ -74,8 +75,15 @@ const ada = () => team.listMembers(team.lead).find((m) => m.name === 'ada');
 if (role === 'lead') {
   const worker = fork(process.argv[1] ?? '', ['worker', teamId]); // same file, the other role
   await team.promptLead('Have one engineer write the parser.');
-  await until(team, () => team.listTasks(team.lead).tasks[0]?.status === 'completed');
-  const ranIn = ada()?.process?.processId;
+  let ranIn: string | undefined; // ada's mail says where its model ran
+  await until(
+    team,
+    () => team.listTasks(team.lead).tasks[0]?.status === 'completed' && ranIn !== undefined,
+    (r) => {
+      if (r.type !== 'message.queued' || r.message.senderName !== 'ada') return;
+      ranIn = /\(in (\S+)\)/.exec(JSON.stringify(r.message.content))?.[1] ?? ranIn;
+    },
+  );
   await team.shutdown(team.lead, { target: 'ada' }); // ada retires in the worker
   await until(team, () => ada()?.status === 'retired');
   await once(worker, 'exit');
