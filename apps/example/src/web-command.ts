@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { TeamRecord, TranscriptStore } from '@teamwire/core';
 import { type FollowedLog, followTeamLog } from '@teamwire/dashboard';
 import { startTeamEdge } from '@teamwire/edge';
-import { readTeamLog } from '@teamwire/storage';
+import { readTeamLog, readTranscript } from '@teamwire/storage';
 import type { Command } from './args.js';
 import { PgTeamDatabase } from './pg-team.js';
 import { untilAborted } from './team-run.js';
@@ -41,7 +41,10 @@ export async function runWeb(command: WebCommand, io: WebIo): Promise<void> {
       for (const record of records) if (record.seq >= fromSeq) yield record;
     },
   });
-  await serveUntilAborted(command, io, followed);
+  await serveUntilAborted(command, io, followed, {
+    // read without the lock the running team holds
+    load: ({ memberId }) => readTranscript(teamDir, memberId),
+  });
 }
 
 async function webPostgres(command: WebCommand, url: string, io: WebIo): Promise<void> {

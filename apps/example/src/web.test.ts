@@ -102,6 +102,9 @@ describe('--web: the dashboard next to a review', () => {
       (await http(new URL(`/api/snapshot?token=${roToken}`, readOnlyUrl).toString())).body,
     );
     expect(ro.readOnly).toBe(true);
+    // turns and tokens come from the transcripts, read without the folder's lock
+    expect(ro.usage?.lead?.turns).toBeGreaterThan(0);
+    expect(ro.usage?.lead?.inputTokens).toBeGreaterThan(0);
     expect(ro.records.map((r: { seq: number }) => r.seq)).toEqual(records.map((r) => r.seq));
     const refused = await http(new URL('/api/actions/message', readOnlyUrl).toString(), {
       method: 'POST',

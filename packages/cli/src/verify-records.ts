@@ -1,8 +1,4 @@
-import { createReadStream } from 'node:fs';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import {
-  parseTranscriptEntry,
   recordDigest,
   TeamError,
   type TeamErrorCode,
@@ -10,7 +6,7 @@ import {
   TeamState,
   type TranscriptStore,
 } from '@teamwire/core';
-import { readTeamState, TRANSCRIPTS_DIR, verifyTeam } from '@teamwire/storage';
+import { readTeamState, readTranscript, verifyTeam } from '@teamwire/storage';
 
 /** What `teamwire verify` found. */
 export interface Verification {
@@ -25,12 +21,10 @@ export interface Verification {
   problems: { code: TeamErrorCode; message: string }[];
 }
 
-/** Bytes of one transcript line this check reads; a longer line is reported, not parsed. */
-const TRANSCRIPT_LINE_BYTES_MAX = 64 * 1024 * 1024;
-
 /**
  * A JSONL team folder, without its lock: storage's `verifyTeam` folds the whole log strictly and
- * holds every snapshot file against the fold; then every member's transcript file is parsed.
+ * holds every snapshot file against the fold; then storage's `readTranscript` reads every member's
+ * transcript (a torn last line, what a crash leaves, is allowed).
  */
 export async function verifyJsonl(teamDir: string, teamId: string): Promise<Verification> {
   const verified = await verifyTeam(teamDir, { teamId });
@@ -47,15 +41,18 @@ export async function verifyJsonl(teamDir: string, teamId: string): Promise<Veri
   const { state } = await readTeamState(teamDir, { teamId });
   let transcripts = 0;
   for (const member of state.members()) {
-    const problem = await checkTranscriptFile(
-      path.join(teamDir, TRANSCRIPTS_DIR, `${member.id}.jsonl`),
-    );
-    if (problem === undefined) transcripts++;
-    else
+    try {
+      await readTranscript(teamDir, member.id);
+      transcripts++;
+    } catch (error) {
+      if (!TeamError.isInstance(error)) throw error;
+      // a line that is not a transcript entry: named by its number, as the log's problems are
+      const line = (error.details as { line?: number } | undefined)?.line;
       problems.push({
         code: 'INVALID_RECORD',
-        message: `transcript of ${member.name}: ${problem}`,
+        message: `transcript of ${member.name}: ${line === undefined ? '' : `line ${line}: `}${error.message}`,
       });
+    }
   }
   return {
     teamId,
@@ -68,40 +65,6 @@ export async function verifyJsonl(teamDir: string, teamId: string): Promise<Veri
     transcripts,
     problems,
   };
-}
-
-/** Parses every line of a transcript file (a torn last line is what a crash leaves: allowed). */
-async function checkTranscriptFile(file: string): Promise<string | undefined> {
-  const stream = createReadStream(file, { encoding: 'utf8' });
-  const missing = new Promise<'missing' | undefined>((resolve) => {
-    stream.once('error', (error: NodeJS.ErrnoException) =>
-      resolve(error.code === 'ENOENT' ? 'missing' : undefined),
-    );
-    stream.once('open', () => resolve(undefined));
-  });
-  if ((await missing) === 'missing') return undefined; // a member that never got a turn
-  const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
-  let number = 0;
-  let failed: { line: number; message: string } | undefined;
-  try {
-    for await (const line of lines) {
-      number++;
-      if (failed !== undefined) return `line ${failed.line}: ${failed.message}`;
-      if (line.trim() === '') continue;
-      if (Buffer.byteLength(line, 'utf8') > TRANSCRIPT_LINE_BYTES_MAX) {
-        return `line ${number} is longer than ${TRANSCRIPT_LINE_BYTES_MAX} bytes`;
-      }
-      try {
-        parseTranscriptEntry(JSON.parse(line));
-      } catch (error) {
-        // only the last line may be torn: decided once another line follows
-        failed = { line: number, message: error instanceof Error ? error.message : String(error) };
-      }
-    }
-  } catch (error) {
-    return `unreadable: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  return undefined;
 }
 
 /** The state as a string two equal states give: the snapshot with delivered ids sorted. */

@@ -8,7 +8,13 @@ export type {
   TeamStateReading,
   TeamVerification,
 } from './inspect.js';
-export { listTeams, readTeamLog, readTeamState, verifyTeam } from './inspect.js';
+export {
+  listTeams,
+  readTeamLog,
+  readTeamState,
+  readTranscript,
+  verifyTeam,
+} from './inspect.js';
 export type { JsonlTeamLog } from './jsonl-team-log.js';
 export type { JsonlTranscriptStore, TranscriptRepair } from './jsonl-transcript-store.js';
 export type { LockOwner, ProcessProbe } from './lock.js';

@@ -1,10 +1,11 @@
 import { basename, join, resolve } from 'node:path';
-import type { TeamRecord } from '@teamwire/core';
-import { TeamError, TeamState } from '@teamwire/core';
+import type { TeamRecord, TranscriptEntry } from '@teamwire/core';
+import { parseTranscriptEntry, repairTranscript, TeamError, TeamState } from '@teamwire/core';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, nodeFs } from './fs-seam.js';
 import { scanJsonl } from './jsonl-lines.js';
 import { checkLogLine } from './jsonl-team-log.js';
+import { checkSafeId } from './jsonl-transcript-store.js';
 import type { LockOwner } from './lock.js';
 import { readLockOwner } from './lock.js';
 import type { SegmentFile } from './log-layout.js';
@@ -16,7 +17,7 @@ import {
   SNAPSHOTS_DIR,
   snapshotFileName,
 } from './snapshot-files.js';
-import { DEFAULT_TEAMS_ROOT } from './team-store.js';
+import { DEFAULT_TEAMS_ROOT, TRANSCRIPTS_DIR } from './team-store.js';
 
 /** A team folder found under a root. */
 export interface TeamListing {
@@ -173,6 +174,39 @@ async function scanSegments(
     }
   }
   return { segments, firstSeq, tornBytes, lastSeq: seq - 1 };
+}
+
+/**
+ * A member's transcript in a team folder, read without taking the folder's lock, for inspection
+ * tools and read-only pages: every complete line validated, repaired as the store's `load` does;
+ * safe while the owner is running (a half-written final line is left out). An empty list for a
+ * member without a transcript file. Fails like `load`: `CORRUPT_LOG` or
+ * `UNSUPPORTED_SCHEMA_VERSION` naming the file and line.
+ */
+export async function readTranscript(
+  dir: string,
+  memberId: string,
+  options: { fs?: StorageFs } = {},
+): Promise<TranscriptEntry[]> {
+  checkSafeId('member', memberId);
+  const fs = options.fs ?? nodeFs;
+  const path = join(resolve(dir), TRANSCRIPTS_DIR, `${memberId}.jsonl`);
+  let handle: StorageFileHandle;
+  try {
+    handle = await fs.open(path, 'r');
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return [];
+    throw ioError('opening', path, error);
+  }
+  const entries: TranscriptEntry[] = [];
+  try {
+    await scanJsonl(handle, path, (value) => {
+      entries.push(parseTranscriptEntry(value));
+    });
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+  return repairTranscript(entries);
 }
 
 /** The folded state of a team folder, as {@link readTeamState} read it. */
