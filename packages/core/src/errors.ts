@@ -73,6 +73,18 @@ export const TeamErrorCode = {
   /** A message was queued or delivered out of order (duplicate id, wrong target, not queued). */
   MESSAGE_STATE: 'MESSAGE_STATE',
 
+  // Approvals and gates
+  /** No approval with that id in this team. */
+  APPROVAL_NOT_FOUND: 'APPROVAL_NOT_FOUND',
+  /** The approval was already decided (approved, rejected, expired or canceled). */
+  APPROVAL_DECIDED: 'APPROVAL_DECIDED',
+  /** The caller is not the approval's approver (nor the host). */
+  NOT_THE_APPROVER: 'NOT_THE_APPROVER',
+  /** An approval request or decision breaks its own rules (a second start, a plan while one waits). */
+  APPROVAL_STATE: 'APPROVAL_STATE',
+  /** A quality gate refused: the task stays in progress; its feedback says why. */
+  GATE_REFUSED: 'GATE_REFUSED',
+
   // Runtime
   /** The operation was aborted through its AbortSignal. */
   ABORTED: 'ABORTED',

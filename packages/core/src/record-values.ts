@@ -10,7 +10,7 @@
  * readable by older code, and older code meeting a newer type refuses it as newer rather than
  * misreading it.
  */
-export const SCHEMA_VERSION = 2 as const;
+export const SCHEMA_VERSION = 3 as const;
 /** The schema version each record type is written with (and must carry). */
 export const RECORD_SCHEMA_VERSIONS = {
   /** `member` records: version 1. */
@@ -23,7 +23,20 @@ export const RECORD_SCHEMA_VERSIONS = {
   'message.delivered': 1,
   /** `message.dead_lettered` records: version 2, which introduced them. */
   'message.dead_lettered': 2,
+  /** `approval.requested` records: version 3, which introduced them. */
+  'approval.requested': 3,
+  /** `approval.decided` records: version 3, which introduced them. */
+  'approval.decided': 3,
+  /** `approval.started` records: version 3, which introduced them. */
+  'approval.started': 3,
+  /** `gate.refused` records: version 3, which introduced them. */
+  'gate.refused': 3,
 } as const;
+/**
+ * Message kinds introduced by version 3: a `message.queued` record of one of them (or naming an
+ * approval) carries schema version 3, so older code refuses it as newer instead of misreading it.
+ */
+export const MESSAGE_KINDS_V3 = ['approval_request', 'approval_decision', 'gate_feedback'] as const;
 /** The schema version of transcript entries, written and the newest read. */
 export const TRANSCRIPT_SCHEMA_VERSION = 1 as const;
 /**
@@ -44,7 +57,25 @@ export const MESSAGE_KINDS = [
   'idle_notification',
   'shutdown_request',
   'task_assignment',
+  ...MESSAGE_KINDS_V3,
 ] as const;
+/** What an approval is asked for: one tool call, or a teammate's plan. */
+export const APPROVAL_KINDS = ['tool', 'plan'] as const;
+/**
+ * How an approval ends: `approved` and `rejected` by its approver (or the host), `expired` when
+ * its time ran out first, `canceled` when its member left before anyone decided.
+ */
+export const APPROVAL_DECISIONS = ['approved', 'rejected', 'expired', 'canceled'] as const;
+/** The quality gates a team's host can supply. */
+export const GATE_NAMES = ['task_completed', 'teammate_idle'] as const;
+/** An approval's or a gate's reason or feedback has at most this many characters. */
+export const APPROVAL_REASON_MAX = 4000;
+/** A plan submitted for approval has at most this many characters. */
+export const PLAN_MAX = 32_768;
+/** The JSON of a tool call's input kept in an approval request has at most this many bytes. */
+export const APPROVAL_INPUT_BYTES_MAX = 65_536;
+/** A tool name or tool call id kept in an approval request has at most this many characters. */
+export const TOOL_REF_MAX = 256;
 export const MESSAGE_DELIVERIES = ['quiet', 'wakeup'] as const;
 
 /** A member workspace's `path` (absolute) has 1 to this many characters. */

@@ -527,7 +527,7 @@ describe('the compiled record schema, the fast path of record validation', () =>
     const bad = { seq: 1, at: 0, teamId: 'T', schemaVersion: 1, type: 'task', task: {} };
     expect(takenFast(compiledTeamRecord(), bad)).toBe(false);
     expect(() => parseTeamRecord(bad)).toThrow(/invalid team record at seq 1/);
-    const newer = { ...bad, schemaVersion: 3 };
+    const newer = { ...bad, schemaVersion: SCHEMA_VERSION + 1 };
     expect(takenFast(compiledTeamRecord(), newer)).toBe(false);
     expect(() => parseTeamRecord(newer)).toThrow(
       expect.objectContaining({ name: 'TeamError', code: 'UNSUPPORTED_SCHEMA_VERSION' }),

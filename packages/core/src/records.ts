@@ -8,15 +8,23 @@ import {
   TASK_SUBJECT_MAX,
 } from './limits.js';
 import {
+  APPROVAL_DECISIONS,
+  APPROVAL_INPUT_BYTES_MAX,
+  APPROVAL_KINDS,
+  APPROVAL_REASON_MAX,
   DEAD_LETTER_DETAIL_MAX,
   DEAD_LETTER_REASONS,
+  GATE_NAMES,
   MEMBER_CONTEXTS,
   MEMBER_PHASES,
   MESSAGE_DELIVERIES,
   MESSAGE_KINDS,
+  MESSAGE_KINDS_V3,
+  PLAN_MAX,
   RECORD_SCHEMA_VERSIONS,
   SCHEMA_VERSION,
   TASK_STATUSES,
+  TOOL_REF_MAX,
   TRANSCRIPT_SCHEMA_VERSION,
   WORKSPACE_BASE_MAX,
   WORKSPACE_BRANCH_MAX,
@@ -24,8 +32,11 @@ import {
 } from './record-values.js';
 
 export {
+  APPROVAL_INPUT_BYTES_MAX,
+  APPROVAL_REASON_MAX,
   DEAD_LETTER_DETAIL_MAX,
   MEMBER_NAME_MAX,
+  PLAN_MAX,
   RECORD_SCHEMA_VERSIONS,
   SCHEMA_VERSION,
   TASK_ID_PATTERN,
@@ -133,9 +144,18 @@ export type Task = z.infer<typeof Task>;
 
 /**
  * What a message is. Control kinds are set by the runtime, never inferred from text: a peer's
- * text that looks like a shutdown request is still a `message`.
+ * text that looks like a shutdown request is still a `message`. `approval_request` asks its
+ * target to decide an approval, `approval_decision` tells the requester the decision, and
+ * `gate_feedback` carries a quality gate's refusal (schema version 3 introduced these three).
  */
-export type MessageKind = 'message' | 'idle_notification' | 'shutdown_request' | 'task_assignment';
+export type MessageKind =
+  | 'message'
+  | 'idle_notification'
+  | 'shutdown_request'
+  | 'task_assignment'
+  | 'approval_request'
+  | 'approval_decision'
+  | 'gate_feedback';
 /** Schema of {@link MessageKind}. */
 export const MessageKind: z.ZodEnum<Record<MessageKind, MessageKind>> = z.enum(
   MESSAGE_KINDS satisfies readonly MessageKind[],
@@ -168,6 +188,8 @@ export const QueuedMessage = z.object({
   summary: z.string().optional(),
   /** For `task_assignment`: the task concerned. */
   taskId: z.string().optional(),
+  /** For `approval_request` and `approval_decision`: the approval concerned (version 3). */
+  approvalId: z.string().min(1).max(TOOL_REF_MAX).optional(),
 });
 export type QueuedMessage = z.infer<typeof QueuedMessage>;
 
@@ -202,9 +224,14 @@ export const TaskRecord = z.object({
 });
 export type TaskRecord = z.infer<typeof TaskRecord>;
 
-/** A message queued for its target. */
+/**
+ * A message queued for its target. Schema version 1, or 3 for a message of a kind version 3
+ * introduced or naming an approval (see {@link messageSchemaVersion}).
+ */
 export const MessageQueuedRecord = z.object({
   ...base,
+  /** 1, or 3 for the kinds and fields version 3 introduced. */
+  schemaVersion: z.union([z.literal(1), z.literal(3)]),
   /** Discriminates {@link TeamRecord}. */
   type: z.literal('message.queued'),
   /** The message as queued. */
@@ -267,6 +294,125 @@ export const DeadLetter = z.object({
 });
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
+/** What an approval is asked for: one tool call (`tool`) or a teammate's plan (`plan`). */
+export type ApprovalKind = 'tool' | 'plan';
+/** Schema of {@link ApprovalKind}. */
+export const ApprovalKind: z.ZodEnum<Record<ApprovalKind, ApprovalKind>> = z.enum(
+  APPROVAL_KINDS satisfies readonly ApprovalKind[],
+);
+
+/** How an approval ended; see `APPROVAL_DECISIONS`. */
+export type ApprovalDecision = 'approved' | 'rejected' | 'expired' | 'canceled';
+/** Schema of {@link ApprovalDecision}. */
+export const ApprovalDecision: z.ZodEnum<Record<ApprovalDecision, ApprovalDecision>> = z.enum(
+  APPROVAL_DECISIONS satisfies readonly ApprovalDecision[],
+);
+
+/** A quality gate: before a task completes, or when a teammate goes idle. */
+export type GateName = 'task_completed' | 'teammate_idle';
+/** Schema of {@link GateName}. */
+export const GateName: z.ZodEnum<Record<GateName, GateName>> = z.enum(
+  GATE_NAMES satisfies readonly GateName[],
+);
+
+/** A tool call's input as JSON, within {@link APPROVAL_INPUT_BYTES_MAX} bytes. */
+const ToolInputJson = z
+  .string()
+  .refine((text) => Buffer.byteLength(text) <= APPROVAL_INPUT_BYTES_MAX, {
+    message: `a tool input of at most ${APPROVAL_INPUT_BYTES_MAX} bytes of JSON`,
+  });
+
+/** A request for approval, as its `approval.requested` record carries it. */
+export const ApprovalRequest = z.object({
+  /** ulid */
+  id: z.string().min(1).max(TOOL_REF_MAX),
+  /** What is asked for. */
+  kind: ApprovalKind,
+  /** The member that asks (whose call or plan it is). */
+  requesterId: z.string().min(1),
+  /** The member that decides; absent: only the host (`TeamService.decide`) does. */
+  approverId: z.string().min(1).optional(),
+  /** For `tool`: the call's id in the requester's transcript. */
+  toolCallId: z.string().min(1).max(TOOL_REF_MAX).optional(),
+  /** For `tool`: the tool called. */
+  toolName: z.string().min(1).max(TOOL_REF_MAX).optional(),
+  /** For `tool`: the call's input, as JSON. */
+  input: ToolInputJson.optional(),
+  /** For `plan`: the plan. */
+  plan: z.string().min(1).max(PLAN_MAX).optional(),
+  /** The task the requester works on, if any. */
+  taskId: z.string().regex(TASK_ID_PATTERN).optional(),
+  /** When it expires undecided (ms since the epoch, the team clock's); absent: never. */
+  expiresAt: z.number().optional(),
+});
+export type ApprovalRequest = z.infer<typeof ApprovalRequest>;
+
+/** An approval asked for (schema version 3): pending until one `approval.decided` ends it. */
+export const ApprovalRequestedRecord = z.object({
+  ...base,
+  /** Version 3: the record type it introduced. */
+  schemaVersion: z.literal(3),
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('approval.requested'),
+  /** The request. */
+  approval: ApprovalRequest,
+});
+export type ApprovalRequestedRecord = z.infer<typeof ApprovalRequestedRecord>;
+
+/** The one decision on a pending approval (schema version 3); a second one is refused. */
+export const ApprovalDecidedRecord = z.object({
+  ...base,
+  /** Version 3: the record type it introduced. */
+  schemaVersion: z.literal(3),
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('approval.decided'),
+  /** The approval decided. */
+  approvalId: z.string().min(1),
+  /** How it ended. */
+  decision: ApprovalDecision,
+  /** Why, for the requester (a rejection's reason reaches it as the call's result). */
+  reason: z.string().min(1).max(APPROVAL_REASON_MAX).optional(),
+  /** The member that decided; absent: the host or the runtime (an expiry, a cancel). */
+  deciderId: z.string().min(1).optional(),
+});
+export type ApprovalDecidedRecord = z.infer<typeof ApprovalDecidedRecord>;
+
+/**
+ * An approved tool call began running (schema version 3), written before it runs: a call is
+ * started at most once, and one started whose result never reached the transcript (a crash
+ * mid-call) is answered as interrupted with an unknown outcome, never run again.
+ */
+export const ApprovalStartedRecord = z.object({
+  ...base,
+  /** Version 3: the record type it introduced. */
+  schemaVersion: z.literal(3),
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('approval.started'),
+  /** The approved tool approval whose call runs now. */
+  approvalId: z.string().min(1),
+});
+export type ApprovalStartedRecord = z.infer<typeof ApprovalStartedRecord>;
+
+/** A quality gate refused (schema version 3): a task stays `in_progress`, or a teammate goes on. */
+export const GateRefusedRecord = z.object({
+  ...base,
+  /** Version 3: the record type it introduced. */
+  schemaVersion: z.literal(3),
+  /** Discriminates {@link TeamRecord}. */
+  type: z.literal('gate.refused'),
+  /** Which gate. */
+  gate: GateName,
+  /** The member refused: the task's owner, or the teammate going idle. */
+  memberId: z.string().min(1),
+  /** For `task_completed`: the task that stays in progress. */
+  taskId: z.string().regex(TASK_ID_PATTERN).optional(),
+  /** What the gate said, for the member. */
+  feedback: z.string().min(1).max(APPROVAL_REASON_MAX),
+  /** The how-many-th refusal in a row this is (1, 2, ...). */
+  attempt: z.number().int().min(1),
+});
+export type GateRefusedRecord = z.infer<typeof GateRefusedRecord>;
+
 /** One entry of the team log, discriminated on `type`. Folding the log in `seq` order rebuilds the team. */
 export const TeamRecord = z.discriminatedUnion('type', [
   MemberRecord,
@@ -274,10 +420,25 @@ export const TeamRecord = z.discriminatedUnion('type', [
   MessageQueuedRecord,
   MessageDeliveredRecord,
   MessageDeadLetteredRecord,
+  ApprovalRequestedRecord,
+  ApprovalDecidedRecord,
+  ApprovalStartedRecord,
+  GateRefusedRecord,
 ]);
 export type TeamRecord = z.infer<typeof TeamRecord>;
 /** The `type`s of {@link TeamRecord}. */
 export type TeamRecordType = TeamRecord['type'];
+
+/**
+ * The schema version a queued message's record carries: 3 for a kind version 3 introduced or a
+ * message naming an approval, else 1 (so a log without them stays readable by older code).
+ */
+export function messageSchemaVersion(message: QueuedMessage): 1 | 3 {
+  return message.approvalId !== undefined ||
+    (MESSAGE_KINDS_V3 as readonly string[]).includes(message.kind)
+    ? 3
+    : 1;
+}
 
 /**
  * `schema` as zod compiles it (`z.compile`, zod 4.5 and later), built on first use: the same

@@ -495,10 +495,10 @@ describe('records written by commands', () => {
   it('are refused with UNSUPPORTED_SCHEMA_VERSION when their schemaVersion is unknown', () => {
     const { team } = busyTeam();
     const first = team.log[0]!;
-    const newer = { ...first, schemaVersion: 3 };
+    const newer = { ...first, schemaVersion: 4 };
     const error = catchTeamError(() => parseTeamRecord(newer));
     expect(error.code).toBe('UNSUPPORTED_SCHEMA_VERSION');
-    expect(error.details).toEqual({ schemaVersion: 3, supported: 2 });
+    expect(error.details).toEqual({ schemaVersion: 4, supported: 3 });
     expect(catchTeamError(() => parseTeamRecord({ ...first, schemaVersion: undefined })).code).toBe(
       'INVALID_RECORD',
     );

@@ -33,6 +33,8 @@ export interface QueueMessageInput {
   summary?: string | undefined;
   /** For `task_assignment`: the task concerned; must exist. */
   taskId?: string | undefined;
+  /** For `approval_request` and `approval_decision`: the approval concerned; must exist. */
+  approvalId?: string | undefined;
 }
 
 /** What the mail commands read. */
@@ -103,6 +105,7 @@ export function decideQueueMessage(
   };
   if (input.summary !== undefined) message.summary = input.summary;
   if (input.taskId !== undefined) message.taskId = input.taskId;
+  if (input.approvalId !== undefined) message.approvalId = input.approvalId;
   return message;
 }
 

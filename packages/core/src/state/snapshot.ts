@@ -1,14 +1,25 @@
 import { z } from 'zod';
 import { TeamError } from '../errors.js';
-import { compiledSchema, DeadLetter, Member, QueuedMessage, Task } from '../records.js';
+import {
+  ApprovalDecision,
+  ApprovalRequest,
+  compiledSchema,
+  DeadLetter,
+  GateName,
+  Member,
+  QueuedMessage,
+  Task,
+} from '../records.js';
+import type { Approval, GateCount } from './approvals.js';
 
 /** The `format` of a {@link TeamStateSnapshot}. */
 export const TEAM_STATE_SNAPSHOT_FORMAT = 'teamwire.team-state';
 /**
  * The version of {@link TeamStateSnapshot} this code writes; it reads this one and every older one
- * (version 1 has no `record` digest).
+ * (version 1 has no `record` digest; version 3 added `approvals` and `gateCounts`, which an
+ * older reader would drop, so it refuses version 3 as newer).
  */
-export const TEAM_STATE_SNAPSHOT_VERSION = 2;
+export const TEAM_STATE_SNAPSHOT_VERSION = 3;
 
 /**
  * The folded state of a team after one seq, as plain JSON: what a snapshot store keeps so that
@@ -21,7 +32,7 @@ export interface TeamStateSnapshot {
   /** Always {@link TEAM_STATE_SNAPSHOT_FORMAT}. */
   format: typeof TEAM_STATE_SNAPSHOT_FORMAT;
   /** {@link TEAM_STATE_SNAPSHOT_VERSION} when written; a newer version is refused, never misread. */
-  version: 1 | typeof TEAM_STATE_SNAPSHOT_VERSION;
+  version: 1 | 2 | typeof TEAM_STATE_SNAPSHOT_VERSION;
   /** The team the state belongs to. */
   teamId: string;
   /** The seq of the last record folded into it (records of any team count). */
@@ -47,6 +58,10 @@ export interface TeamStateSnapshot {
   record?: string;
   /** The messages that ended without delivery, in log order (absent when there are none). */
   deadLetters?: DeadLetter[];
+  /** Every approval asked for, in request order, with its decision (absent when none). */
+  approvals?: Approval[];
+  /** The gates' refusal counts in a row that are not zero (absent when none). */
+  gateCounts?: GateCount[];
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
@@ -54,7 +69,7 @@ const DIGEST = /^[0-9a-f]{64}$/;
 /** Schema of {@link TeamStateSnapshot}, checked whenever one is read. */
 export const Snapshot = z.object({
   format: z.literal(TEAM_STATE_SNAPSHOT_FORMAT),
-  version: z.union([z.literal(1), z.literal(TEAM_STATE_SNAPSHOT_VERSION)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(TEAM_STATE_SNAPSHOT_VERSION)]),
   teamId: z.string().min(1),
   seq: z.number().int().min(0),
   members: z.array(Member),
@@ -64,6 +79,21 @@ export const Snapshot = z.object({
   delivered: z.string(),
   record: z.string().regex(DIGEST).optional(),
   deadLetters: z.array(DeadLetter).optional(),
+  approvals: z
+    .array(
+      ApprovalRequest.extend({
+        status: z.union([z.literal('pending'), ApprovalDecision]),
+        requestedAt: z.number(),
+        decidedAt: z.number().optional(),
+        reason: z.string().optional(),
+        deciderId: z.string().min(1).optional(),
+        started: z.boolean().optional(),
+      }),
+    )
+    .optional(),
+  gateCounts: z
+    .array(z.object({ gate: GateName, id: z.string().min(1), count: z.number().int().min(1) }))
+    .optional(),
 });
 
 /** {@link Snapshot}, compiled: a valid snapshot is checked and copied by generated code. */

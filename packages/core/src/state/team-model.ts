@@ -1,7 +1,8 @@
 import { TeamError } from '../errors.js';
 import { recordDigest } from '../record-digest.js';
-import type { DeadLetter, Member, QueuedMessage, Task, TeamRecord } from '../records.js';
-import { checkSchemaVersion, RECORD_SCHEMA_VERSIONS } from '../records.js';
+import type { DeadLetter, GateName, Member, QueuedMessage, Task, TeamRecord } from '../records.js';
+import { checkSchemaVersion, messageSchemaVersion, RECORD_SCHEMA_VERSIONS } from '../records.js';
+import { type Approval, Approvals, gateSubject } from './approvals.js';
 import { Mailbox } from './mailbox.js';
 import { invariant, type Problem } from './problem.js';
 import { Roster } from './roster.js';
@@ -24,6 +25,8 @@ export class TeamModel {
   readonly roster = new Roster();
   readonly board = new TaskBoard();
   readonly mailbox = new Mailbox();
+  /** Approvals asked for and decided, and the gates' refusal counts. */
+  readonly approvals = new Approvals();
   /** Messages that ended without delivery, by id, in log order. */
   readonly deadLetters = new Map<string, DeadLetter>();
   private seq = 0;
@@ -65,6 +68,16 @@ export class TeamModel {
       delivered: this.mailbox.deliveredIds().join('\n'),
       ...(this.seq === 0 ? {} : { record: this.lastDigest() }),
       ...(this.deadLetters.size === 0 ? {} : { deadLetters: [...this.deadLetters.values()] }),
+      ...this.approvalParts(),
+    };
+  }
+
+  private approvalParts(): Pick<TeamStateSnapshot, 'approvals' | 'gateCounts'> {
+    const approvals = this.approvals.stored();
+    const gateCounts = this.approvals.storedCounts();
+    return {
+      ...(approvals.length === 0 ? {} : { approvals }),
+      ...(gateCounts.length === 0 ? {} : { gateCounts }),
     };
   }
 
@@ -96,6 +109,10 @@ export class TeamModel {
       model.board.restore(snapshot.tasks, snapshot.nextTaskNumber) ??
       model.mailbox.restore(snapshot.pending, delivered) ??
       model.restoreDeadLetters(snapshot.deadLetters ?? []) ??
+      model.approvals.restore(
+        (snapshot.approvals ?? []) as Approval[],
+        snapshot.gateCounts ?? [],
+      ) ??
       model.checkRestored(snapshot);
     if (problem !== undefined) {
       throw snapshotInvalid(`invalid snapshot at seq ${snapshot.seq}: ${problem.message}`, {
@@ -131,6 +148,10 @@ export class TeamModel {
       }
       const target = checkMessageTarget(this.roster, message.targetId);
       if (target !== undefined) return target;
+    }
+    for (const approval of snapshot.approvals ?? []) {
+      const problem = this.checkApprovalMembers(approval);
+      if (problem !== undefined) return problem;
     }
     if (snapshot.members.length > 0 && this.roster.leadId === undefined) {
       return invariant('the team has members but no lead');
@@ -223,8 +244,10 @@ export class TeamModel {
           details: { seq, type: record.type },
         });
       }
-      if (this.journaling) this.undo.push(this.undoOf(record));
+      const reset = this.resetCount(record);
+      if (this.journaling) this.undo.push({ ...this.undoOf(record), reset });
       this.commit(record);
+      if (reset !== undefined) this.approvals.setGateCount(reset.gate, reset.id, 0);
     } else if (this.journaling) {
       this.undo.push({ record });
     }
@@ -249,14 +272,43 @@ export class TeamModel {
           message: this.mailbox.get(record.messageId),
           position: this.mailbox.positionOf(record.messageId),
         };
+      case 'approval.requested':
+        return { record };
+      case 'approval.decided':
+      case 'approval.started':
+        return { record, approval: this.approvals.get(record.approvalId) };
+      case 'gate.refused': {
+        const id = gateSubject(record) as string;
+        return { record, gateCount: this.approvals.gateCount(record.gate, id) };
+      }
       default:
         return { record };
     }
   }
 
+  /** The gate count a record resets (a task that ends, a teammate's idle that passed), if any. */
+  private resetCount(record: TeamRecord): Undo['reset'] {
+    if (
+      record.type === 'task' &&
+      (record.task.status === 'completed' || record.task.status === 'deleted')
+    ) {
+      const count = this.approvals.gateCount('task_completed', record.task.id);
+      return count === 0 ? undefined : { gate: 'task_completed', id: record.task.id, count };
+    }
+    if (record.type === 'message.queued' && record.message.kind === 'idle_notification') {
+      const id = record.message.senderId;
+      const count = this.approvals.gateCount('teammate_idle', id);
+      return count === 0 ? undefined : { gate: 'teammate_idle', id, count };
+    }
+    return undefined;
+  }
+
   private revertOne(entry: Undo): void {
     const { record } = entry;
     if (record.teamId !== this.teamId) return;
+    if (entry.reset !== undefined) {
+      this.approvals.setGateCount(entry.reset.gate, entry.reset.id, entry.reset.count);
+    }
     switch (record.type) {
       case 'member':
         this.roster.revert(record.member, entry.member);
@@ -274,6 +326,16 @@ export class TeamModel {
         this.deadLetters.delete(record.messageId);
         this.mailbox.undeliver(entry.message as QueuedMessage, entry.position ?? 0);
         break;
+      case 'approval.requested':
+        this.approvals.revert(record.approval.id, undefined);
+        break;
+      case 'approval.decided':
+      case 'approval.started':
+        this.approvals.revert(record.approvalId, entry.approval);
+        break;
+      case 'gate.refused':
+        this.approvals.setGateCount(record.gate, gateSubject(record) as string, entry.gateCount);
+        break;
     }
   }
 
@@ -284,10 +346,27 @@ export class TeamModel {
       case 'task':
         return this.board.checkRecord(record.task) ?? this.checkTaskMembers(record.task);
       case 'message.queued':
-        return this.checkQueued(record.message);
+        return this.checkQueued(record.message, record.schemaVersion);
       case 'message.delivered':
       case 'message.dead_lettered':
         return this.mailbox.checkDeliverable(record.messageId, record.targetId);
+      case 'approval.requested':
+        return (
+          this.approvals.checkRequested(record.approval) ??
+          this.checkApprovalMembers(record.approval)
+        );
+      case 'approval.decided':
+        if (record.deciderId !== undefined && !this.roster.has(record.deciderId)) {
+          return invariant(`approval decider ${record.deciderId} is not a team member`);
+        }
+        return this.approvals.checkDecided(record);
+      case 'approval.started':
+        return this.approvals.checkStarted(record.approvalId);
+      case 'gate.refused':
+        if (!this.roster.has(record.memberId)) {
+          return invariant(`gate refusal member ${record.memberId} is not a team member`);
+        }
+        return this.approvals.checkGate(record);
       default:
         return invariant(
           `unknown record type ${JSON.stringify((record as { type?: unknown }).type)}`,
@@ -320,7 +399,37 @@ export class TeamModel {
         });
         break;
       }
+      case 'approval.requested':
+        this.approvals.request(record.approval, record.at);
+        break;
+      case 'approval.decided':
+        this.approvals.decide(record);
+        break;
+      case 'approval.started':
+        this.approvals.start(record.approvalId);
+        break;
+      case 'gate.refused':
+        this.approvals.setGateCount(record.gate, gateSubject(record) as string, record.attempt);
+        break;
     }
+  }
+
+  private checkApprovalMembers(approval: {
+    id: string;
+    requesterId: string;
+    approverId?: string | undefined;
+  }): Problem | undefined {
+    if (!this.roster.has(approval.requesterId)) {
+      return invariant(
+        `approval ${approval.id} requester ${approval.requesterId} is not a team member`,
+      );
+    }
+    if (approval.approverId !== undefined && !this.roster.has(approval.approverId)) {
+      return invariant(
+        `approval ${approval.id} approver ${approval.approverId} is not a team member`,
+      );
+    }
+    return undefined;
   }
 
   private checkTaskMembers(task: Task): Problem | undefined {
@@ -333,7 +442,15 @@ export class TeamModel {
     return undefined;
   }
 
-  private checkQueued(message: QueuedMessage): Problem | undefined {
+  private checkQueued(message: QueuedMessage, schemaVersion: number): Problem | undefined {
+    if (schemaVersion < messageSchemaVersion(message)) {
+      return invariant(`message ${message.id} of kind ${message.kind} needs schema version 3`);
+    }
+    if (message.approvalId !== undefined && this.approvals.get(message.approvalId) === undefined) {
+      return invariant(
+        `message ${message.id} names approval ${message.approvalId}, which does not exist`,
+      );
+    }
     const again = this.mailbox.checkNew(message.id);
     if (again !== undefined) return again;
     const sender = this.roster.get(message.senderId);
@@ -361,6 +478,12 @@ interface Undo {
   /** The message it delivered and its queue position (`message.delivered` records). */
   readonly message?: QueuedMessage | undefined;
   readonly position?: number | undefined;
+  /** The approval it changed, as it was (`approval.decided`, `approval.started`). */
+  readonly approval?: Approval | undefined;
+  /** The gate's count before it (`gate.refused`). */
+  readonly gateCount?: number | undefined;
+  /** A gate count it cleared, to restore (a task that ended, an idle that passed). */
+  readonly reset?: { gate: GateName; id: string; count: number } | undefined;
 }
 
 /** A message goes to a member of the team (`UNKNOWN_TARGET`); commands also require it live. */

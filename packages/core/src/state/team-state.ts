@@ -2,9 +2,18 @@ import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import { clipText } from '../content.js';
 import { TeamError } from '../errors.js';
+import { utf8Length } from '../limits.js';
 import type {
+  ApprovalDecidedRecord,
+  ApprovalDecision,
+  ApprovalKind,
+  ApprovalRequest,
+  ApprovalRequestedRecord,
+  ApprovalStartedRecord,
   DeadLetter,
   DeadLetterReason,
+  GateName,
+  GateRefusedRecord,
   Member,
   MemberPhase,
   MemberRecord,
@@ -17,8 +26,17 @@ import type {
   TaskRecord,
   TeamRecord,
 } from '../records.js';
-import { checkRecordInput, DEAD_LETTER_DETAIL_MAX, RECORD_SCHEMA_VERSIONS } from '../records.js';
+import {
+  APPROVAL_INPUT_BYTES_MAX,
+  APPROVAL_REASON_MAX,
+  checkRecordInput,
+  DEAD_LETTER_DETAIL_MAX,
+  messageSchemaVersion,
+  RECORD_SCHEMA_VERSIONS,
+} from '../records.js';
+import type { Approval, ApprovalFilter } from './approvals.js';
 import { decideDelivered, decideQueueMessage, type QueueMessageInput } from './mail-commands.js';
+import { refuseIf } from './problem.js';
 import {
   type CreateLeadInput,
   decideCreateLead,
@@ -38,7 +56,32 @@ import {
 import { resolveLimits, type TeamLimits } from './team-limits.js';
 import { TeamModel } from './team-model.js';
 
+export type { Approval, ApprovalFilter, ApprovalStatus, GateCount } from './approvals.js';
 export type { QueueMessageInput } from './mail-commands.js';
+
+/** Input of {@link TeamState.requestApproval}. */
+export interface RequestApprovalInput {
+  /** The new approval's id (a ulid); must not be taken. */
+  id: string;
+  /** A tool call or a plan. */
+  kind: ApprovalKind;
+  /** The live member that asks. */
+  requesterId: string;
+  /** The live member that decides; absent: only the host decides. */
+  approverId?: string | undefined;
+  /** For `tool`: the call's id in the requester's transcript. */
+  toolCallId?: string | undefined;
+  /** For `tool`: the tool called. */
+  toolName?: string | undefined;
+  /** For `tool`: the call's input (kept as JSON, clipped past `APPROVAL_INPUT_BYTES_MAX`). */
+  input?: unknown;
+  /** For `plan`: the plan. */
+  plan?: string | undefined;
+  /** The task the requester works on, if any. */
+  taskId?: string | undefined;
+  /** When it expires undecided (the team clock's ms); absent: never. */
+  expiresAt?: number | undefined;
+}
 export type { CreateLeadInput, SpawnMemberInput } from './roster-commands.js';
 export type { CreateTaskInput, UpdateTaskInput } from './task-commands.js';
 export type { TeamLimits } from './team-limits.js';
@@ -375,6 +418,7 @@ export class TeamState {
    * room under `maxPendingPerMember` (control kinds always have room); an id is queued only once.
    */
   queueMessage(input: QueueMessageInput): MessageQueuedRecord {
+    if (input.approvalId !== undefined) this.getApproval(input.approvalId);
     const message = decideQueueMessage(this.model, this.limits, input);
     return this.emit<MessageQueuedRecord>({ type: 'message.queued', message });
   }
@@ -406,6 +450,134 @@ export class TeamState {
       reason: input.reason,
       ...(input.detail === undefined ? {} : { detail: truncateDetail(input.detail) }),
     });
+  }
+
+  // ---------------------------------------------------------------- approvals
+
+  /**
+   * Records a request for approval, pending until {@link decideApproval}. The requester must be
+   * live (`NOT_A_MEMBER`), the approver too when named; a tool call has one approval in its whole
+   * life and a member one plan waiting at a time (`APPROVAL_STATE`).
+   */
+  requestApproval(input: RequestApprovalInput): ApprovalRequestedRecord {
+    const roster = this.model.roster;
+    for (const id of [input.requesterId, input.approverId]) {
+      if (id !== undefined && !roster.isLive(id)) {
+        throw new TeamError('NOT_A_MEMBER', `${id} is not a live member of the team`, {
+          details: { memberId: id },
+        });
+      }
+    }
+    if (input.approverId !== undefined && input.approverId === input.requesterId) {
+      throw new TeamError('INVALID_ARGUMENT', 'a member cannot approve its own request');
+    }
+    const approval: ApprovalRequest = {
+      id: input.id,
+      kind: input.kind,
+      requesterId: input.requesterId,
+    };
+    if (input.approverId !== undefined) approval.approverId = input.approverId;
+    if (input.toolCallId !== undefined) approval.toolCallId = input.toolCallId;
+    if (input.toolName !== undefined) approval.toolName = input.toolName;
+    if (input.input !== undefined) approval.input = inputJson(input.input);
+    if (input.plan !== undefined) approval.plan = input.plan;
+    if (input.taskId !== undefined) approval.taskId = input.taskId;
+    if (input.expiresAt !== undefined) approval.expiresAt = input.expiresAt;
+    refuseIf(this.model.approvals.checkRequested(approval));
+    return this.emit<ApprovalRequestedRecord>({ type: 'approval.requested', approval });
+  }
+
+  /**
+   * Ends a pending approval with its one decision: `APPROVAL_NOT_FOUND`, or `APPROVAL_DECIDED`
+   * when a decision (or an expiry) came first. Authorization (who may decide) is the service's.
+   * `reason` is clipped to `APPROVAL_REASON_MAX` characters.
+   */
+  decideApproval(input: {
+    approvalId: string;
+    decision: ApprovalDecision;
+    reason?: string | undefined;
+    deciderId?: string | undefined;
+  }): ApprovalDecidedRecord {
+    refuseIf(this.model.approvals.checkDecided(input));
+    return this.emit<ApprovalDecidedRecord>({
+      type: 'approval.decided',
+      approvalId: input.approvalId,
+      decision: input.decision,
+      ...(input.reason === undefined || input.reason === ''
+        ? {}
+        : { reason: clipText(input.reason, APPROVAL_REASON_MAX) }),
+      ...(input.deciderId === undefined ? {} : { deciderId: input.deciderId }),
+    });
+  }
+
+  /**
+   * Marks an approved tool call as running, before it runs (`APPROVAL_STATE` when it is not an
+   * approved tool call, or it started already): so it runs at most once.
+   */
+  startApprovedCall(approvalId: string): ApprovalStartedRecord {
+    refuseIf(this.model.approvals.checkStarted(approvalId));
+    return this.emit<ApprovalStartedRecord>({ type: 'approval.started', approvalId });
+  }
+
+  /** The approval with that id, if any. */
+  approval(id: string): Approval | undefined {
+    return this.model.approvals.get(id);
+  }
+
+  /** Like {@link approval}, but `APPROVAL_NOT_FOUND` when there is none. */
+  getApproval(id: string): Approval {
+    const found = this.model.approvals.get(id);
+    if (found === undefined) {
+      throw new TeamError('APPROVAL_NOT_FOUND', `no approval with id ${String(id).slice(0, 64)}`, {
+        details: { approvalId: String(id).slice(0, 64) },
+      });
+    }
+    return found;
+  }
+
+  /** The approval asked for a member's tool call, if any. */
+  approvalForCall(requesterId: string, toolCallId: string): Approval | undefined {
+    return this.model.approvals.forCall(requesterId, toolCallId);
+  }
+
+  /** Approvals in request order, filtered. */
+  approvals(filter?: ApprovalFilter): Approval[] {
+    return this.model.approvals.list(filter);
+  }
+
+  /** Whether the member has a plan approved (a plan-approval teammate then gets its full tools). */
+  planApproved(memberId: string): boolean {
+    return this.model.approvals.planApproved(memberId);
+  }
+
+  /**
+   * Records a quality gate's refusal, counted in a row: for `task_completed` against the task
+   * (cleared when it completes or is deleted), for `teammate_idle` against the member (cleared
+   * by its next idle notification). `feedback` is clipped to `APPROVAL_REASON_MAX` characters.
+   */
+  refuseByGate(input: {
+    gate: GateName;
+    memberId: string;
+    taskId?: string | undefined;
+    feedback: string;
+  }): GateRefusedRecord {
+    const subject = input.gate === 'task_completed' ? input.taskId : input.memberId;
+    if (subject === undefined) {
+      throw new TeamError('INVALID_ARGUMENT', 'a task_completed refusal names its task');
+    }
+    return this.emit<GateRefusedRecord>({
+      type: 'gate.refused',
+      gate: input.gate,
+      memberId: input.memberId,
+      ...(input.taskId === undefined ? {} : { taskId: input.taskId }),
+      feedback: clipText(input.feedback === '' ? 'refused' : input.feedback, APPROVAL_REASON_MAX),
+      attempt: this.model.approvals.gateCount(input.gate, subject) + 1,
+    });
+  }
+
+  /** A gate's refusals in a row for a task (`task_completed`) or a member (`teammate_idle`). */
+  gateCount(gate: GateName, id: string): number {
+    return this.model.approvals.gateCount(gate, id);
   }
 
   /** The messages that ended without delivery, in log order. */
@@ -452,7 +624,10 @@ export class TeamState {
       seq: this.model.lastSeq + 1,
       at: this.clock.now(),
       teamId: this.teamId,
-      schemaVersion: RECORD_SCHEMA_VERSIONS[body.type as TeamRecord['type']],
+      schemaVersion:
+        body.type === 'message.queued'
+          ? messageSchemaVersion((body as unknown as MessageQueuedRecord).message)
+          : RECORD_SCHEMA_VERSIONS[body.type as TeamRecord['type']],
     } as RecordHeader;
     const checked = checkRecordInput(Object.assign(header, body) as R);
     this.model.apply(checked);
@@ -466,6 +641,13 @@ export class TeamState {
   private emitTask(task: Task): TaskRecord {
     return this.emit<TaskRecord>({ type: 'task', task });
   }
+}
+
+/** A tool call's input as JSON, clipped so it stays within `APPROVAL_INPUT_BYTES_MAX` bytes. */
+function inputJson(input: unknown): string {
+  const json = JSON.stringify(input) ?? 'null';
+  if (utf8Length(json) <= APPROVAL_INPUT_BYTES_MAX) return json;
+  return clipText(json, Math.floor(APPROVAL_INPUT_BYTES_MAX / 4));
 }
 
 /** A detail within `DEAD_LETTER_DETAIL_MAX` characters, cut with an ellipsis past it. */

@@ -10,13 +10,17 @@ const LABELS: Readonly<Record<MessageKind, string>> = {
   idle_notification: 'idle notification',
   shutdown_request: 'shutdown request',
   task_assignment: 'task assignment',
+  approval_request: 'approval request',
+  approval_decision: 'approval decision',
+  gate_feedback: 'gate feedback',
 };
 
 const KIND_BY_LABEL = new Map<string, MessageKind>(
   Object.entries(LABELS).map(([kind, label]) => [label, kind as MessageKind]),
 );
 
-const HEADER = /^\[(message|idle notification|shutdown request|task assignment) from ([^\]\n]+)\]$/;
+const HEADER =
+  /^\[(message|idle notification|shutdown request|task assignment|approval request|approval decision|gate feedback) from ([^\]\n]+)\]$/;
 
 /**
  * A minimal, complete {@link WireFormat} for tests of core itself (core cannot depend on
