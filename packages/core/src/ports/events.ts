@@ -20,8 +20,11 @@ export type AgentEvent =
   | {
       /** A turn began. */
       type: 'turn.start';
-      /** What started it: team mail, a claimed task, or the host. */
-      reason: 'message' | 'task-claim' | 'host';
+      /**
+       * What started it: team mail, a claimed task, the host, or a decision on the approval the
+       * member waited for (`approval`: it resumes the calls it left).
+       */
+      reason: 'message' | 'task-claim' | 'host' | 'approval';
       /** The message that started it (`reason: 'message'`). */
       messageId?: string;
       /** The task that started it (`reason: 'task-claim'`). */
@@ -69,7 +72,13 @@ export type AgentEvent =
       /** A turn ended. */
       type: 'turn.end';
       /** Why it ended; `error` when the turn failed (an `error` event precedes it). */
-      stopReason: 'end_turn' | 'step_limit' | 'interrupted' | 'repeated_failure' | 'error';
+      stopReason:
+        | 'end_turn'
+        | 'step_limit'
+        | 'interrupted'
+        | 'repeated_failure'
+        | 'awaiting_approval'
+        | 'error';
       /** Model calls made. */
       steps: number;
       /** The turn's last non-empty assistant text ('' when there was none). */

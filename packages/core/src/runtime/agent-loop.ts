@@ -88,6 +88,11 @@ export interface RunTurnOptions {
    * `repeated_failure`.
    */
   failures?: RepeatedFailureGuard;
+  /**
+   * Asked before each tool call runs: `park` leaves it and the calls after it without a result
+   * (the member's approval request is recorded) and ends the turn with `awaiting_approval`.
+   */
+  approve?: (call: ToolCall) => 'run' | Promise<'run' | 'park'>;
 }
 
 /**
@@ -127,6 +132,10 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       if (signal.aborted) {
         await conversation.append(message.toolCalls.slice(i).map(interruptedResult));
         return { stopReason: 'interrupted', steps, text };
+      }
+      const verdict = options.approve?.(call);
+      if (verdict !== undefined && verdict !== 'run' && (await verdict) === 'park') {
+        return { stopReason: 'awaiting_approval', steps, text };
       }
       events.publish(agentName, { type: 'tool.call', toolCall: call });
       const result = await executeTool(options.tools, call, context);
@@ -228,7 +237,39 @@ async function callModel(
   throw new TeamError('MODEL_PROTOCOL', `the model stream of ${agentName} ended without a finish`);
 }
 
-function interruptedResult(call: ToolCall): ToolResultMessage {
+/** Runs one call with its `tool.call` and `tool.result` events; the result is not yet recorded. */
+export async function runToolCall(
+  tools: ToolSet,
+  call: ToolCall,
+  context: ToolContext,
+  events: EventSink,
+  agentName: string,
+): Promise<ToolResultMessage> {
+  events.publish(agentName, { type: 'tool.call', toolCall: call });
+  const result = await executeTool(tools, call, context);
+  events.publish(agentName, {
+    type: 'tool.result',
+    toolCallId: call.id,
+    toolName: call.name,
+    isError: result.isError === true,
+    text: contentText(result.content),
+  });
+  return result;
+}
+
+/** A call's result saying it was not run, and why (an error result: the model reads it so). */
+export function notRunResult(call: ToolCall, why: string): ToolResultMessage {
+  return {
+    role: 'tool',
+    toolCallId: call.id,
+    toolName: call.name,
+    content: textContent(why),
+    isError: true,
+  };
+}
+
+/** A call's result for a call cut off by an interrupt: its outcome is unknown. */
+export function interruptedResult(call: ToolCall): ToolResultMessage {
   return {
     role: 'tool',
     toolCallId: call.id,

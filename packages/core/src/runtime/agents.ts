@@ -45,6 +45,42 @@ export interface AgentTool<I = unknown> {
   inputSchema: z.ZodType<I>;
   /** Runs the tool for the calling member, whose own service is in `context`. */
   execute(input: I, context: ToolContext): Promise<unknown>;
+  /**
+   * Whether a call needs approval before it runs: `true` for every call, or a predicate on the
+   * (validated) input. Such a call is recorded as a pending approval and the member parks until
+   * its approver decides (see {@link AgentDefinition.approval} for who and how long).
+   */
+  needsApproval?: boolean | ((input: I) => boolean);
+  /**
+   * The tool changes nothing (it only reads): a teammate under plan approval keeps it while its
+   * plan is not yet approved.
+   */
+  readOnly?: boolean;
+}
+
+/** A tool call as an approval predicate sees it. */
+export interface ApprovalCall {
+  /** The tool called. */
+  name: string;
+  /** The model's input, as given (not yet validated). */
+  input: unknown;
+}
+
+/** Which calls of an agent type need approval, who decides, and for how long a request waits. */
+export interface ApprovalPolicy {
+  /**
+   * The calls that need approval besides those of tools marked `needsApproval`: tool names, or a
+   * predicate on the call.
+   */
+  tools?: readonly string[] | ((call: ApprovalCall) => boolean);
+  /**
+   * Who decides: a member's name (the dashboard's `operator`, an external lead, ...), `host` for
+   * the host API alone (`TeamService.decide`), or `lead` (the default). The member named must be
+   * live when the call is made, else the lead decides.
+   */
+  approver?: string;
+  /** A request left undecided this long is rejected as `expired` (default: never). */
+  expiresInMs?: number;
 }
 
 /** Keeps the input type of a tool literal `execute` checked against its schema. */
@@ -84,6 +120,18 @@ export interface AgentDefinition {
    * summary policy); overrides `openTeam`'s `context`. Checked when the registry is built.
    */
   context?: ContextBudget;
+  /**
+   * Tool calls that need approval (with the tools' own `needsApproval`), who decides them and for
+   * how long they wait. A call needing approval parks the member, with no model call open, until
+   * the decision: approved, it runs (once); rejected or expired, the reason is its result.
+   */
+  approval?: ApprovalPolicy;
+  /**
+   * Members of this type start in plan mode: only `readOnly` tools, the team's reading tools,
+   * `send_message` and `submit_plan`, until the lead (or the approval policy's approver) approves
+   * a plan; a rejected plan comes back with feedback to revise.
+   */
+  planApproval?: boolean;
   /** Never set on a model-run type; see {@link ExternalAgentDefinition}. */
   external?: undefined;
 }

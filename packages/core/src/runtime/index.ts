@@ -3,10 +3,13 @@ export type {
   AgentRegistry,
   AgentTool,
   AnyAgentDefinition,
+  ApprovalCall,
+  ApprovalPolicy,
   ExternalAgentDefinition,
   ToolContext,
 } from './agents.js';
 export { createAgentRegistry, defineTool } from './agents.js';
+export { GATE_REFUSALS_DEFAULT } from './approvals.js';
 export type {
   CompactionInput,
   CompactionPolicy,
@@ -36,6 +39,9 @@ export { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';
 export type {
   AckInboxResult,
   AgentRef,
+  ApprovalView,
+  DecideInput,
+  GateVerdict,
   InboxMessage,
   InboxPage,
   ListTasksInput,
@@ -48,6 +54,7 @@ export type {
   SendMessageResult,
   SpawnTeammateInput,
   SpawnTeammateResult,
+  TeamGates,
   TeamService,
   TurnOutcome,
   TurnStopReason,
@@ -60,14 +67,18 @@ export type { ProgressInputs, TeamProgress } from './team-progress.js';
 export { teamProgress } from './team-progress.js';
 export {
   createLeadTools,
+  createPlanTools,
   createTeamTools,
+  DecideApprovalToolInput,
   describeTeamChange,
   InterruptTeammateToolInput,
   LEAD_TOOL_NAMES,
   ListMembersToolInput,
   memberStatusLines,
+  PLAN_MODE_TEAM_TOOLS,
   SendMessageToolInput,
   ShutdownTeammateToolInput,
+  SubmitPlanToolInput,
   spawnTeammateToolInput,
   TaskCreateToolInput,
   TaskGetToolInput,

@@ -1,4 +1,5 @@
-import type { CreateTaskInput, UpdateTaskInput } from '../state/index.js';
+import type { ApprovalFilter, CreateTaskInput, UpdateTaskInput } from '../state/index.js';
+import type { DecideInput } from './approvals.js';
 import type {
   AgentRef,
   ListTasksInput,
@@ -35,5 +36,8 @@ export function bindMemberService(service: TeamService, agent: AgentRef): Member
     readInbox: (input?: ReadInboxInput) => service.readInbox(agent, input),
     ackInbox: (input: { cursor: string }) => service.ackInbox(agent, input),
     watchInbox: (listener: () => void) => service.watchInbox(agent, listener),
+    decide: (input: DecideInput) => service.decide(input, agent),
+    approvals: (filter?: ApprovalFilter) => service.approvals(filter),
+    submitPlan: (input: { plan: string }) => service.submitPlan(agent, input),
   });
 }

@@ -21,7 +21,7 @@ import type { ExternalPresenceOptions } from './external-members.js';
 import { MemberWorkspaces } from './member-workspaces.js';
 import { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';
 import { RunnerPool } from './runner-pool.js';
-import type { TeamService } from './service-types.js';
+import type { TeamGates, TeamService } from './service-types.js';
 import { type LoadedState, loadTeamState, SnapshotScheduler } from './snapshots.js';
 import { TeamServiceFacade } from './team-service.js';
 
@@ -46,6 +46,11 @@ export interface OpenTeamOptions {
   policy?: TeamPolicy | undefined;
   /** The agent types members can be spawned (and revived) as. */
   agents: AgentRegistry;
+  /**
+   * Quality gates: asked before a task completes and when a teammate goes idle; a refusal sends
+   * the member back to work with feedback (see {@link TeamGates}).
+   */
+  gates?: TeamGates | undefined;
   /**
    * Which members run in this process. Default: the log's own (`log.shared.placement`, e.g. from
    * `@teamwire/postgres`); without one, every member runs here.
@@ -286,9 +291,11 @@ function assemble(
     externalPresence: externalPresence(options),
     serveExternal: externalServed(options),
     placementChanged: () => waiters.recheck(),
+    gates: options.gates,
   };
   const service = new TeamServiceFacade({
     teamId: options.teamId,
+    gates: options.gates,
     state,
     ids,
     agents: options.agents,

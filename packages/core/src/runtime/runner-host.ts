@@ -7,6 +7,7 @@ import type { Member, QueuedMessage, TeamRecord } from '../records.js';
 import type { TeamState } from '../state/index.js';
 import type { ToolSet } from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
+import type { TeamGates } from './approvals.js';
 import type { ResolvedContextBudget } from './context-budget.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
 import type { AgentRef, MemberTeamService } from './service-types.js';
@@ -50,7 +51,9 @@ export interface RunnerHost {
   refFor(memberId: string): AgentRef;
   /** The team as `agent`'s member sees it: what that member's tools get. */
   memberService(agent: AgentRef): MemberTeamService;
-  toolsFor(member: Member, definition: AgentDefinition): ToolSet;
+  toolsFor(member: Member, definition: AgentDefinition, mode?: 'plan'): ToolSet;
+  /** The host's quality gates, if any. */
+  readonly gates: TeamGates | undefined;
   /** Called whenever a runner's activity changes, so `idle()` can settle. */
   runnerChanged(): void;
 }

@@ -16,7 +16,8 @@ import type {
 } from '../records.js';
 import { isLivePhase, type TeamState } from '../state/index.js';
 import { createToolSet, type ToolSet } from './agent-loop.js';
-import type { AgentDefinition, AgentRegistry } from './agents.js';
+import type { AgentDefinition, AgentRegistry, AnyAgentDefinition } from './agents.js';
+import type { TeamGates } from './approvals.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import type { ResolvedContextBudget } from './context-budget.js';
 import { conversationMessages, forkSeed, loadTranscript } from './conversation.js';
@@ -28,12 +29,19 @@ import { AgentRunner } from './runner.js';
 import type { RunnerHost } from './runner-host.js';
 import type { AgentRef, MemberTeamService, TurnOutcome } from './service-types.js';
 import { type TeamProgress, teamProgress } from './team-progress.js';
-import { createLeadTools, createTeamTools } from './team-tools.js';
+import {
+  createLeadTools,
+  createPlanTools,
+  createTeamTools,
+  PLAN_MODE_TEAM_TOOLS,
+} from './team-tools.js';
 import { Waker } from './waker.js';
 
 /** What the pool runs members with. */
 export interface RunnerPoolOptions {
   teamId: string;
+  /** The host's quality gates, if any. */
+  gates: TeamGates | undefined;
   state: TeamState;
   format: WireFormat;
   policy: TeamPolicy;
@@ -103,6 +111,7 @@ export class RunnerPool {
   private readonly waker: Waker;
   private readonly teamTools;
   private readonly leadTools;
+  private readonly planTools = createPlanTools();
   private leadRunner: AgentRunner | undefined;
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
   /** Revivals of members this process acquired, one after another. */
@@ -140,6 +149,7 @@ export class RunnerPool {
       maxRepeatedFailures: options.maxRepeatedFailures,
       contextBudget: options.contextBudget,
       workspaces: options.workspaces,
+      gates: options.gates,
       guard: () => options.pipeline.guard(),
       get closed() {
         return options.pipeline.closed;
@@ -148,7 +158,7 @@ export class RunnerPool {
       deliverable: (memberId) => options.pipeline.deliverable(memberId),
       refFor: (memberId) => options.credentials.refFor(memberId),
       memberService: (agent) => options.memberService(agent),
-      toolsFor: (member, definition) => this.toolsFor(member, definition),
+      toolsFor: (member, definition, mode) => this.toolsFor(member, definition, mode),
       runnerChanged: () => this.runnerChanged(),
     });
     this.placing = new PlacementSide({
@@ -191,12 +201,19 @@ export class RunnerPool {
       ...types.filter((t) => t === options.leadAgentType),
     ] as [string, ...string[]];
     this.teamTools = createTeamTools();
-    this.leadTools = createLeadTools({ agentTypes: teammateTypes });
+    // The lead decides approvals only in a team whose agent types ask for them.
+    const approvals = types.some((type) => asksApproval(options.agents.get(type)));
+    this.leadTools = createLeadTools({ agentTypes: teammateTypes }).filter(
+      (tool) => approvals || tool.name !== 'decide_approval',
+    );
     // Fail at open, not mid-turn, when an agent type's own tools clash with the team tools.
     for (const type of types) {
       const definition = options.agents.get(type);
       if (definition.external === true) continue;
       createToolSet([...this.teamTools, ...this.leadTools, ...(definition.tools ?? [])]);
+      if (definition.planApproval === true) {
+        createToolSet([...this.teamTools, ...this.planTools, ...(definition.tools ?? [])]);
+      }
     }
   }
 
@@ -242,7 +259,15 @@ export class RunnerPool {
     return 'queued';
   }
 
-  toolsFor(member: Member, definition: AgentDefinition): ToolSet {
+  toolsFor(member: Member, definition: AgentDefinition, mode?: 'plan'): ToolSet {
+    if (mode === 'plan') {
+      const keep = new Set<string>(PLAN_MODE_TEAM_TOOLS);
+      return createToolSet([
+        ...this.teamTools.filter((tool) => keep.has(tool.name)),
+        ...this.planTools,
+        ...(definition.tools ?? []).filter((tool) => tool.readOnly === true),
+      ]);
+    }
     const isLead = member.id === this.state.leadId;
     return createToolSet([
       ...this.teamTools,
@@ -712,4 +737,16 @@ export class RunnerPool {
     }
     return runner;
   }
+}
+
+/** Whether members of a type can ask for approval: a policy, plan approval, or a tool that needs it. */
+function asksApproval(definition: AnyAgentDefinition): boolean {
+  if (definition.external === true) return false;
+  return (
+    definition.approval !== undefined ||
+    definition.planApproval === true ||
+    (definition.tools ?? []).some(
+      (tool) => tool.needsApproval !== undefined && tool.needsApproval !== false,
+    )
+  );
 }

@@ -1,14 +1,32 @@
-import type { ChatMessage, MessageSource } from '../chat.js';
+import type { ChatMessage, MessageSource, ToolCall, ToolResultMessage } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import { clipText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
 import type { Member, MemberWorkspace, QueuedMessage, TeamRecord } from '../records.js';
+import type { Approval } from '../state/index.js';
 import { isLivePhase } from '../state/index.js';
 import { messageBytes } from '../transcript-context.js';
-import { runTurn, type ToolSet } from './agent-loop.js';
+import {
+  interruptedResult,
+  notRunResult,
+  runToolCall,
+  runTurn,
+  type ToolSet,
+} from './agent-loop.js';
 import type { AgentDefinition } from './agents.js';
+import {
+  approvalRequestText,
+  approverOf,
+  decisionRecords,
+  GATE_REFUSALS_DEFAULT,
+  isLostDecision,
+  needsApproval,
+  notRunText,
+  openCalls,
+  reopenParkedCalls,
+} from './approvals.js';
 import { isWriteFailure } from './commit-pipeline.js';
 import { ContextKeeper, resolveContextBudget } from './context-budget.js';
 import { Conversation, loadTranscript } from './conversation.js';
@@ -26,7 +44,7 @@ import type { MemberPlace } from './member-workspaces.js';
 import { RepeatedFailureGuard } from './repeated-failures.js';
 import { retireMember } from './retirement.js';
 import type { RunnerHost } from './runner-host.js';
-import type { AgentRef, TurnOutcome } from './service-types.js';
+import type { AgentRef, TeamGates, TurnOutcome } from './service-types.js';
 
 /** Why a runner stops without reporting a failure (see `fail`). */
 const QUIET_STOPS: ReadonlySet<string> = new Set(['DISPOSED', 'FENCED', 'NOT_PLACED_HERE']);
@@ -36,6 +54,7 @@ export type RunnerActivity = 'starting' | 'running' | 'idle' | 'stopped';
 
 type Work =
   | { type: 'shutdown'; message: QueuedMessage }
+  | { type: 'resolve' }
   | { type: 'host'; prompt: HostPrompt }
   | { type: 'resume'; taskId: string }
   | { type: 'message'; message: QueuedMessage }
@@ -97,6 +116,10 @@ export class AgentRunner {
   private readonly resumeTasks: string[];
   private readonly system: SystemBlock[];
   private readonly tools: ToolSet;
+  /** The tools of plan mode (plan-approval types only), until a plan is approved. */
+  private readonly planTools: ToolSet | undefined;
+  /** Expiry timers of the approvals this member waits for, by approval id. */
+  private readonly expiries = new Map<string, () => void>();
 
   constructor(
     private readonly host: RunnerHost,
@@ -109,6 +132,10 @@ export class AgentRunner {
     this.ref = host.refFor(member.id);
     this.failures = new RepeatedFailureGuard(host.maxRepeatedFailures);
     this.tools = host.toolsFor(member, definition);
+    this.planTools =
+      definition.planApproval === true && !options.isLead
+        ? host.toolsFor(member, definition, 'plan')
+        : undefined;
     this.system = [{ text: definition.systemPrompt, cacheable: true }];
     if (!this.isLead) {
       this.system.push({
@@ -162,7 +189,12 @@ export class AgentRunner {
   prepare(seed?: readonly ChatMessage[] | (() => Promise<readonly ChatMessage[]>)): Promise<void> {
     this.preparing ??= (async () => {
       this.place = await this.host.workspaces.placeOf(this.member);
-      const entries = await loadTranscript(this.host.transcripts, this.member.id);
+      // Calls left waiting for an approval stay open, to be resolved once it is decided.
+      const entries = reopenParkedCalls(
+        await loadTranscript(this.host.transcripts, this.member.id),
+        this.host.state,
+        this.member.id,
+      );
       const conversation = new Conversation(
         this.member.id,
         this.host.transcripts,
@@ -219,6 +251,8 @@ export class AgentRunner {
       } finally {
         this.stopping = true;
         this.turnAbort = undefined;
+        for (const cancel of this.expiries.values()) cancel();
+        this.expiries.clear();
         for (const prompt of this.hostPrompts.splice(0)) {
           prompt.reject(
             this.failure ??
@@ -307,6 +341,17 @@ export class AgentRunner {
     if (!this.isLead) {
       const shutdown = pending.find((m) => m.kind === 'shutdown_request');
       if (shutdown !== undefined) return { type: 'shutdown', message: shutdown };
+    }
+    // Calls left open by a step that waits for an approval come first: the model cannot be
+    // called again before each has its result. While the approval is pending the member parks.
+    const open = openCalls(this.conversation?.messages ?? []);
+    if (open.length > 0) {
+      const approval = state.approvalForCall(this.member.id, (open[0] as ToolCall).id);
+      if (approval?.status === 'pending') {
+        this.armExpiry(approval);
+        return undefined;
+      }
+      return { type: 'resolve' };
     }
     const prompt = this.hostPrompts.shift();
     if (prompt !== undefined) return { type: 'host', prompt };
@@ -437,6 +482,21 @@ export class AgentRunner {
           await conversation.append([{ role: 'user', content: textContent(text), source }]);
           break;
         }
+        case 'resolve': {
+          events.publish(this.name, { type: 'turn.start', reason: 'approval' });
+          if ((await this.resolveOpenCalls(abort.signal)) === 'park') {
+            events.publish(this.name, {
+              type: 'turn.end',
+              stopReason: 'awaiting_approval',
+              steps: 0,
+              text: '',
+            });
+            return;
+          }
+          // What arrived while it waited is read now, after the calls' results.
+          if ((await this.stepBoundary()) === 'stop') return;
+          break;
+        }
         case 'host':
           events.publish(this.name, { type: 'turn.start', reason: 'host' });
           await conversation.append([
@@ -448,7 +508,7 @@ export class AgentRunner {
         agentName: this.name,
         model: this.definition.model,
         system: this.system,
-        tools: this.tools,
+        tools: this.toolsNow(),
         conversation,
         toolContext: {
           agent: this.ref,
@@ -461,6 +521,7 @@ export class AgentRunner {
         promptCacheKey: `${this.host.teamId}:${this.member.id}`,
         beforeStep: () => this.stepBoundary(),
         failures: this.failures,
+        approve: (call) => this.approveCall(call),
         ...(this.keeper === undefined ? {} : { budget: this.keeper }),
       });
       events.publish(this.name, {
@@ -479,8 +540,8 @@ export class AgentRunner {
       if (outcome.stopReason === 'repeated_failure') {
         this.stalled = true;
         if (!this.isLead) await this.notifyIdle(this.loopNotice(), 'failure');
-      } else if (!this.isLead) {
-        await this.notifyIdle(outcome.text, 'transcript');
+      } else if (!this.isLead && outcome.stopReason !== 'awaiting_approval') {
+        await this.idleUnlessGated(outcome);
       }
     } catch (error) {
       if (work.type === 'host') work.prompt.reject(error);
@@ -614,6 +675,245 @@ export class AgentRunner {
     );
   }
 
+  // ------------------------------------------------------------ approvals and gates
+
+  /** The tools the member has now: plan mode's until its plan is approved, then all. */
+  private toolsNow(): ToolSet {
+    if (this.planTools === undefined || this.host.state.planApproved(this.member.id)) {
+      return this.tools;
+    }
+    return this.planTools;
+  }
+
+  /** Before a call runs: one that needs approval is requested, and the turn parks. */
+  private approveCall(call: ToolCall): 'run' | Promise<'park'> {
+    if (!needsApproval(this.definition, this.toolsNow(), call)) return 'run';
+    return this.requestApproval(call).then(() => 'park' as const);
+  }
+
+  /** Records the request for `call` and mails its approver (when a member decides). */
+  private async requestApproval(call: ToolCall): Promise<void> {
+    const { state, ids, clock } = this.host;
+    const id = ids.next();
+    const mailId = ids.next();
+    const expiresIn = this.definition.approval?.expiresInMs;
+    await this.host.commit(this.member, () => {
+      const approverId = approverOf(state, this.member, this.definition);
+      const taskId = [...this.owned][0];
+      const requested = state.requestApproval({
+        id,
+        kind: 'tool',
+        requesterId: this.member.id,
+        approverId,
+        toolCallId: call.id,
+        toolName: call.name,
+        input: call.input,
+        taskId,
+        expiresAt: expiresIn === undefined ? undefined : clock.now() + expiresIn,
+      });
+      if (approverId === undefined) return [requested];
+      return [
+        requested,
+        state.queueMessage({
+          id: mailId,
+          senderId: this.member.id,
+          targetId: approverId,
+          kind: 'approval_request',
+          delivery: 'wakeup',
+          content: textContent(approvalRequestText(state.getApproval(id), this.name)),
+          summary: clipText(`approve ${call.name}?`, 200),
+          approvalId: id,
+        }),
+      ];
+    });
+  }
+
+  /**
+   * Gives each call left open its result, in order: an approved one runs (recorded as started
+   * first, so it never runs twice; one that started before a crash is answered as interrupted,
+   * outcome unknown), a rejected or expired one is answered with why, and one that needs approval
+   * and has none asks for it. `park` when a call still waits for its decision.
+   */
+  private async resolveOpenCalls(signal: AbortSignal): Promise<'done' | 'park'> {
+    const { state, events } = this.host;
+    const conversation = this.conversation as Conversation;
+    const context = this.toolContext(signal);
+    for (const call of openCalls(conversation.messages)) {
+      let result: ToolResultMessage;
+      const approval = state.approvalForCall(this.member.id, call.id);
+      if (signal.aborted) {
+        result = interruptedResult(call);
+      } else if (approval === undefined) {
+        if ((await this.approveCall(call)) === 'park') return 'park';
+        result = await runToolCall(this.toolsNow(), call, context, events, this.name);
+      } else if (approval.status === 'pending') {
+        this.armExpiry(approval);
+        return 'park';
+      } else if (approval.status !== 'approved') {
+        result = notRunResult(call, notRunText(approval));
+      } else if (approval.started === true) {
+        result = interruptedResult(call);
+      } else {
+        await this.host.commit(this.member, () => [state.startApprovedCall(approval.id)]);
+        result = await runToolCall(this.toolsNow(), call, context, events, this.name);
+      }
+      await conversation.append([result]);
+    }
+    return 'done';
+  }
+
+  /** A member shut down while it waited: its requests are canceled, its open calls answered. */
+  private async closeOpenCalls(): Promise<void> {
+    const { state } = this.host;
+    const conversation = this.conversation as Conversation;
+    const open = openCalls(conversation.messages);
+    if (open.length === 0) return;
+    try {
+      await this.host.commit(this.member, () =>
+        open.flatMap((call) => {
+          const approval = state.approvalForCall(this.member.id, call.id);
+          if (approval?.status !== 'pending') return [];
+          return [
+            state.decideApproval({
+              approvalId: approval.id,
+              decision: 'canceled',
+              reason: `${this.name} was shut down before it was decided`,
+            }),
+          ];
+        }),
+      );
+    } catch (error) {
+      if (!isLostDecision(error)) throw error;
+    }
+    await conversation.append(
+      open.map((call) => {
+        const approval = state.approvalForCall(this.member.id, call.id);
+        return approval === undefined || approval.status === 'pending'
+          ? notRunResult(call, `Not run: ${this.name} was shut down first.`)
+          : notRunResult(call, notRunText(approval));
+      }),
+    );
+  }
+
+  /** Expires `approval` when its time comes, if it is still pending then. */
+  private armExpiry(approval: Approval): void {
+    if (approval.expiresAt === undefined || this.expiries.has(approval.id)) return;
+    const { clock, state, ids } = this.host;
+    const cancel = clock.setTimer(Math.max(0, approval.expiresAt - clock.now()), () => {
+      this.expiries.delete(approval.id);
+      if (this.stopping || state.approval(approval.id)?.status !== 'pending') return;
+      const messageId = ids.next();
+      this.host
+        .commit(this.member, () =>
+          decisionRecords(state, {
+            approvalId: approval.id,
+            decision: 'expired',
+            reason: 'no decision came in time',
+            messageId,
+          }),
+        )
+        .catch((error: unknown) => {
+          // A decision came first, or the service broke (it refuses further work itself).
+          if (!isLostDecision(error) && !TeamError.isInstance(error)) throw error;
+        })
+        .finally(() => this.notify());
+    });
+    this.expiries.set(approval.id, cancel);
+  }
+
+  /**
+   * A teammate's turn ended: the host's idle gate (if any, and under its refusal bound) may send
+   * it back to work with feedback; otherwise the lead hears it is idle.
+   */
+  private idleUnlessGated(outcome: TurnOutcome): Promise<void> {
+    const { state, gates } = this.host;
+    const gate = gates?.teammateIdle;
+    const max = gates?.maxRefusals ?? GATE_REFUSALS_DEFAULT;
+    const leadId = state.leadId;
+    if (
+      gate === undefined ||
+      outcome.stopReason !== 'end_turn' ||
+      leadId === undefined ||
+      !state.isLive(leadId) ||
+      state.gateCount('teammate_idle', this.member.id) >= max
+    ) {
+      return this.notifyIdle(outcome.text, 'transcript');
+    }
+    return this.gateIdle(outcome, gate, max, leadId);
+  }
+
+  /** Asks the idle gate; a refusal is recorded and sent to the member (and the lead at the bound). */
+  private async gateIdle(
+    outcome: TurnOutcome,
+    gate: NonNullable<TeamGates['teammateIdle']>,
+    max: number,
+    leadId: string,
+  ): Promise<void> {
+    const { state, ids } = this.host;
+    const tasks = state
+      .listTasks({ status: 'in_progress' })
+      .filter((task) => task.ownerId === this.member.id);
+    let verdict: Awaited<ReturnType<typeof gate>>;
+    try {
+      verdict = await gate({ member: this.member, text: outcome.text, tasks });
+    } catch (error) {
+      verdict = {
+        allow: false,
+        feedback: `the idle gate failed: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+    if (verdict.allow) {
+      await this.notifyIdle(outcome.text, 'transcript');
+      return;
+    }
+    const feedbackId = ids.next();
+    const noticeId = ids.next();
+    await this.host.commit(this.member, () => {
+      const refused = state.refuseByGate({
+        gate: 'teammate_idle',
+        memberId: this.member.id,
+        feedback: verdict.feedback,
+      });
+      const records: TeamRecord[] = [
+        refused,
+        state.queueMessage({
+          id: feedbackId,
+          senderId: leadId,
+          targetId: this.member.id,
+          kind: 'gate_feedback',
+          delivery: 'wakeup',
+          content: textContent(`Not done yet (the idle gate): ${refused.feedback}`),
+          summary: 'idle gate feedback',
+        }),
+      ];
+      if (refused.attempt >= max) {
+        records.push(
+          state.queueMessage({
+            id: noticeId,
+            senderId: this.member.id,
+            targetId: leadId,
+            kind: 'gate_feedback',
+            delivery: 'wakeup',
+            content: textContent(
+              `The idle gate refused ${this.name} ${refused.attempt} times in a row; its last feedback: ${refused.feedback}. It is not asked again until ${this.name} next goes idle: decide what ${this.name} should do.`,
+            ),
+            summary: `${this.name}: idle gate refused ${refused.attempt} times`,
+          }),
+        );
+      }
+      return records;
+    });
+  }
+
+  private toolContext(signal: AbortSignal) {
+    return Object.freeze({
+      agent: this.ref,
+      team: this.host.memberService(this.ref),
+      cwd: (this.place as MemberPlace).cwd,
+      signal,
+    });
+  }
+
   private notifyIdle(text: string, home: CutTextHome): Promise<void> {
     return queueIdleNotice(this.host, this.member, text, home);
   }
@@ -624,6 +924,7 @@ export class AgentRunner {
    */
   private async retire(message: QueuedMessage): Promise<void> {
     this.setActivity('running');
+    await this.closeOpenCalls();
     await appendToTranscript(this.host, this.conversation as Conversation, [message]);
     const member = this.host.state.member(this.member.id) ?? this.member;
     await retireMember(this.host, member, [message]);

@@ -9,7 +9,14 @@ import type {
   TaskStatus,
   TeamRecord,
 } from '../records.js';
-import type { CreateTaskInput, TaskView, TeamLimits, UpdateTaskInput } from '../state/index.js';
+import type {
+  Approval,
+  ApprovalFilter,
+  CreateTaskInput,
+  TaskView,
+  TeamLimits,
+  UpdateTaskInput,
+} from '../state/index.js';
 import type { TeamProgress } from './team-progress.js';
 
 /*
@@ -42,7 +49,8 @@ export type TurnStopReason =
   | 'step_limit'
   | 'interrupted'
   | 'stopped'
-  | 'repeated_failure';
+  | 'repeated_failure'
+  | 'awaiting_approval';
 
 /** The result of one turn. */
 export interface TurnOutcome {
@@ -334,6 +342,22 @@ export interface TeamService {
    * then reads its inbox instead of polling.
    */
   watchInbox(agent: AgentRef, listener: () => void): () => void;
+  /**
+   * Decides a pending approval, once: as `agent` (its approver) or, without `agent`, as the host
+   * (any approval). `APPROVAL_NOT_FOUND`, `APPROVAL_DECIDED` when a decision or an expiry came
+   * first, `NOT_THE_APPROVER` for a member that is not its approver. Approved, the call runs (or
+   * the teammate gets its full tools); rejected, the reason is what the requester reads. The
+   * requester gets an `approval_decision` message, which resumes it.
+   */
+  decide(input: DecideInput, agent?: AgentRef): Promise<ApprovalView>;
+  /** The team's approvals in request order (every status unless filtered), with names. */
+  approvals(filter?: ApprovalFilter): ApprovalView[];
+  /**
+   * A teammate under plan approval submits its plan: a pending `plan` approval for the lead (its
+   * type's approver), who gets it as an `approval_request` message. `APPROVAL_STATE` while another
+   * plan of the member waits.
+   */
+  submitPlan(agent: AgentRef, input: { plan: string }): Promise<ApprovalView>;
   /** Starts a lead turn with a host message (after the current one); resolves when it ends. */
   promptLead(input: string | ContentBlock[]): Promise<TurnOutcome>;
   /** Resolves once no runner is working and no wakeup mail waits for a live runner. */
@@ -396,4 +420,58 @@ export interface MemberTeamService {
   ackInbox(input: { cursor: string }): Promise<AckInboxResult>;
   /** See `TeamService.watchInbox` (external members only). */
   watchInbox(listener: () => void): () => void;
+  /** Decides a pending approval this member is the approver of; see `TeamService.decide`. */
+  decide(input: DecideInput): Promise<ApprovalView>;
+  /** See `TeamService.approvals`. */
+  approvals(filter?: ApprovalFilter): ApprovalView[];
+  /** Submits the bound teammate's plan for approval; see `TeamService.submitPlan`. */
+  submitPlan(input: { plan: string }): Promise<ApprovalView>;
+}
+
+/** What a quality gate answers: let it pass, or refuse with feedback for the member. */
+export type GateVerdict = { allow: true } | { allow: false; feedback: string };
+
+/**
+ * Quality gates the host supplies (`openTeam`'s `gates`). A gate may refuse with feedback: a
+ * refused completion leaves the task `in_progress` (the completing call fails with
+ * `GATE_REFUSED`, and the owner gets the feedback as mail when someone else completed its task);
+ * a refused idle sends the teammate the feedback as mail, which starts its next turn. Refusals
+ * are counted in a row; at `maxRefusals` the lead is told, and an idle gate is not asked again
+ * until the teammate's idle passes.
+ */
+export interface TeamGates {
+  /** Asked before a task becomes `completed`. */
+  taskCompleted?: (input: { task: TaskView; member: Member }) => GateVerdict | Promise<GateVerdict>;
+  /** Asked when a teammate ends a turn with nothing left to do, before the lead hears it is idle. */
+  teammateIdle?: (input: {
+    member: Member;
+    /** The teammate's last words of the turn. */
+    text: string;
+    /** The tasks it still has in progress. */
+    tasks: readonly TaskView[];
+  }) => GateVerdict | Promise<GateVerdict>;
+  /** Refusals in a row after which the lead is told (default 3). */
+  maxRefusals?: number;
+}
+
+/** Input of `TeamService.decide`. */
+export interface DecideInput {
+  /** The approval to decide (from `approvals()` or the request's mail). */
+  approvalId: string;
+  /** `approved` runs the call (or gives the teammate its full tools); `rejected` refuses it. */
+  decision: 'approved' | 'rejected';
+  /** Why: a rejection's reason reaches the requester as the call's result or the plan feedback. */
+  reason?: string | undefined;
+}
+
+/** An approval as the service shows it: the record's facts plus the members' names. */
+export interface ApprovalView extends Approval {
+  /** Same as `id`. */
+  approvalId: string;
+  /** The requester's name. */
+  requester: string;
+  /** The approver's name; absent: the host decides. */
+  approver?: string;
+  /** The decider's name, once decided by a member. */
+  decider?: string;
 }

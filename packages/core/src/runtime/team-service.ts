@@ -6,6 +6,7 @@ import { isWithinTextLimit, MEMBER_ERROR_MAX, TASK_PAGE_MAX, utf8Length } from '
 import type { MemberPlacement } from '../ports/placement.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type {
+  GateRefusedRecord,
   Member,
   MessageDelivery,
   MessageQueuedRecord,
@@ -15,6 +16,7 @@ import type {
 import { MessageDelivery as MessageDeliverySchema } from '../records.js';
 import { taskNumber } from '../rules.js';
 import type {
+  ApprovalFilter,
   CreateTaskInput,
   TaskView,
   TeamLimits,
@@ -22,6 +24,13 @@ import type {
   UpdateTaskInput,
 } from '../state/index.js';
 import { type AgentRegistry, providerOf } from './agents.js';
+import {
+  approvalRequestText,
+  approvalView,
+  approverOf,
+  decisionRecords,
+  GATE_REFUSALS_DEFAULT,
+} from './approvals.js';
 import type { ChangeWaiters } from './change-waiters.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import type { Credentials } from './credentials.js';
@@ -30,6 +39,8 @@ import type { RunnerPool } from './runner-pool.js';
 import type {
   AckInboxResult,
   AgentRef,
+  ApprovalView,
+  DecideInput,
   InboxPage,
   ListTasksInput,
   ListTasksResult,
@@ -41,6 +52,7 @@ import type {
   SendMessageResult,
   SpawnTeammateInput,
   SpawnTeammateResult,
+  TeamGates,
   TeamService,
   TurnOutcome,
   WaitForChangeInput,
@@ -68,6 +80,8 @@ function failureReason(error: unknown): string {
 /** The parts a service is made of; `openTeam` builds and wires them. */
 export interface TeamServiceParts {
   teamId: string;
+  /** The host's quality gates, if any. */
+  gates?: TeamGates | undefined;
   state: TeamState;
   ids: IdSource;
   agents: AgentRegistry;
@@ -106,6 +120,7 @@ export class TeamServiceFacade implements TeamService {
   private readonly placement: MemberPlacement | undefined;
   private readonly snapshots: SnapshotScheduler;
   private readonly views = new Map<string, MemberTeamService>();
+  private readonly gates: TeamGates | undefined;
   private disposed: Promise<void> | undefined;
 
   constructor(parts: TeamServiceParts) {
@@ -120,6 +135,7 @@ export class TeamServiceFacade implements TeamService {
     this.waiters = parts.waiters;
     this.placement = parts.placement;
     this.snapshots = parts.snapshots;
+    this.gates = parts.gates;
   }
 
   get limits(): TeamLimits {
@@ -337,6 +353,9 @@ export class TeamServiceFacade implements TeamService {
   async updateTask(agent: AgentRef, input: UpdateTaskInput): Promise<TaskView> {
     const caller = this.resolve(agent);
     const { state } = this;
+    if (input?.action?.type === 'complete' && this.gates?.taskCompleted !== undefined) {
+      await this.completionGate(caller, input);
+    }
     const records = await this.pipeline.commit(
       caller.name,
       () => {
@@ -420,6 +439,184 @@ export class TeamServiceFacade implements TeamService {
       throw new TeamError('INVALID_ARGUMENT', 'watchInbox needs a listener function');
     }
     return this.pool.external.watch(member.id, listener);
+  }
+
+  // ------------------------------------------------------------ approvals and gates
+
+  async decide(input: DecideInput, agent?: AgentRef): Promise<ApprovalView> {
+    const caller = agent === undefined ? undefined : this.resolve(agent);
+    if (agent === undefined) this.pipeline.guard();
+    const { state } = this;
+    if (input?.decision !== 'approved' && input?.decision !== 'rejected') {
+      throw new TeamError('INVALID_ARGUMENT', 'decision must be "approved" or "rejected"');
+    }
+    if (input.reason !== undefined && typeof input.reason !== 'string') {
+      throw new TeamError('INVALID_ARGUMENT', 'reason must be a string');
+    }
+    const approval = state.getApproval(String(input.approvalId));
+    if (caller !== undefined && approval.approverId !== caller.id) {
+      throw new TeamError(
+        'NOT_THE_APPROVER',
+        `${caller.name} is not the approver of approval ${approval.id}`,
+        { details: { approvalId: approval.id } },
+      );
+    }
+    const messageId = this.ids.next();
+    await this.pool.routed(messageId, () =>
+      this.pipeline.commit(
+        caller?.name ?? 'host',
+        () =>
+          decisionRecords(state, {
+            approvalId: approval.id,
+            decision: input.decision,
+            reason: input.reason,
+            deciderId: caller?.id,
+            messageId,
+          }),
+        caller === undefined ? {} : { actorId: caller.id },
+      ),
+    );
+    return approvalView(state, state.getApproval(approval.id));
+  }
+
+  approvals(filter?: ApprovalFilter): ApprovalView[] {
+    this.pipeline.guard();
+    return this.state.approvals(filter).map((approval) => approvalView(this.state, approval));
+  }
+
+  async submitPlan(agent: AgentRef, input: { plan: string }): Promise<ApprovalView> {
+    const caller = this.resolve(agent);
+    const { state } = this;
+    const definition = this.agents.get(caller.agentType);
+    if (definition.external === true || definition.planApproval !== true) {
+      throw new TeamError(
+        'APPROVAL_STATE',
+        `${caller.name} works without plan approval: it has nothing to submit`,
+      );
+    }
+    if (state.planApproved(caller.id)) {
+      throw new TeamError('APPROVAL_STATE', `${caller.name}'s plan is already approved`);
+    }
+    const id = this.ids.next();
+    const messageId = this.ids.next();
+    await this.pool.routed(messageId, () =>
+      this.pipeline.commit(
+        caller.name,
+        () => {
+          const approverId = approverOf(state, caller, definition);
+          const task = state
+            .listTasks({ status: 'in_progress' })
+            .find((candidate) => candidate.ownerId === caller.id);
+          const requested = state.requestApproval({
+            id,
+            kind: 'plan',
+            requesterId: caller.id,
+            approverId,
+            plan: typeof input?.plan === 'string' ? input.plan : '',
+            taskId: task?.id,
+          });
+          if (approverId === undefined) return [requested];
+          return [
+            requested,
+            state.queueMessage({
+              id: messageId,
+              senderId: caller.id,
+              targetId: approverId,
+              kind: 'approval_request',
+              delivery: 'wakeup',
+              content: textContent(approvalRequestText(state.getApproval(id), caller.name)),
+              summary: `${caller.name}'s plan`,
+              approvalId: id,
+            }),
+          ];
+        },
+        { actorId: caller.id },
+      ),
+    );
+    return approvalView(state, state.getApproval(id));
+  }
+
+  /**
+   * The host's completion gate: a refusal is recorded (counted in a row for the task), the
+   * owner told by mail when someone else completed its task, the lead told at the bound, and the
+   * call refused with `GATE_REFUSED` carrying the feedback. The task is left as it was.
+   */
+  private async completionGate(caller: Member, input: UpdateTaskInput): Promise<void> {
+    const { state } = this;
+    const gate = this.gates?.taskCompleted;
+    if (gate === undefined) return;
+    const task = state.getTask(input.taskId);
+    if (task.status !== 'in_progress') return; // the state refuses it with its own code
+    const owner = state.member(task.ownerId ?? caller.id) ?? caller;
+    let verdict: Awaited<ReturnType<typeof gate>>;
+    try {
+      verdict = await gate({ task, member: owner });
+    } catch (error) {
+      verdict = {
+        allow: false,
+        feedback: `the completion gate failed: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+    if (verdict.allow) return;
+    const max = this.gates?.maxRefusals ?? GATE_REFUSALS_DEFAULT;
+    const ownerMailId = this.ids.next();
+    const leadMailId = this.ids.next();
+    const [refused] = await this.pipeline.commit(
+      caller.name,
+      () => {
+        const record = state.refuseByGate({
+          gate: 'task_completed',
+          memberId: owner.id,
+          taskId: task.id,
+          feedback: verdict.feedback,
+        });
+        const records: TeamRecord[] = [record];
+        if (owner.id !== caller.id && state.isLive(owner.id)) {
+          records.push(
+            state.queueMessage({
+              id: ownerMailId,
+              senderId: caller.id,
+              targetId: owner.id,
+              kind: 'gate_feedback',
+              delivery: 'wakeup',
+              content: textContent(
+                `${task.id} was not completed (the completion gate): ${record.feedback}`,
+              ),
+              summary: `${task.id}: completion refused`,
+              taskId: task.id,
+            }),
+          );
+        }
+        const leadId = state.leadId;
+        if (
+          record.attempt === max &&
+          leadId !== undefined &&
+          leadId !== caller.id &&
+          state.isLive(leadId)
+        ) {
+          records.push(
+            state.queueMessage({
+              id: leadMailId,
+              senderId: caller.id,
+              targetId: leadId,
+              kind: 'gate_feedback',
+              delivery: 'wakeup',
+              content: textContent(
+                `The completion gate refused ${task.id} (${owner.name}) ${record.attempt} times in a row; its last feedback: ${record.feedback}. The task stays in progress: decide what to do with it.`,
+              ),
+              summary: `${task.id}: completion refused ${record.attempt} times`,
+              taskId: task.id,
+            }),
+          );
+        }
+        return records;
+      },
+      { actorId: caller.id },
+    );
+    const feedback = (refused as GateRefusedRecord).feedback;
+    throw new TeamError('GATE_REFUSED', `${task.id} stays in progress: ${feedback}`, {
+      details: { taskId: task.id, attempt: (refused as GateRefusedRecord).attempt },
+    });
   }
 
   async interrupt(agent: AgentRef, input: { target: string }): Promise<{ interrupted: boolean }> {

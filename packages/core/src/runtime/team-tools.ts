@@ -15,7 +15,13 @@ import {
   WRITE_SCOPE_MAX,
 } from '../limits.js';
 import type { TeamRecord } from '../records.js';
-import { MemberContext, MessageDelivery, TaskStatus } from '../records.js';
+import {
+  APPROVAL_REASON_MAX,
+  MemberContext,
+  MessageDelivery,
+  PLAN_MAX,
+  TaskStatus,
+} from '../records.js';
 import { TASK_ACTION_TYPES } from '../rules.js';
 import type { TaskAction, TaskActionType, TaskView } from '../state/index.js';
 import type { AgentTool, ToolContext } from './agents.js';
@@ -38,7 +44,42 @@ export const LEAD_TOOL_NAMES = [
   'interrupt_teammate',
   'shutdown_teammate',
   'wait_for_team',
+  'decide_approval',
 ] as const;
+
+/** The team tools a teammate under plan approval keeps until its plan is approved. */
+export const PLAN_MODE_TEAM_TOOLS = [
+  'send_message',
+  'list_members',
+  'task_list',
+  'task_get',
+] as const;
+
+/** Input of `submit_plan`. */
+export const SubmitPlanToolInput = z.object({
+  /** The plan: what the teammate will do, step by step. */
+  plan: z
+    .string()
+    .min(1)
+    .max(PLAN_MAX)
+    .describe('Your plan: what you will change and how, step by step, for the lead to approve.'),
+});
+export type SubmitPlanToolInput = z.infer<typeof SubmitPlanToolInput>;
+
+/** Input of `decide_approval`. */
+export const DecideApprovalToolInput = z.object({
+  /** The approval to decide, from its request. */
+  approvalId: z.string().min(1).max(256).describe('The approval id from the request.'),
+  /** Approve or reject. */
+  decision: z.enum(['approved', 'rejected']),
+  /** Why; a rejection's reason reaches the requester. */
+  reason: z
+    .string()
+    .max(APPROVAL_REASON_MAX)
+    .optional()
+    .describe('Why; for a rejection, what to do instead (the requester reads it).'),
+});
+export type DecideApprovalToolInput = z.infer<typeof DecideApprovalToolInput>;
 
 // Every bound and value set below is the state's own (limits.ts, records.ts, rules.ts): the state
 // enforces it for every caller, the schema only tells the model up front.
@@ -281,6 +322,12 @@ export function describeTeamChange(
       return `${record.message.kind.replace('_', ' ')} ${record.message.senderName} -> ${names.get(record.message.targetId) ?? record.message.targetId}`;
     case 'message.dead_lettered':
       return `message ${record.messageId} to ${names.get(record.targetId) ?? record.targetId} dead-lettered: ${record.reason}`;
+    case 'approval.requested':
+      return `approval ${record.approval.id} requested by ${names.get(record.approval.requesterId) ?? record.approval.requesterId}: ${record.approval.kind === 'plan' ? 'a plan' : record.approval.toolName}`;
+    case 'approval.decided':
+      return `approval ${record.approvalId} ${record.decision}`;
+    case 'gate.refused':
+      return `${record.gate} gate refused ${names.get(record.memberId) ?? record.memberId}${record.taskId === undefined ? '' : ` on ${record.taskId}`}`;
     default:
       return undefined;
   }
@@ -313,6 +360,7 @@ export function createTeamTools(): AgentTool<unknown>[] {
     }),
     defineTool({
       name: 'list_members',
+      readOnly: true,
       description:
         'List the team members (lead first) with their role and status, and why a failed one failed.',
       inputSchema: ListMembersToolInput,
@@ -343,6 +391,7 @@ export function createTeamTools(): AgentTool<unknown>[] {
     }),
     defineTool({
       name: 'task_list',
+      readOnly: true,
       description:
         'List tasks in creation order, with filters. Pass nextCursor back as cursor for the next page.',
       inputSchema: TaskListToolInput,
@@ -372,6 +421,7 @@ export function createTeamTools(): AgentTool<unknown>[] {
     }),
     defineTool({
       name: 'task_get',
+      readOnly: true,
       description: 'Get one task with its description and write scopes.',
       inputSchema: TaskGetToolInput,
       async execute(input, { team }: ToolContext) {
@@ -392,6 +442,30 @@ export function createTeamTools(): AgentTool<unknown>[] {
             : { expectedRevision: input.expectedRevision }),
         });
         return compactTask(task, memberNames(team), 'summary');
+      },
+    }),
+  ];
+  return tools as AgentTool<unknown>[];
+}
+
+/**
+ * The tool a teammate under plan approval submits its plan with; it works with its reading tools
+ * until the plan is approved.
+ */
+export function createPlanTools(): AgentTool<unknown>[] {
+  const tools = [
+    defineTool({
+      name: 'submit_plan',
+      description:
+        'Submit your plan for approval before you change anything. Then end your turn: the decision comes as a message (approved: you get all your tools; rejected: revise and submit again).',
+      inputSchema: SubmitPlanToolInput,
+      async execute(input, { team }: ToolContext) {
+        const submitted = await team.submitPlan({ plan: input.plan });
+        return {
+          approvalId: submitted.approvalId,
+          status: submitted.status,
+          next: 'End your turn now; the decision reaches you as a message.',
+        };
       },
     }),
   ];
@@ -440,6 +514,20 @@ export function createLeadTools(options: {
           target: input.name,
           reason: input.reason,
         });
+      },
+    }),
+    defineTool({
+      name: 'decide_approval',
+      description:
+        'Approve or reject a pending approval a teammate asked you for (a tool call or a plan). Approved, the call runs (or the teammate gets all its tools); rejected, your reason is what it reads.',
+      inputSchema: DecideApprovalToolInput,
+      async execute(input, { team }: ToolContext) {
+        const decided = await team.decide({
+          approvalId: input.approvalId,
+          decision: input.decision,
+          reason: input.reason,
+        });
+        return { approvalId: decided.approvalId, status: decided.status };
       },
     }),
     defineTool({

@@ -121,6 +121,12 @@ export interface HarnessOptions {
   context?: OpenTeamOptions['context'];
   /** `openTeam`'s `maxRepeatedFailures`. */
   maxRepeatedFailures?: number;
+  /** The `worker` type's approval policy. */
+  workerApproval?: AgentDefinition['approval'];
+  /** Adds the agent type `planner`: a worker under plan approval, with these tools. */
+  plannerTools?: AgentDefinition['tools'];
+  /** `openTeam`'s `gates`. */
+  gates?: OpenTeamOptions['gates'];
 }
 
 export interface Harness {
@@ -166,7 +172,19 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
       systemPrompt: 'You are a worker.',
       model,
       tools: [whoamiTool(refs), ...(options.workerTools ?? [])],
+      ...(options.workerApproval === undefined ? {} : { approval: options.workerApproval }),
     },
+    ...(options.plannerTools === undefined
+      ? []
+      : [
+          {
+            type: 'planner',
+            systemPrompt: 'You plan, then work.',
+            model,
+            planApproval: true,
+            tools: options.plannerTools,
+          },
+        ]),
     ...(options.coderTools === undefined
       ? []
       : [
@@ -202,6 +220,7 @@ export async function openHarness(options: HarnessOptions): Promise<Harness> {
       : { maxRepeatedFailures: options.maxRepeatedFailures }),
     ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    ...(options.gates === undefined ? {} : { gates: options.gates }),
   });
   const memberId = (name: string): string => {
     const found = service.listMembers(service.lead).find((m) => m.name === name);

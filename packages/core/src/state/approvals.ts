@@ -61,7 +61,7 @@ export class Approvals {
     return this.byId.get(id);
   }
 
-  /** The approval asked for `toolCallId` of `requesterId`, if any. */
+  /** The latest approval asked for `toolCallId` of `requesterId`, if any. */
   forCall(requesterId: string, toolCallId: string): Approval | undefined {
     const id = this.byCall.get(callKey(requesterId, toolCallId));
     return id === undefined ? undefined : this.byId.get(id);
@@ -108,11 +108,13 @@ export class Approvals {
       if (request.toolCallId === undefined || request.toolName === undefined) {
         return invariant(`tool approval ${request.id} names no tool call`);
       }
-      if (this.byCall.has(callKey(request.requesterId, request.toolCallId))) {
+      // A call id a model used again (after the first call's approval ended) asks anew.
+      const earlier = this.forCall(request.requesterId, request.toolCallId);
+      if (earlier?.status === 'pending') {
         return {
           code: 'APPROVAL_STATE',
-          message: `tool call ${request.toolCallId} already has an approval`,
-          details: { toolCallId: request.toolCallId },
+          message: `tool call ${request.toolCallId} already waits for approval ${earlier.id}`,
+          details: { toolCallId: request.toolCallId, approvalId: earlier.id },
         };
       }
     } else {
@@ -197,7 +199,16 @@ export class Approvals {
       const removed = this.byId.get(id);
       this.byId.delete(id);
       if (removed?.toolCallId !== undefined) {
-        this.byCall.delete(callKey(removed.requesterId, removed.toolCallId));
+        const key = callKey(removed.requesterId, removed.toolCallId);
+        this.byCall.delete(key);
+        // The call's earlier approval, if its id was used before, is the one it names again.
+        for (const approval of this.byId.values()) {
+          if (approval.toolCallId !== undefined) {
+            if (callKey(approval.requesterId, approval.toolCallId) === key) {
+              this.byCall.set(key, approval.id);
+            }
+          }
+        }
       }
     } else {
       this.byId.set(id, before);

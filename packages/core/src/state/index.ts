@@ -20,7 +20,14 @@ export type { TaskAction, TaskActionType, TaskListFilter, TaskView } from './tas
 export type { CreateTaskInput, UpdateTaskInput } from './task-commands.js';
 export type { TeamLimits } from './team-limits.js';
 export { DEFAULT_TEAM_LIMITS } from './team-limits.js';
-export type { TeamStateOptions } from './team-state.js';
+export type {
+  Approval,
+  ApprovalFilter,
+  ApprovalStatus,
+  GateCount,
+  RequestApprovalInput,
+  TeamStateOptions,
+} from './team-state.js';
 export { TeamState } from './team-state.js';
 export {
   anyWriteScopeOverlaps,
