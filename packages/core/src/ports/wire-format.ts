@@ -21,6 +21,11 @@ export interface ParsedEnvelope {
   summary?: string;
   /** The sender's color, when the envelope carries one. */
   color?: string;
+  /**
+   * The approval an `approval_request` or `approval_decision` names, as the envelope's own
+   * structure carries it (never read from the body).
+   */
+  approvalId?: string;
 }
 
 /** What {@link WireFormat.formatInitialPrompt} gets to describe a teammate's place in the team. */

@@ -101,6 +101,44 @@ describe('tool approval', () => {
     expect(h.sink.errors()).toEqual([]);
   });
 
+  it('counts a member parked on the asker's decision as waiting for it, not as progress', async () => {
+    const runs: string[] = [];
+    const h = await openHarness({
+      scripts: { lead: notedLead, bob: committingBob },
+      workerTools: [commitTool(runs)],
+    });
+    await spawnBob(h);
+    // bob has mail now, but takes none until the lead decides: the lead must not wait on him.
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'status?' });
+    const asLead = h.service.progress(h.service.lead);
+    expect(asLead).toMatchObject({ progressing: false, awaitingYourDecision: ['bob'], woken: [] });
+    expect(asLead.summary).toContain('waiting for your decision');
+    expect(h.model.calls('bob')).toBe(1);
+  });
+
+  it('counts a member parked on the host's decision as progress', async () => {
+    const runs: string[] = [];
+    const h = await openHarness({
+      scripts: { lead: notedLead, bob: committingBob },
+      workerTools: [commitTool(runs)],
+      workerApproval: { approver: 'host' },
+    });
+    await spawnBob(h);
+    expect(recordsOf(h, 'message.queued').some((r) => r.message.kind === 'approval_request')).toBe(
+      false,
+    );
+    expect(h.service.progress(h.service.lead)).toMatchObject({
+      progressing: true,
+      awaitingApproval: ['bob'],
+    });
+    const [pending] = h.service.approvals({ status: 'pending' });
+    expect(pending?.approver).toBeUndefined();
+    await h.service.decide({ approvalId: pending?.id as string, decision: 'approved' });
+    await h.service.idle();
+    expect(runs).toEqual(['fix']);
+    expect(h.service.progress(h.service.lead).progressing).toBe(false);
+  });
+
   it('answers a rejected call with the reason and never runs it', async () => {
     const runs: string[] = [];
     const h = await openHarness({

@@ -322,6 +322,10 @@ export class RunnerPool {
       ownsTask: (memberId) =>
         this.state.listTasks({ status: 'in_progress' }).some((task) => task.ownerId === memberId),
       view: this.placing.view(),
+      parkedOn: (memberId) =>
+        this.state
+          .approvals({ status: 'pending', requesterId: memberId })
+          .find((approval) => approval.kind === 'tool'),
     });
   }
 

@@ -17,6 +17,13 @@ export interface TeamProgress {
   readonly woken: readonly string[];
   /** Names of the members no live process runs yet, that a willing live process will take. */
   readonly awaitingPlacement: readonly string[];
+  /**
+   * Names of the members parked on a tool call that someone else (another member, the host, a
+   * person) is to approve: the team moves once they decide (or the request expires).
+   */
+  readonly awaitingApproval: readonly string[];
+  /** Names of the members parked on a tool call that the asking member itself is to approve. */
+  readonly awaitingYourDecision: readonly string[];
   /** One line for a model or a person: who moves, or why nothing does. */
   readonly summary: string;
 }
@@ -41,6 +48,11 @@ export interface ProgressInputs {
   ownsTask?(memberId: string): boolean;
   /** The placement as this process sees it, for a team spread over processes. */
   readonly view?: PlacementView | undefined;
+  /**
+   * The pending tool approval the member is parked on, if any, with its approver (absent: the
+   * host decides). A parked member takes no mail until it is decided.
+   */
+  parkedOn?(memberId: string): { approverId?: string | undefined } | undefined;
 }
 
 /** The one rule of team progress, used by `wait_for_team`, the service and the example. */
@@ -48,6 +60,8 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
   const working: string[] = [];
   const woken: string[] = [];
   const awaitingPlacement: string[] = [];
+  const awaitingApproval: string[] = [];
+  const awaitingYourDecision: string[] = [];
   for (const member of inputs.members) {
     if (member.id === inputs.selfId) continue;
     if (member.phase === 'provisioning') {
@@ -62,10 +76,15 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
       continue;
     }
     const status = inputs.statusOf(member);
+    const parked = inputs.parkedOn?.(member.id);
     if (status === 'running' || status === 'provisioning') {
       working.push(member.name);
     } else if (inputs.view?.awaiting.has(member.id) === true) {
       awaitingPlacement.push(member.name);
+    } else if (parked !== undefined && status !== 'failed') {
+      // Its mail waits for the decision: it moves when the approver decides, not before.
+      if (parked.approverId === inputs.selfId) awaitingYourDecision.push(member.name);
+      else awaitingApproval.push(member.name);
     } else if (
       status !== 'failed' &&
       (inputs.pending(member.id).some((message) => message.delivery === 'wakeup') ||
@@ -75,20 +94,32 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
       woken.push(member.name);
     }
   }
-  const progressing = working.length + woken.length + awaitingPlacement.length > 0;
+  const progressing =
+    working.length + woken.length + awaitingPlacement.length + awaitingApproval.length > 0;
   const parts: string[] = [];
   if (working.length > 0) parts.push(`working: ${working.join(', ')}`);
   if (woken.length > 0) parts.push(`about to take mail: ${woken.join(', ')}`);
   if (awaitingPlacement.length > 0) {
     parts.push(`waiting for a process to take them over: ${awaitingPlacement.join(', ')}`);
   }
+  if (awaitingApproval.length > 0) {
+    parts.push(`waiting for an approval: ${awaitingApproval.join(', ')}`);
+  }
+  const yours =
+    awaitingYourDecision.length === 0
+      ? ''
+      : `; waiting for your decision on their approval requests: ${awaitingYourDecision.join(', ')}`;
   return {
     progressing,
     working,
     woken,
     awaitingPlacement,
-    summary: progressing
-      ? parts.join('; ')
-      : 'no other member is working, about to, or waiting for a process',
+    awaitingApproval,
+    awaitingYourDecision,
+    summary: `${
+      progressing
+        ? parts.join('; ')
+        : 'no other member is working, about to, or waiting for a process'
+    }${yours}`,
   };
 }
