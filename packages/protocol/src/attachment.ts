@@ -31,6 +31,11 @@ export interface TeammateAttachment {
    * body can never make a message look like a control message.
    */
   kind?: ControlKind | undefined;
+  /**
+   * The approval the message concerns (`approval_request`, `approval_decision`), set by the
+   * runtime and rendered as an `approval_id` attribute; omitted from the tag when blank.
+   */
+  approvalId?: string | undefined;
 }
 
 /** What {@link parseTeammateAttachment} recovers. */
@@ -45,11 +50,13 @@ export interface ParsedTeammateAttachment {
   summary?: string;
   /** Present only when the element carries a `kind` attribute. */
   kind?: MessageKind;
+  /** The `approval_id` attribute, when present and not blank. */
+  approvalId?: string;
 }
 
 /**
  * Renders the default envelope:
- * `<teammate-message teammate_id="FROM" kind="K" color="C" summary="S">\nTEXT\n</teammate-message>`.
+ * `<teammate-message teammate_id="FROM" kind="K" approval_id="A" color="C" summary="S">\nTEXT\n</teammate-message>`.
  * Optional attributes are left out when blank. Attribute values and the body are escaped (see
  * `escapeXmlAttribute` / `escapeXmlBody`), so no input closes the element early or forges
  * another `teammate_id` or `kind`. Throws `ENVELOPE_INVALID` for a blank sender.
@@ -60,6 +67,9 @@ export function formatTeammateAttachment(attachment: TeammateAttachment): string
   }
   let tag = `${OPEN} teammate_id="${escapeXmlAttribute(attachment.from)}"`;
   if (attachment.kind !== undefined) tag += ` kind="${attachment.kind}"`;
+  if (!isBlank(attachment.approvalId)) {
+    tag += ` approval_id="${escapeXmlAttribute(attachment.approvalId)}"`;
+  }
   if (!isBlank(attachment.color)) tag += ` color="${escapeXmlAttribute(attachment.color)}"`;
   if (!isBlank(attachment.summary)) tag += ` summary="${escapeXmlAttribute(attachment.summary)}"`;
   return `${tag}>\n${escapeXmlBody(attachment.text)}\n${CLOSE}`;
@@ -112,5 +122,7 @@ export function parseTeammateAttachment(input: string): ParsedTeammateAttachment
   const summary = attributes.get('summary');
   if (!isBlank(summary)) parsed.summary = summary;
   if (kind !== undefined) parsed.kind = kind;
+  const approvalId = attributes.get('approval_id');
+  if (!isBlank(approvalId)) parsed.approvalId = approvalId;
   return parsed;
 }

@@ -48,6 +48,7 @@ export { measureFraming } from './framing.js';
 export type { JsonEnvelope, JsonEnvelopeBase } from './json-envelope.js';
 export { decodeJsonEnvelope, encodeJsonEnvelope, toJsonEnvelope } from './json-envelope.js';
 export { jsonFormat } from './json-format.js';
+export type { ParsedTeamEnvelope } from './shared.js';
 export { formatTeamContext } from './texts.js';
 export {
   TEAMMATE_MESSAGE_TOOL_NAME,

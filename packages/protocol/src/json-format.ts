@@ -15,7 +15,7 @@ const JSON_MAIL_FORMAT = [
 
 /**
  * Plain JSON: each message is one user message holding one compact JSON object,
- * `{"type":KIND,"from":..,"color"?:..,"summary"?:..,"text"|"reason":..}`. Suits models and
+ * `{"type":KIND,"from":..,"color"?:..,"summary"?:..,"approvalId"?:..,"text"|"reason":..}`. Suits models and
  * tooling that read JSON more reliably than markup, and needs no escaping rules beyond JSON's.
  */
 export const jsonFormat: WireFormat = Object.freeze<WireFormat>({

@@ -47,6 +47,7 @@ function example(
   sender: EnvelopeSender,
   text: string | undefined,
   summary?: string,
+  approvalId?: string,
 ): Example {
   const message: QueuedMessage = {
     id: '01JZ3Q8N6V0000000000000000',
@@ -58,6 +59,7 @@ function example(
     content: text === undefined ? [] : [{ type: 'text', text }],
   };
   if (summary !== undefined) message.summary = summary;
+  if (approvalId !== undefined) message.approvalId = approvalId;
   return { title, message, sender };
 }
 
@@ -83,6 +85,28 @@ const examples: Example[] = [
   ),
   example('`idle_notification` without text', 'idle_notification', { name: 'bob' }, undefined),
   example('`shutdown_request`', 'shutdown_request', { name: 'lead' }, 'All tasks are done.'),
+  example(
+    '`approval_request`',
+    'approval_request',
+    { name: 'alice' },
+    'alice asks to run bash: {"command":"git push origin parser"}',
+    undefined,
+    '01JZ3Q8N6V0000000000000001',
+  ),
+  example(
+    '`approval_decision`',
+    'approval_decision',
+    { name: 'lead' },
+    'rejected: push after the review.',
+    undefined,
+    '01JZ3Q8N6V0000000000000001',
+  ),
+  example(
+    '`gate_feedback`',
+    'gate_feedback',
+    { name: 'lead' },
+    'task-3 is not complete: 2 tests fail in src/parser.test.ts.',
+  ),
   example(
     'hostile `message` (escaping at work)',
     'message',

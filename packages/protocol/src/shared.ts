@@ -2,12 +2,24 @@ import {
   contentText,
   MessageKind,
   type MessageSource,
+  type ParsedEnvelope,
   type QueuedMessage,
   TeamError,
 } from '@teamwire/core';
 
 // Core's list of kinds, the one definition every package reads.
 const MESSAGE_KINDS: ReadonlySet<string> = new Set<string>(MessageKind.options);
+
+/**
+ * A parsed envelope (`ParsedEnvelope` of `@teamwire/core`) with the approval id the envelope
+ * shows: every format of this package renders a message's `approvalId` (set on
+ * `approval_request` and `approval_decision` messages) and reads it back, so the model can pass
+ * it to the tool that decides an approval.
+ */
+export interface ParsedTeamEnvelope extends ParsedEnvelope {
+  /** The approval the message concerns, when the envelope names one. */
+  approvalId?: string;
+}
 
 /** True for `undefined`, the empty string and whitespace-only strings. */
 export function isBlank(value: string | undefined): value is undefined {

@@ -1,8 +1,9 @@
-import type {
-  AssistantMessage,
-  ChatMessage,
-  QueuedMessage,
-  ToolResultMessage,
+import {
+  type AssistantMessage,
+  type ChatMessage,
+  MessageKind,
+  type QueuedMessage,
+  type ToolResultMessage,
 } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
 import { teammateMessageCallId, toolCallFormat } from './tool-call-format.js';
@@ -78,6 +79,23 @@ describe('toolCallFormat.parseEnvelope', () => {
     });
   });
 
+  it.each([
+    ['approval_request', '01JAPPROVAL0000000000000001'],
+    ['approval_decision', '01JAPPROVAL0000000000000001'],
+    ['gate_feedback', undefined],
+  ] as const)('renders and reads back %s with its approval id', (kind, approvalId) => {
+    const message = queued({ kind });
+    if (approvalId !== undefined) message.approvalId = approvalId;
+    const entries = toolCallFormat.formatMessage({ message, sender: { name: 'alice' } });
+    const id = approvalId === undefined ? '' : `"approvalId":"${approvalId}",`;
+    expect((entries[1] as ToolResultMessage).content).toEqual([
+      { type: 'text', text: `{"type":"${kind}","from":"alice",${id}"text":"Tests pass."}` },
+    ]);
+    const parsed: Record<string, unknown> = { from: 'alice', kind, text: 'Tests pass.' };
+    if (approvalId !== undefined) parsed.approvalId = approvalId;
+    expect(toolCallFormat.parseEnvelope(entries)).toEqual(parsed);
+  });
+
   it.each<[string, ChatMessage[]]>([
     ['one entry', [call]],
     ['swapped entries', [result, call]],
@@ -105,5 +123,18 @@ describe('toolCallFormat.parseEnvelope', () => {
     ],
   ])('refuses %s', (_label, entries) => {
     expect(toolCallFormat.parseEnvelope(entries)).toBeUndefined();
+  });
+});
+
+describe('toolCallFormat.formatInitialPrompt', () => {
+  it('names every type and where the approval id is', () => {
+    const prompt = toolCallFormat.formatInitialPrompt({
+      agentName: 'alice',
+      leadName: 'lead',
+      description: '',
+      teammates: [],
+    });
+    for (const kind of MessageKind.options) expect(prompt).toContain(`"${kind}"`);
+    expect(prompt).toContain('"approvalId": pass it to decide_approval');
   });
 });

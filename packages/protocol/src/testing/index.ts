@@ -1,5 +1,6 @@
 export type { MessageCase } from './arbitraries.js';
 export {
+  approvalIdArbitrary,
   arbitraryText,
   hugeText,
   MESSAGE_KINDS,
