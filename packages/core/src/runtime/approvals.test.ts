@@ -101,7 +101,7 @@ describe('tool approval', () => {
     expect(h.sink.errors()).toEqual([]);
   });
 
-  it('counts a member parked on the asker's decision as waiting for it, not as progress', async () => {
+  it('counts a member parked on the asker decision as waiting for it, not as progress', async () => {
     const runs: string[] = [];
     const h = await openHarness({
       scripts: { lead: notedLead, bob: committingBob },
@@ -116,7 +116,7 @@ describe('tool approval', () => {
     expect(h.model.calls('bob')).toBe(1);
   });
 
-  it('counts a member parked on the host's decision as progress', async () => {
+  it('counts a member parked on the host decision as progress', async () => {
     const runs: string[] = [];
     const h = await openHarness({
       scripts: { lead: notedLead, bob: committingBob },
