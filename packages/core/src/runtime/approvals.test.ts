@@ -3,12 +3,19 @@ import { z } from 'zod';
 import { TERMINATED_TOOL_RESULT } from '../chat.js';
 import type { TeamRecord } from '../records.js';
 import { foldTeam } from '../state/index.js';
-import { createManualClock } from '../testing/manual-clock.js';
+import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
+import type { MemoryRuns } from '../testing/memory-shared.js';
+import { createMemorySharedTeam } from '../testing/memory-shared.js';
+import { createMemoryTranscriptStore } from '../testing/memory-stores.js';
 import type { AgentScript } from '../testing/scripted-model.js';
-import { defineTool } from './agents.js';
+import { createScriptedModel } from '../testing/scripted-model.js';
+import { createSimpleFormat, createSimplePolicy } from '../testing/simple-format.js';
+import { createAgentRegistry, defineTool } from './agents.js';
+import { openTeam } from './open-team.js';
 import type { CrashableStores, Harness } from './test-harness.js';
 import {
   crashableStores,
+  createRecordingSink,
   deferred,
   describeTranscript,
   notedLead,
@@ -539,5 +546,111 @@ describe('quality gates', () => {
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'one more thing' });
     await h.service.idle();
     expect(asked).toBe(4);
+  });
+});
+
+describe('approvals survive a kill and a move', () => {
+  it('keeps a plan under review through a kill; its approval after the restart frees the tools', async () => {
+    const write = defineTool({
+      name: 'write_file',
+      description: 'Writes a file.',
+      inputSchema: z.object({ path: z.string() }),
+      async execute(input) {
+        return `wrote ${input.path}`;
+      },
+    });
+    let stores: CrashableStores | undefined;
+    const a = await openHarness({
+      plannerTools: [write],
+      scripts: {
+        lead: notedLead,
+        pat: [
+          { toolCalls: [{ name: 'submit_plan', input: { plan: 'Edit a.ts.' } }] },
+          { text: 'Submitted.' },
+        ],
+      },
+      wrap: (m) => {
+        stores = crashableStores(m.log, m.transcripts);
+        return stores;
+      },
+    });
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'pat',
+      description: 'plans',
+      prompt: 'Plan.',
+      agentType: 'planner',
+    });
+    await a.service.idle();
+    stores?.crash();
+    const b = await openHarness({
+      memory: { log: a.log, transcripts: a.transcripts },
+      ids: 'b',
+      plannerTools: [write],
+      scripts: { lead: notedLead, pat: ({ call }) => ({ text: `carrying it out ${call}` }) },
+    });
+    await b.service.idle();
+    const [plan] = b.service.approvals({ status: 'pending' });
+    expect(plan).toMatchObject({ kind: 'plan', plan: 'Edit a.ts.' });
+    await b.service.decide({ approvalId: plan?.id as string, decision: 'approved' });
+    await b.service.idle();
+    const offered =
+      b.model
+        .requests('pat')
+        .at(-1)
+        ?.tools.map((tool) => tool.name) ?? [];
+    expect(offered).toContain('write_file');
+    expect(recordsOf(b, 'approval.decided')).toHaveLength(1);
+  });
+
+  it('runs a call approved after its member moved to another process once, in the new holder', async () => {
+    const runs: string[] = [];
+    const team = createMemorySharedTeam({ teamId: TEAM_ID });
+    const transcripts = createMemoryTranscriptStore();
+    const model = createScriptedModel({ scripts: { lead: notedLead, bob: committingBob } });
+    const open = async (runsHere: MemoryRuns, ids: string) => {
+      const participant = team.join({ runs: runsHere });
+      const sink = createRecordingSink();
+      const service = await openTeam({
+        teamId: TEAM_ID,
+        log: participant.log,
+        transcripts,
+        format: createSimpleFormat(),
+        policy: createSimplePolicy(),
+        agents: createAgentRegistry([
+          { type: 'lead', systemPrompt: 'You lead.', model },
+          { type: 'worker', systemPrompt: 'You work.', model, tools: [commitTool(runs)] },
+        ]),
+        lead: { agentType: 'lead' },
+        events: sink,
+        clock: createManualClock(),
+        ids: createSequentialIds(ids),
+        idleClaim: false,
+      });
+      return { service, sink, index: participant.index };
+    };
+    const a = await open({ lead: true, agentTypes: [] }, 'a');
+    const b = await open({ lead: false }, 'b');
+    const c = await open({ lead: false }, 'c');
+    const { memberId } = await a.service.spawnTeammate(a.service.lead, {
+      name: 'bob',
+      description: 'commits',
+      prompt: 'Commit.',
+      agentType: 'worker',
+    });
+    await a.sink.waitUntil(() => a.service.approvals({ status: 'pending' }).length === 1);
+    const from = team.placementOf(memberId)?.participant;
+    const [old, next] = from === b.index ? [b, c] : [c, b];
+    await old.sink.waitFor((agent, e) => agent === 'bob' && e.type === 'turn.end');
+    team.move(memberId, next.index);
+    const [pending] = a.service.approvals({ status: 'pending' });
+    await a.service.decide({ approvalId: pending?.id as string, decision: 'approved' });
+    await next.sink.waitFor((agent, e) => agent === 'bob' && e.type === 'tool.result');
+    await next.service.idle();
+    expect(runs).toEqual(['fix']);
+    expect(team.records().filter((r) => r.type === 'approval.started')).toHaveLength(1);
+    expect(
+      old.sink.events.filter((e) => e.agent === 'bob' && e.event.type === 'tool.result'),
+    ).toEqual([]);
+    for (const p of [a, b, c]) await p.service.dispose();
   });
 });
