@@ -101,8 +101,17 @@ describe('tool approval', () => {
     const lines = h.transcript('bob');
     const call = lines.findIndex((line) => line.includes('commit'));
     expect(lines[call + 1]).toBe('tool commit: committed: fix');
-    // The decision reached bob as mail, read after the call's result.
-    expect(lines[call + 2]).toMatch(/^user: \[approval decision from host|approval decision/);
+    // bob goes on from the call's result: the decision's message was delivered as that result.
+    expect(lines[call + 2]).toBe('assistant: done 2');
+    const decision = recordsOf(h, 'message.queued').find(
+      (r) => r.message.kind === 'approval_decision',
+    );
+    expect(decision?.message).toMatchObject({ targetId: bobId, approvalId: pending?.id });
+    expect(
+      recordsOf(h, 'message.delivered').filter((r) => r.messageId === decision?.message.id),
+    ).toHaveLength(1);
+    const stored = h.transcripts.raw(bobId).find((e) => e.message.role === 'tool');
+    expect(stored?.message.source).toMatchObject({ messageId: decision?.message.id });
     expect(recordsOf(h, 'approval.started').map((r) => r.approvalId)).toEqual([pending?.id]);
     expect(h.service.approvals({ requesterId: bobId })[0]?.started).toBe(true);
     expect(h.sink.errors()).toEqual([]);

@@ -478,6 +478,11 @@ export class RunnerPool {
     for (const record of records) {
       if (record.type === 'message.queued' && this.state.isPending(record.message.id)) {
         this.route(record.message);
+      } else if (record.type === 'approval.decided') {
+        // A member parked on it resumes, with or without a decision message (the lead's own
+        // call, decided by the host, gets none).
+        const requester = this.state.approval(record.approvalId)?.requesterId;
+        if (requester !== undefined) this.runners.get(requester)?.notify();
       }
     }
     if (this.idleClaimIntervalMs !== undefined && records.some((r) => r.type === 'task')) {

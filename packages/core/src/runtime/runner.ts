@@ -33,6 +33,7 @@ import { Conversation, loadTranscript } from './conversation.js';
 import type { CutTextHome } from './idle-notice.js';
 import {
   appendToTranscript,
+  deliveredRecords,
   deliverMessages,
   orderByPolicy,
   pickWith,
@@ -757,7 +758,29 @@ export class AgentRunner {
         await this.host.commit(this.member, () => [state.startApprovedCall(approval.id)]);
         result = await runToolCall(this.toolsNow(), call, context, events, this.name);
       }
+      // The decision's message is delivered as the call's result: the member reads the outcome
+      // where it stopped, not as a new prompt after it.
+      const decision =
+        approval === undefined
+          ? undefined
+          : state
+              .pending(this.member.id)
+              .find((m) => m.kind === 'approval_decision' && m.approvalId === approval.id);
+      if (decision !== undefined && !conversation.holds(decision.id)) {
+        result = {
+          ...result,
+          source: {
+            kind: 'team-message',
+            messageId: decision.id,
+            senderId: decision.senderId,
+            senderName: decision.senderName,
+          },
+        };
+      }
       await conversation.append([result]);
+      if (decision !== undefined) {
+        await this.host.commit(this.member, () => deliveredRecords(this.host, [decision]));
+      }
     }
     return 'done';
   }
