@@ -91,31 +91,11 @@ describe('parseArgs', () => {
     expect(parseArgs(['worker', '--help'], { cwd })).toEqual({ command: 'help' });
   });
 
-  it('parses inspect and help', () => {
-    expect(parseArgs(['inspect', 'T1'], { cwd })).toEqual({
-      command: 'inspect',
-      teamId: 'T1',
-      stateDir: '.teamwire',
-      verify: false,
-    });
-    expect(parseArgs(['--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
-    expect(parseArgs(['inspect', '--state-dir', 's', 'T2'], { cwd })).toEqual({
-      command: 'inspect',
-      teamId: 'T2',
-      stateDir: 's',
-      verify: false,
-    });
-    expect(parseArgs(['inspect', 'T3', '--verify'], { cwd })).toMatchObject({
-      teamId: 'T3',
-      verify: true,
-    });
-    expect(parseArgs(['inspect', 'T1', '-h'], { cwd })).toEqual({ command: 'help' });
-  });
-
   it('lets a request for help win over a mistake on the same line', () => {
     expect(parseArgs(['--frobnicate', '-h'], { cwd })).toEqual({ command: 'help' });
     expect(parseArgs(['--teammates', '0', '--help'], { cwd })).toEqual({ command: 'help' });
-    expect(parseArgs(['inspect', '--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['worker', '--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
   });
 
   it('skips the -- that `pnpm run demo -- ...` passes along, and takes --flag=value', () => {
@@ -124,12 +104,7 @@ describe('parseArgs', () => {
       dir: 'src',
       plain: true,
     });
-    expect(parseArgs(['--', 'inspect', 'T1'], { cwd })).toEqual({
-      command: 'inspect',
-      teamId: 'T1',
-      stateDir: '.teamwire',
-      verify: false,
-    });
+    expect(parseArgs(['--', 'fix'], { cwd })).toMatchObject({ command: 'fix', dir: cwd });
     expect(parseArgs(['--', '--help'], { cwd })).toEqual({ command: 'help' });
     expect(parseArgs(['--teammates=2', '--pace=5'], { cwd })).toMatchObject({
       teammates: 2,
@@ -160,10 +135,6 @@ describe('parseArgs', () => {
     [['--plain', '-x'], 'unknown option -x'],
     [['stray'], 'unexpected argument stray'],
     [['--plain', 'stray', '--frobnicate'], 'unexpected argument stray'],
-    [['inspect'], 'inspect needs a team id: teamwire-example inspect <teamId>'],
-    [['inspect', 'a', 'b'], 'unexpected argument b'],
-    [['inspect', 'T1', '--dir', 'x'], 'unknown option --dir for inspect'],
-    [['inspect', 'T1', '--state-dir'], '--state-dir needs a value'],
     [
       ['--store', 'mysql://db/x'],
       '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got mysql://db/x)',
@@ -237,7 +208,7 @@ describe('parseArgs', () => {
     ],
     [
       ['--mcp', '--store', 'postgres://h/d', '--workers', '2'],
-      '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
+      '--mcp serves its member from this process; with --workers use teamwire mcp --store <url> --team <teamId> --member coder',
     ],
     [['fix', '--mcp'], '--mcp is for the review only'],
     [['--web-port', '4200'], '--web-port needs --web'],
@@ -267,15 +238,6 @@ describe('parseArgs', () => {
       ['fix', '--context-window', '8000'],
       "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
     ],
-    [['mcp'], 'mcp needs --team <teamId>: the team whose member the client is'],
-    [
-      ['mcp', '--team', 'T1', '--member', 'Bad Name'],
-      '--member must be a member name like coder (got Bad Name)',
-    ],
-    [
-      ['mcp', '--team', 'T1', '--store', 'postgres://h/d', '--state-dir', 'x'],
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
-    ],
   ])('refuses %j with one line', (argv, message) => {
     expect(() => parseArgs(argv, { cwd })).toThrow(new UsageError(message));
   });
@@ -297,7 +259,7 @@ describe('--context-window', () => {
   });
 });
 
-describe('--mcp and the mcp command', () => {
+describe('--mcp and --web', () => {
   it('--web parses for the review and the fix, and web for a team', () => {
     expect(parseArgs(['--web', '--web-port', '4200'], { cwd })).toMatchObject({
       command: 'review',
@@ -316,22 +278,12 @@ describe('--mcp and the mcp command', () => {
     });
   });
 
-  it('parse to a port and a member', () => {
+  it('--mcp parses to a port', () => {
     expect(parseArgs(['--mcp'], { cwd })).toMatchObject({ command: 'review', mcp: { port: 0 } });
     expect(parseArgs(['--mcp', '--mcp-port', '4100'], { cwd })).toMatchObject({
       mcp: { port: 4100 },
     });
     expect(parseArgs(['--plain'], { cwd })).toMatchObject({ mcp: undefined });
-    expect(parseArgs(['mcp', '--team', 'T1'], { cwd })).toEqual({
-      command: 'mcp',
-      teamId: 'T1',
-      member: 'coder',
-      stateDir: '.teamwire',
-      store: undefined,
-    });
-    expect(
-      parseArgs(['mcp', '--team', 'T1', '--member', 'alice', '--store', 'postgres://h/d'], { cwd }),
-    ).toMatchObject({ member: 'alice', store: 'postgres://h/d' });
   });
 });
 

@@ -47,7 +47,6 @@ export type Command =
        */
       maxMembers?: number | undefined;
     } & TeamOptions)
-  | { command: 'inspect'; teamId: string; stateDir: string; verify: boolean }
   | {
       command: 'web';
       teamId: string;
@@ -55,15 +54,6 @@ export type Command =
       /** The PostgreSQL URL the team lives in, when it is not a JSONL folder. */
       store?: string | undefined;
       port: number;
-    }
-  | {
-      command: 'mcp';
-      teamId: string;
-      /** The external member the client acts as. */
-      member: string;
-      stateDir: string;
-      /** The PostgreSQL URL the team lives in, when it is not a JSONL folder. */
-      store?: string | undefined;
     }
   | {
       command: 'worker';
@@ -88,16 +78,9 @@ Usage:
   teamwire-example fix [options]        write and commit each folder's REVIEW.md, each reviewer
                                         in its own git worktree of a scratch clone of --dir,
                                         and merge them into the branch teamwire-fix/<teamId>
-  teamwire-example inspect <teamId> [--verify]
-                                        print a team's roster, board and transcripts; with
-                                        --verify, fold the whole log and check every snapshot
-                                        against it
   teamwire-example web --team <teamId> [--store <url>] [--port <port>]
                                         watch a team's dashboard, read-only, from another
                                         process (a running or a stopped team)
-  teamwire-example mcp --team <teamId> [--member <name>] [--store <url>]
-                                        serve a team's MCP member over stdio, for a client
-                                        that starts the server itself (see --mcp)
   teamwire-example worker --store <url> --team <teamId>
                                         run reviewers of a team kept in PostgreSQL (on this or
                                         another machine: it needs the reviewed directory at the
@@ -130,7 +113,9 @@ Options:
                             (needs --workers 2 or more)
   --mcp                     add a member "coder" run by an MCP client (Claude Code, Cursor,
                             ...), served over HTTP on 127.0.0.1; prints the configuration to
-                            paste and keeps serving after the review until Ctrl-C
+                            paste and keeps serving after the review until Ctrl-C (not with
+                            --workers: serve it with teamwire mcp --store <url> --team <teamId>
+                            --member coder)
   --mcp-port <port>         the port of --mcp: the team's one HTTP edge, shared with --web
                             (default: any free port)
   --web                     serve the team's web dashboard on 127.0.0.1 and print its URL
@@ -144,12 +129,6 @@ Web options (teamwire-example web):
   --state-dir <path>        as above
   --store <url>             the PostgreSQL URL the team was started with
   --port <port>             the dashboard's port (default: any free port)
-
-MCP options (teamwire-example mcp):
-  --team <teamId>           the team to serve (stopped, or kept in PostgreSQL)
-  --member <name>           the member the client acts as (default: coder)
-  --state-dir <path>        as above
-  --store <url>             the PostgreSQL URL the team was started with
 
 Worker options:
   --store <url>             the PostgreSQL URL the team was started with
@@ -225,27 +204,11 @@ const WEB_OPTIONS = {
   ...HELP_OPTION,
 } as const satisfies OptionsConfig;
 
-const MCP_OPTIONS = {
-  team: { type: 'string' },
-  member: { type: 'string' },
-  'state-dir': { type: 'string' },
-  store: { type: 'string' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
-const INSPECT_OPTIONS = {
-  'state-dir': { type: 'string' },
-  verify: { type: 'boolean' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
 export function parseArgs(argv: readonly string[], options: { cwd: string }): Command {
   // `pnpm run demo -- --dir x` passes its `--` along; it ends pnpm's options, not ours
   const args = argv[0] === '--' ? argv.slice(1) : [...argv];
-  if (args[0] === 'inspect') return inspectCommand(args.slice(1));
   if (args[0] === 'fix') return fixCommand(args.slice(1), options.cwd);
   if (args[0] === 'worker') return workerCommand(args.slice(1));
-  if (args[0] === 'mcp') return mcpCommand(args.slice(1));
   if (args[0] === 'web') return webCommand(args.slice(1));
   return reviewCommand(args, options.cwd);
 }
@@ -295,33 +258,6 @@ function webCommand(args: string[]): Command {
     stateDir: values['state-dir'] ?? '.teamwire',
     store,
     port: port(values.port, '--port'),
-  };
-}
-
-function mcpCommand(args: string[]): Command {
-  const read = readStrict(args, MCP_OPTIONS, { positionals: false, context: ' for mcp' });
-  if (!read.parsed) return read.explained;
-  const { values } = read.parsed;
-  if (values.help) return { command: 'help' };
-  if (values.team === undefined) {
-    throw new UsageError('mcp needs --team <teamId>: the team whose member the client is');
-  }
-  const member = values.member ?? 'coder';
-  if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(member)) {
-    throw new UsageError(`--member must be a member name like coder (got ${member})`);
-  }
-  const store = values.store === undefined ? undefined : storeUrl(values.store);
-  if (store !== undefined && values['state-dir'] !== undefined) {
-    throw new UsageError(
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
-    );
-  }
-  return {
-    command: 'mcp',
-    teamId: values.team,
-    member,
-    stateDir: values['state-dir'] ?? '.teamwire',
-    store,
   };
 }
 
@@ -446,7 +382,7 @@ function reviewCommand(args: string[], cwd: string): Command {
   const web = values.web === true ? { port: port(values['web-port'], '--web-port') } : undefined;
   if (mcp !== undefined && workers !== undefined) {
     throw new UsageError(
-      '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
+      '--mcp serves its member from this process; with --workers use teamwire mcp --store <url> --team <teamId> --member coder',
     );
   }
   const chaos = values.chaos ?? false;
@@ -494,22 +430,6 @@ function readStrict<const O extends OptionsConfig, const P extends boolean>(
   } catch (error) {
     return { parsed: undefined, explained: explain(error, args, options, where) };
   }
-}
-
-function inspectCommand(args: string[]): Command {
-  const read = readStrict(args, INSPECT_OPTIONS, { positionals: true, context: ' for inspect' });
-  if (!read.parsed) return read.explained;
-  const { parsed } = read;
-  if (parsed.values.help) return { command: 'help' };
-  const [teamId, extra] = parsed.positionals;
-  if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
-  if (!teamId) throw new UsageError('inspect needs a team id: teamwire-example inspect <teamId>');
-  return {
-    command: 'inspect',
-    teamId,
-    stateDir: parsed.values['state-dir'] ?? '.teamwire',
-    verify: parsed.values.verify === true,
-  };
 }
 
 function wholeNumber(

@@ -7,5 +7,4 @@ export type { Findings } from './findings.js';
 export { parseFindingsMessage, renderReport } from './findings.js';
 export type { FixCommand, FixSummary } from './fix-app.js';
 export { formatFixSummary, runFix } from './fix-app.js';
-export { inspectTeam } from './inspect.js';
 export { createPolicyModel, unitsFromPaths } from './policy-model.js';
