@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { TeamError } from '@teamwire/core';
 import { formatSummary, runReview } from './app.js';
-import { HELP, parseArgs, UsageError } from './args.js';
+import { parseArgs, UsageError } from './args.js';
 import { formatFixSummary, runFix } from './fix-app.js';
 import { runExitCode } from './run-summary.js';
 import { runWeb } from './web-command.js';
@@ -21,7 +21,7 @@ async function main(): Promise<number> {
     throw error;
   }
   if (command.command === 'help') {
-    process.stdout.write(HELP);
+    process.stdout.write(command.text);
     return 0;
   }
   if (command.command === 'worker') return worker(command, cwd);
