@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HELP, parseArgs, UsageError } from './args.js';
+import { HELP, helpText, parseArgs, UsageError } from './args.js';
 import { runCli, tempDir } from './test-support.js';
 
 const cwd = '/work/here';
@@ -88,34 +88,37 @@ describe('parseArgs', () => {
     expect(
       parseArgs(['--', 'worker', '--team=T2', '--store', url, '--pace', '5'], { cwd }),
     ).toEqual({ command: 'worker', store: url, teamId: 'T2', paceMs: 5 });
-    expect(parseArgs(['worker', '--help'], { cwd })).toEqual({ command: 'help' });
   });
 
-  it('parses inspect and help', () => {
-    expect(parseArgs(['inspect', 'T1'], { cwd })).toEqual({
-      command: 'inspect',
-      teamId: 'T1',
-      stateDir: '.teamwire',
-      verify: false,
-    });
-    expect(parseArgs(['--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
-    expect(parseArgs(['inspect', '--state-dir', 's', 'T2'], { cwd })).toEqual({
-      command: 'inspect',
-      teamId: 'T2',
-      stateDir: 's',
-      verify: false,
-    });
-    expect(parseArgs(['inspect', 'T3', '--verify'], { cwd })).toMatchObject({
-      teamId: 'T3',
-      verify: true,
-    });
-    expect(parseArgs(['inspect', 'T1', '-h'], { cwd })).toEqual({ command: 'help' });
+  it('answers --help with the help of the command it was asked of, generated from the declarations', () => {
+    expect(parseArgs(['--help'], { cwd })).toEqual({ command: 'help', text: HELP });
+    expect(parseArgs(['-h'], { cwd })).toEqual({ command: 'help', text: HELP });
+    expect(HELP).toMatch(/^Usage: teamwire-example \[options\] \[command\]\n/);
+    expect(HELP).toMatch(/^ {2}--teammates <n> +number of reviewers, 1-8 \(default: 3\)$/m);
+    expect(HELP).toMatch(/^ {2}fix \[options\] +write and commit each folder's REVIEW\.md/m);
+    expect(HELP).toContain('The default model is an offline, deterministic policy');
+    for (const name of ['fix', 'web', 'worker'] as const) {
+      const text = helpText(name);
+      expect(text).toMatch(new RegExp(`^Usage: teamwire-example ${name} \\[options\\]\n`));
+      expect(parseArgs([name, '--help'], { cwd })).toEqual({ command: 'help', text });
+      expect(parseArgs(['help', name], { cwd })).toEqual({ command: 'help', text });
+    }
+    // fix's help leaves out what fix refuses
+    expect(helpText('fix')).not.toMatch(/--teammates|--store|--workers|--chaos|--mcp/);
+    expect(helpText('worker')).toMatch(/^ {2}--team <teamId> /m);
   });
 
   it('lets a request for help win over a mistake on the same line', () => {
-    expect(parseArgs(['--frobnicate', '-h'], { cwd })).toEqual({ command: 'help' });
-    expect(parseArgs(['--teammates', '0', '--help'], { cwd })).toEqual({ command: 'help' });
-    expect(parseArgs(['inspect', '--dir', 'x', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['--frobnicate', '-h'], { cwd })).toEqual({ command: 'help', text: HELP });
+    expect(parseArgs(['--teammates', '0', '--help'], { cwd })).toMatchObject({ command: 'help' });
+    expect(parseArgs(['worker', '--store', 'x', '--help'], { cwd })).toEqual({
+      command: 'help',
+      text: helpText('worker'),
+    });
+    // after a --, --help is an argument like any other
+    expect(() => parseArgs(['--plain', '--', '--help'], { cwd })).toThrow(
+      new UsageError('unexpected argument --help'),
+    );
   });
 
   it('skips the -- that `pnpm run demo -- ...` passes along, and takes --flag=value', () => {
@@ -124,13 +127,8 @@ describe('parseArgs', () => {
       dir: 'src',
       plain: true,
     });
-    expect(parseArgs(['--', 'inspect', 'T1'], { cwd })).toEqual({
-      command: 'inspect',
-      teamId: 'T1',
-      stateDir: '.teamwire',
-      verify: false,
-    });
-    expect(parseArgs(['--', '--help'], { cwd })).toEqual({ command: 'help' });
+    expect(parseArgs(['--', 'fix'], { cwd })).toMatchObject({ command: 'fix', dir: cwd });
+    expect(parseArgs(['--', '--help'], { cwd })).toEqual({ command: 'help', text: HELP });
     expect(parseArgs(['--teammates=2', '--pace=5'], { cwd })).toMatchObject({
       teammates: 2,
       paceMs: 5,
@@ -144,26 +142,37 @@ describe('parseArgs', () => {
   it.each([
     [['--teammates', '0'], '--teammates must be a whole number from 1 to 8 (got 0)'],
     [['--teammates', 'many'], '--teammates must be a whole number from 1 to 8 (got many)'],
-    [['--protocol', 'yaml'], '--protocol must be one of xml, json, tool-call (got yaml)'],
-    [['--durability', 'never'], '--durability must be fsync or buffered (got never)'],
+    [
+      ['--protocol', 'yaml'],
+      "option '--protocol <format>' argument 'yaml' is invalid. Allowed choices are xml, json, tool-call.",
+    ],
+    [
+      ['--durability', 'never'],
+      "option '--durability <mode>' argument 'never' is invalid. Allowed choices are fsync, buffered.",
+    ],
     [['--pace=-1'], '--pace must be a whole number of milliseconds from 0 to 60000 (got -1)'],
-    [['--pace', '-1'], '--pace needs a value; to pass -1, write --pace=-1'],
+    [['--pace', '-1'], '--pace must be a whole number of milliseconds from 0 to 60000 (got -1)'],
     [
       ['--pace', '70000'],
       '--pace must be a whole number of milliseconds from 0 to 60000 (got 70000)',
     ],
-    [['--dir'], '--dir needs a value'],
-    [['--dir', '--plain'], '--dir needs a value'],
-    [['--plain=yes'], '--plain takes no value (got --plain=yes)'],
-    [['--frobnicate'], 'unknown option --frobnicate'],
-    [['--frobnicate=1'], 'unknown option --frobnicate=1'],
-    [['--plain', '-x'], 'unknown option -x'],
+    [['--dir'], "option '--dir <path>' argument missing"],
+    [['--dir', '--plain'], '--dir needs a value, not --plain'],
+    [['web', '--team', '-x'], '--team needs a value, not -x'],
+    [['--plain=yes'], "unknown option '--plain=yes'"],
+    [['--frobnicate'], "unknown option '--frobnicate'"],
+    [['--frobnicate=1'], "unknown option '--frobnicate=1'"],
+    [['--plain', '-x'], "unknown option '-x'"],
+    [['--plain', '--dri', 'x'], "unknown option '--dri' (Did you mean --dir?)"],
     [['stray'], 'unexpected argument stray'],
-    [['--plain', 'stray', '--frobnicate'], 'unexpected argument stray'],
-    [['inspect'], 'inspect needs a team id: teamwire-example inspect <teamId>'],
-    [['inspect', 'a', 'b'], 'unexpected argument b'],
-    [['inspect', 'T1', '--dir', 'x'], 'unknown option --dir for inspect'],
-    [['inspect', 'T1', '--state-dir'], '--state-dir needs a value'],
+    [['fix', 'stray'], 'unexpected argument stray'],
+    [['--plain', 'stray', '--frobnicate'], "unknown option '--frobnicate'"],
+    [
+      ['--plain', 'fix'],
+      '--plain comes before the command fix; write teamwire-example fix [options]',
+    ],
+    [['fix', '--teammates', '2'], "unknown option '--teammates'"],
+    [['help', 'inspect'], 'help takes a command: fix, web, worker (got inspect)'],
     [
       ['--store', 'mysql://db/x'],
       '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got mysql://db/x)',
@@ -176,7 +185,7 @@ describe('parseArgs', () => {
       ['--store', 'postgres://u:secret@/db'],
       '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got postgres://u:***@/db)',
     ],
-    [['--store'], '--store needs a value'],
+    [['--store'], "option '--store <url>' argument missing"],
     [
       ['--workers', '2'],
       '--workers needs --store postgres://[user[:password]@]host[:port]/database: the workers share the team through PostgreSQL',
@@ -199,11 +208,11 @@ describe('parseArgs', () => {
     ],
     [
       ['--store', 'postgres://h/d', '--state-dir', 's'],
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
+      "option '--state-dir <path>' cannot be used with option '--store <url>'",
     ],
     [
       ['--store', 'postgres://h/d', '--durability', 'fsync'],
-      '--durability is for the JSONL store; PostgreSQL makes every write durable when it commits',
+      "option '--durability <mode>' cannot be used with option '--store <url>'",
     ],
     [
       ['fix', '--store', 'postgres://h/d'],
@@ -214,20 +223,19 @@ describe('parseArgs', () => {
       "--chaos is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
     ],
     [
-      ['worker', '--team', 'T1'],
-      'worker needs --store postgres://[user[:password]@]host[:port]/database: the database the team lives in',
+      ['fix', '--workers', '2'],
+      "--workers is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
     ],
-    [
-      ['worker', '--store', 'postgres://h/d'],
-      'worker needs --team <teamId>: the id of the team the review started',
-    ],
+    [['fix', '--mcp-port', '4100'], '--mcp-port is for the review only'],
+    [['worker', '--team', 'T1'], "required option '--store <url>' not specified"],
+    [['worker', '--store', 'postgres://h/d'], "required option '--team <teamId>' not specified"],
     [
       ['worker', '--store', 'http://h/d', '--team', 'T1'],
       '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got http://h/d)',
     ],
     [
       ['worker', '--store', 'postgres://h/d', '--team', 'T1', '--dir', 'x'],
-      'unknown option --dir for worker',
+      "unknown option '--dir'",
     ],
     [['worker', '--store', 'postgres://h/d', '--team', 'T1', 'extra'], 'unexpected argument extra'],
     [['--mcp-port', '4100'], '--mcp-port needs --mcp'],
@@ -237,11 +245,19 @@ describe('parseArgs', () => {
     ],
     [
       ['--mcp', '--store', 'postgres://h/d', '--workers', '2'],
-      '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
+      "option '--mcp' cannot be used with option '--workers <n>'",
     ],
     [['fix', '--mcp'], '--mcp is for the review only'],
     [['--web-port', '4200'], '--web-port needs --web'],
-    [['web'], 'web needs --team <teamId>: the team to watch'],
+    [['web'], "required option '--team <teamId>' not specified"],
+    [
+      ['web', '--team', 'T1', '--store', 'postgres://h/d', '--state-dir', 'x'],
+      "option '--state-dir <path>' cannot be used with option '--store <url>'",
+    ],
+    [
+      ['web', '--team', 'T1', '--store', 'postgres://u:secret@/d'],
+      '--store must be a PostgreSQL URL, postgres://[user[:password]@]host[:port]/database (got postgres://u:***@/d)',
+    ],
     [
       ['web', '--team', 'T1', '--port', 'x'],
       '--port must be a port number from 0 to 65535 (got x)',
@@ -262,19 +278,10 @@ describe('parseArgs', () => {
       ['--model', 'openai:gpt-4.1-mini', '--context-window', '3000.5'],
       '--context-window must be a whole number of tokens from 256 to 100000000 (got 3000.5)',
     ],
-    [['--context-window'], '--context-window needs a value'],
+    [['--context-window'], "option '--context-window <tokens>' argument missing"],
     [
       ['fix', '--context-window', '8000'],
       "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
-    ],
-    [['mcp'], 'mcp needs --team <teamId>: the team whose member the client is'],
-    [
-      ['mcp', '--team', 'T1', '--member', 'Bad Name'],
-      '--member must be a member name like coder (got Bad Name)',
-    ],
-    [
-      ['mcp', '--team', 'T1', '--store', 'postgres://h/d', '--state-dir', 'x'],
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
     ],
   ])('refuses %j with one line', (argv, message) => {
     expect(() => parseArgs(argv, { cwd })).toThrow(new UsageError(message));
@@ -297,7 +304,7 @@ describe('--context-window', () => {
   });
 });
 
-describe('--mcp and the mcp command', () => {
+describe('--mcp and --web', () => {
   it('--web parses for the review and the fix, and web for a team', () => {
     expect(parseArgs(['--web', '--web-port', '4200'], { cwd })).toMatchObject({
       command: 'review',
@@ -314,24 +321,24 @@ describe('--mcp and the mcp command', () => {
       store: undefined,
       port: 4300,
     });
+    expect(parseArgs(['web', '--team=T1', '--store', 'postgres://h/d'], { cwd })).toMatchObject({
+      command: 'web',
+      store: 'postgres://h/d',
+      port: 0,
+    });
   });
 
-  it('parse to a port and a member', () => {
+  it('--mcp parses to a port', () => {
     expect(parseArgs(['--mcp'], { cwd })).toMatchObject({ command: 'review', mcp: { port: 0 } });
     expect(parseArgs(['--mcp', '--mcp-port', '4100'], { cwd })).toMatchObject({
       mcp: { port: 4100 },
     });
     expect(parseArgs(['--plain'], { cwd })).toMatchObject({ mcp: undefined });
-    expect(parseArgs(['mcp', '--team', 'T1'], { cwd })).toEqual({
-      command: 'mcp',
-      teamId: 'T1',
-      member: 'coder',
-      stateDir: '.teamwire',
-      store: undefined,
+    // --mcp and --workers conflict, each alone is fine
+    expect(parseArgs(['--store', 'postgres://h/d', '--workers', '2'], { cwd })).toMatchObject({
+      workers: 2,
+      mcp: undefined,
     });
-    expect(
-      parseArgs(['mcp', '--team', 'T1', '--member', 'alice', '--store', 'postgres://h/d'], { cwd }),
-    ).toMatchObject({ member: 'alice', store: 'postgres://h/d' });
   });
 });
 
@@ -348,9 +355,11 @@ describe('the CLI on a bad command line', () => {
     const unknown = await runCli(['--frobnicate'], { cwd: work });
     expect(unknown).toMatchObject({
       code: 2,
-      stderr: 'teamwire-example: unknown option --frobnicate (see --help)\n',
+      stderr: "teamwire-example: unknown option '--frobnicate' (see --help)\n",
     });
     const help = await runCli(['--', '--help'], { cwd: work });
     expect(help).toMatchObject({ code: 0, stdout: HELP, stderr: '' });
+    const fixHelp = await runCli(['fix', '-h'], { cwd: work });
+    expect(fixHelp).toMatchObject({ code: 0, stdout: helpText('fix'), stderr: '' });
   });
 });

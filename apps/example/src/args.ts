@@ -1,4 +1,4 @@
-import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
+import { CommanderError, Option, Command as Program } from 'commander';
 import { CONTEXT_WINDOW_RANGE } from './context-window.js';
 
 /** The options the review and the fix command share. */
@@ -32,7 +32,8 @@ interface ProcessOptions {
 
 /** Command-line arguments of `teamwire-example`. */
 export type Command =
-  | { command: 'help' }
+  /** `--help` (or `help [command]`): `text` is the help of the command it was asked of. */
+  | { command: 'help'; text: string }
   | ({ command: 'review'; teammates: number } & TeamOptions & ProcessOptions)
   | ({
       command: 'fix';
@@ -47,7 +48,6 @@ export type Command =
        */
       maxMembers?: number | undefined;
     } & TeamOptions)
-  | { command: 'inspect'; teamId: string; stateDir: string; verify: boolean }
   | {
       command: 'web';
       teamId: string;
@@ -55,15 +55,6 @@ export type Command =
       /** The PostgreSQL URL the team lives in, when it is not a JSONL folder. */
       store?: string | undefined;
       port: number;
-    }
-  | {
-      command: 'mcp';
-      teamId: string;
-      /** The external member the client acts as. */
-      member: string;
-      stateDir: string;
-      /** The PostgreSQL URL the team lives in, when it is not a JSONL folder. */
-      store?: string | undefined;
     }
   | {
       command: 'worker';
@@ -81,251 +72,57 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-export const HELP = `teamwire-example — review a directory with a team of agents
+/** The form `--store` takes, for messages. */
+export const STORE_URL_FORM = 'postgres://[user[:password]@]host[:port]/database';
 
-Usage:
-  teamwire-example [options]            review a directory
-  teamwire-example fix [options]        write and commit each folder's REVIEW.md, each reviewer
-                                        in its own git worktree of a scratch clone of --dir,
-                                        and merge them into the branch teamwire-fix/<teamId>
-  teamwire-example inspect <teamId> [--verify]
-                                        print a team's roster, board and transcripts; with
-                                        --verify, fold the whole log and check every snapshot
-                                        against it
-  teamwire-example web --team <teamId> [--store <url>] [--port <port>]
-                                        watch a team's dashboard, read-only, from another
-                                        process (a running or a stopped team)
-  teamwire-example mcp --team <teamId> [--member <name>] [--store <url>]
-                                        serve a team's MCP member over stdio, for a client
-                                        that starts the server itself (see --mcp)
-  teamwire-example worker --store <url> --team <teamId>
-                                        run reviewers of a team kept in PostgreSQL (on this or
-                                        another machine: it needs the reviewed directory at the
-                                        same path); exits when the review is done
+/** `url` with its password, if any, replaced by `***` (for messages and summaries). */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (!url.password) return raw;
+    url.password = '***';
+    return url.toString();
+  } catch {
+    // not a URL node can read; mask what looks like `scheme://user:password@` all the same
+    return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
+  }
+}
 
-Options:
-  --dir <path>              directory to review (default: the current directory)
-  --teammates <n>           number of reviewers, 1-8 (default: 3; fix: one per folder)
-  --model <spec>            a real LLM instead of the offline policy model, e.g.
-                            openai:gpt-4.1-mini (OPENAI_API_KEY, OPENAI_BASE_URL),
-                            anthropic:claude-sonnet-4-5 (ANTHROPIC_API_KEY)
-  --context-window <tokens> the model's context window: past 75% of it a member's older
-                            conversation is compacted into a summary (default: by --model
-                            provider, e.g. 200000 for anthropic, 128000 for openai; offline
-                            24000, for the reviewers)
-  --protocol <format>       wire format of team mail: xml (default), json, tool-call
-  --resume <teamId>         continue a team that was stopped or killed
-  --state-dir <path>        where teams live (default: .teamwire)
-  --report <path>           where the report is written (default: team-report.md)
-  --durability <mode>       fsync (default: every answer is on disk) or buffered (faster, a
-                            crash may lose the last writes)
-  --plain                   plain timestamped lines even on a terminal
-  --pace <ms>               pause the offline model before each step, to watch the board
-                            (default: 0)
-  --store <url>             keep the team in PostgreSQL instead of <state-dir>:
-                            postgres://[user[:password]@]host[:port]/database
-  --workers <n>             run the reviewers in n worker processes, 1-8 (needs --store);
-                            this process runs the lead
-  --chaos                   SIGKILL one worker mid-run; the others take its reviewers over
-                            (needs --workers 2 or more)
-  --mcp                     add a member "coder" run by an MCP client (Claude Code, Cursor,
-                            ...), served over HTTP on 127.0.0.1; prints the configuration to
-                            paste and keeps serving after the review until Ctrl-C
-  --mcp-port <port>         the port of --mcp: the team's one HTTP edge, shared with --web
-                            (default: any free port)
-  --web                     serve the team's web dashboard on 127.0.0.1 and print its URL
-                            (with its access token); keeps serving after the run until Ctrl-C
-  --web-port <port>         the port of --web: the team's one HTTP edge, shared with --mcp
-                            (default: any free port)
-  -h, --help                this text
+const NAME = 'teamwire-example';
+const PROTOCOLS = ['xml', 'json', 'tool-call'] as const;
 
-Web options (teamwire-example web):
-  --team <teamId>           the team to watch
-  --state-dir <path>        as above
-  --store <url>             the PostgreSQL URL the team was started with
-  --port <port>             the dashboard's port (default: any free port)
-
-MCP options (teamwire-example mcp):
-  --team <teamId>           the team to serve (stopped, or kept in PostgreSQL)
-  --member <name>           the member the client acts as (default: coder)
-  --state-dir <path>        as above
-  --store <url>             the PostgreSQL URL the team was started with
-
-Worker options:
-  --store <url>             the PostgreSQL URL the team was started with
-  --team <teamId>           the team to work for
-  --pace <ms>               as above
-
+const OFFLINE_MODEL = `
 The default model is an offline, deterministic policy — not an LLM — that drives the real
 runtime (mailboxes, task board, transcripts, event hub) with no network and no API key.
 `;
 
-const PROTOCOLS = ['xml', 'json', 'tool-call'] as const;
+// Value parsers: each refuses a bad value with a one-line UsageError of its own, which commander
+// passes through untouched (so a password never reaches commander's "argument ... is invalid").
 
-type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
-
-const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
-
-const REVIEW_OPTIONS = {
-  dir: { type: 'string' },
-  teammates: { type: 'string' },
-  model: { type: 'string' },
-  'context-window': { type: 'string' },
-  protocol: { type: 'string' },
-  resume: { type: 'string' },
-  'state-dir': { type: 'string' },
-  report: { type: 'string' },
-  durability: { type: 'string' },
-  plain: { type: 'boolean' },
-  pace: { type: 'string' },
-  store: { type: 'string' },
-  workers: { type: 'string' },
-  chaos: { type: 'boolean' },
-  mcp: { type: 'boolean' },
-  'mcp-port': { type: 'string' },
-  web: { type: 'boolean' },
-  'web-port': { type: 'string' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
-const {
-  teammates: _teammates,
-  store: _store,
-  workers: _workers,
-  chaos: _chaos,
-  mcp: _mcp,
-  'mcp-port': _mcpPort,
-  ...FIX_OPTIONS
-} = REVIEW_OPTIONS;
-
-/** Why `fix` has no `--store`, `--workers`, `--chaos` or `--mcp`. */
-const FIX_HINTS: Record<string, string> = Object.fromEntries([
-  ...['store', 'workers', 'chaos'].map((name) => [
-    name,
-    `--${name} is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them`,
-  ]),
-  ...['mcp', 'mcp-port'].map((name) => [name, `--${name} is for the review only`]),
-]);
-
-const WORKER_OPTIONS = {
-  store: { type: 'string' },
-  team: { type: 'string' },
-  pace: { type: 'string' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
-/** The form `--store` takes, for messages. */
-export const STORE_URL_FORM = 'postgres://[user[:password]@]host[:port]/database';
-
-const WEB_OPTIONS = {
-  team: { type: 'string' },
-  'state-dir': { type: 'string' },
-  store: { type: 'string' },
-  port: { type: 'string' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
-const MCP_OPTIONS = {
-  team: { type: 'string' },
-  member: { type: 'string' },
-  'state-dir': { type: 'string' },
-  store: { type: 'string' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
-const INSPECT_OPTIONS = {
-  'state-dir': { type: 'string' },
-  verify: { type: 'boolean' },
-  ...HELP_OPTION,
-} as const satisfies OptionsConfig;
-
-export function parseArgs(argv: readonly string[], options: { cwd: string }): Command {
-  // `pnpm run demo -- --dir x` passes its `--` along; it ends pnpm's options, not ours
-  const args = argv[0] === '--' ? argv.slice(1) : [...argv];
-  if (args[0] === 'inspect') return inspectCommand(args.slice(1));
-  if (args[0] === 'fix') return fixCommand(args.slice(1), options.cwd);
-  if (args[0] === 'worker') return workerCommand(args.slice(1));
-  if (args[0] === 'mcp') return mcpCommand(args.slice(1));
-  if (args[0] === 'web') return webCommand(args.slice(1));
-  return reviewCommand(args, options.cwd);
-}
-
-function workerCommand(args: string[]): Command {
-  const read = readStrict(args, WORKER_OPTIONS, { positionals: false, context: ' for worker' });
-  if (!read.parsed) return read.explained;
-  const { values } = read.parsed;
-  if (values.help) return { command: 'help' };
-  if (values.store === undefined) {
-    throw new UsageError(`worker needs --store ${STORE_URL_FORM}: the database the team lives in`);
-  }
-  if (values.team === undefined) {
-    throw new UsageError('worker needs --team <teamId>: the id of the team the review started');
-  }
-  return {
-    command: 'worker',
-    store: storeUrl(values.store),
-    teamId: values.team,
-    paceMs: pace(values.pace),
+function wholeNumber(option: string, range: { min: number; max: number }, what: string) {
+  return (raw: string): number => {
+    const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+    if (!(n >= range.min && n <= range.max)) {
+      throw new UsageError(
+        `${option} must be ${what} from ${range.min} to ${range.max} (got ${raw})`,
+      );
+    }
+    return n;
   };
 }
 
-function port(raw: string | undefined, option: string): number {
-  return wholeNumber(raw, 0, { min: 0, max: 65_535 }, (value) => {
-    return `${option} must be a port number from 0 to 65535 (got ${value})`;
-  });
-}
+const count = (option: string) => wholeNumber(option, { min: 1, max: 8 }, 'a whole number');
+const port = (option: string) => wholeNumber(option, { min: 0, max: 65_535 }, 'a port number');
 
-function webCommand(args: string[]): Command {
-  const read = readStrict(args, WEB_OPTIONS, { positionals: false, context: ' for web' });
-  if (!read.parsed) return read.explained;
-  const { values } = read.parsed;
-  if (values.help) return { command: 'help' };
-  if (values.team === undefined) {
-    throw new UsageError('web needs --team <teamId>: the team to watch');
-  }
-  const store = values.store === undefined ? undefined : storeUrl(values.store);
-  if (store !== undefined && values['state-dir'] !== undefined) {
-    throw new UsageError(
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
-    );
-  }
-  return {
-    command: 'web',
-    teamId: values.team,
-    stateDir: values['state-dir'] ?? '.teamwire',
-    store,
-    port: port(values.port, '--port'),
+/** A value that is not the next option: `--dir --plain` forgot the directory. */
+function text(option: string) {
+  return (raw: string): string => {
+    if (raw.startsWith('-')) throw new UsageError(`${option} needs a value, not ${raw}`);
+    return raw;
   };
 }
 
-function mcpCommand(args: string[]): Command {
-  const read = readStrict(args, MCP_OPTIONS, { positionals: false, context: ' for mcp' });
-  if (!read.parsed) return read.explained;
-  const { values } = read.parsed;
-  if (values.help) return { command: 'help' };
-  if (values.team === undefined) {
-    throw new UsageError('mcp needs --team <teamId>: the team whose member the client is');
-  }
-  const member = values.member ?? 'coder';
-  if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(member)) {
-    throw new UsageError(`--member must be a member name like coder (got ${member})`);
-  }
-  const store = values.store === undefined ? undefined : storeUrl(values.store);
-  if (store !== undefined && values['state-dir'] !== undefined) {
-    throw new UsageError(
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
-    );
-  }
-  return {
-    command: 'mcp',
-    teamId: values.team,
-    member,
-    stateDir: values['state-dir'] ?? '.teamwire',
-    store,
-  };
-}
-
-/** Checks a `--store` value: a PostgreSQL URL with a host. */
+/** A `--store` value: a PostgreSQL URL with a host (shown without its password when refused). */
 function storeUrl(raw: string): string {
   let url: URL | undefined;
   try {
@@ -341,235 +138,338 @@ function storeUrl(raw: string): string {
   return raw;
 }
 
-/** `url` with its password, if any, replaced by `***` (for messages and summaries). */
-export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (!url.password) return raw;
-    url.password = '***';
-    return url.toString();
-  } catch {
-    // not a URL node can read; mask what looks like `scheme://user:password@` all the same
-    return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
-  }
-}
-
-function contextWindow(raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  const { min, max } = CONTEXT_WINDOW_RANGE;
-  return wholeNumber(raw, 0, { min, max }, (value) => {
-    return `--context-window must be a whole number of tokens from ${min} to ${max} (got ${value})`;
-  });
-}
-
-function pace(raw: string | undefined): number {
-  return wholeNumber(raw, 0, { min: 0, max: 60_000 }, (value) => {
-    return `--pace must be a whole number of milliseconds from 0 to 60000 (got ${value})`;
-  });
-}
-
-function fixCommand(args: string[], cwd: string): Command {
-  const read = readStrict(args, FIX_OPTIONS, {
-    positionals: false,
-    context: ' for fix',
-    hints: FIX_HINTS,
-  });
-  if (!read.parsed) return read.explained;
-  const { values } = read.parsed;
-  if (values.help) return { command: 'help' };
-  const review = reviewCommand(
-    Object.entries(values).flatMap(([key, value]) =>
-      value === true ? [`--${key}`] : typeof value === 'string' ? [`--${key}=${value}`] : [],
-    ),
-    cwd,
+const option = (flags: string, description: string) => new Option(flags, description);
+/** A default, shown in the help as it is typed. */
+const plain = <T extends string | number>(o: Option, value: T) => o.default(value, String(value));
+const stateDir = () =>
+  plain(option('--state-dir <path>', 'where teams live'), '.teamwire').argParser(
+    text('--state-dir'),
   );
-  if (review.command !== 'review') return review;
-  if (review.contextWindow !== undefined && review.model === undefined && !review.resume) {
-    throw new UsageError(
-      "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
-    );
-  }
-  const {
-    teammates: _unused,
-    command: _review,
-    store: _noStore,
-    workers: _noWorkers,
-    chaos: _noChaos,
-    mcp: _noMcp,
-    ...rest
-  } = review;
-  return { ...rest, command: 'fix' };
+const store = (description: string) => option('--store <url>', description).argParser(storeUrl);
+const pace = () =>
+  plain(
+    option('--pace <ms>', 'pause the offline model before each step, to watch the board'),
+    0,
+  ).argParser(wholeNumber('--pace', { min: 0, max: 60_000 }, 'a whole number of milliseconds'));
+
+/** The options of the review and the fix; `review` adds those of a team spread over processes. */
+function teamOptions(command: Program, cwd: string, review: boolean): void {
+  const { min, max } = CONTEXT_WINDOW_RANGE;
+  const options = [
+    option('--dir <path>', 'directory to review')
+      .default(cwd, 'the current directory')
+      .argParser(text('--dir')),
+    review &&
+      plain(option('--teammates <n>', 'number of reviewers, 1-8'), 3).argParser(
+        count('--teammates'),
+      ),
+    option(
+      '--model <spec>',
+      'a real LLM instead of the offline policy model, e.g. openai:gpt-4.1-mini (OPENAI_API_KEY, OPENAI_BASE_URL), anthropic:claude-sonnet-4-5 (ANTHROPIC_API_KEY)',
+    ).argParser(text('--model')),
+    option(
+      '--context-window <tokens>',
+      `the model's context window, ${min}-${max}: past 75% of it a member's older conversation is compacted into a summary (default: by --model provider, e.g. 200000 for anthropic, 128000 for openai; offline 24000, for the reviewers${review ? '' : '; fix needs --model for it'})`,
+    ).argParser(wholeNumber('--context-window', { min, max }, 'a whole number of tokens')),
+    plain(option('--protocol <format>', 'wire format of team mail').choices(PROTOCOLS), 'xml'),
+    option('--resume <teamId>', 'continue a team that was stopped or killed').argParser(
+      text('--resume'),
+    ),
+    review ? stateDir().conflicts('store') : stateDir(),
+    plain(option('--report <path>', 'where the report is written'), 'team-report.md').argParser(
+      text('--report'),
+    ),
+    plain(
+      option(
+        '--durability <mode>',
+        'fsync: every answer is on disk; buffered: faster, a crash may lose the last writes',
+      ).choices(['fsync', 'buffered']),
+      'fsync',
+    ).conflicts(review ? 'store' : []),
+    option('--plain', 'plain timestamped lines even on a terminal'),
+    pace(),
+    ...(review
+      ? [
+          store(
+            `keep the team in PostgreSQL instead of --state-dir (then without --state-dir and --durability: every write is durable when it commits): ${STORE_URL_FORM}`,
+          ),
+          option(
+            '--workers <n>',
+            'run the reviewers in n worker processes, 1-8 (needs --store); this process runs the lead',
+          ).argParser(count('--workers')),
+          option(
+            '--chaos',
+            'SIGKILL one worker mid-run; the others take its reviewers over (needs --workers 2 or more)',
+          ),
+          option(
+            '--mcp',
+            'add a member "coder" run by an MCP client (Claude Code, Cursor, ...), served over HTTP on 127.0.0.1; prints the configuration to paste and keeps serving after the review until Ctrl-C (not with --workers: there, serve it with teamwire mcp --store <url> --team <teamId> --member coder)',
+          ).conflicts('workers'),
+          option(
+            '--mcp-port <port>',
+            "the port of --mcp: the team's one HTTP edge, shared with --web (default: any free port)",
+          ).argParser(port('--mcp-port')),
+        ]
+      : // fix takes none of them, and says why
+        [
+          ...['--store <url>', '--workers <n>', '--chaos'].map((flags) =>
+            reviewOnly(
+              flags,
+              ": fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
+            ),
+          ),
+          reviewOnly('--mcp', ''),
+          reviewOnly('--mcp-port <port>', ''),
+        ]),
+    option(
+      '--web',
+      "serve the team's web dashboard on 127.0.0.1 and print its URL (with its access token); keeps serving after the run until Ctrl-C",
+    ),
+    option(
+      '--web-port <port>',
+      `the port of --web${review ? ": the team's one HTTP edge, shared with --mcp" : ''} (default: any free port)`,
+    ).argParser(port('--web-port')),
+  ];
+  for (const declared of options) if (declared) command.addOption(declared);
 }
 
-function reviewCommand(args: string[], cwd: string): Command {
-  const read = readStrict(args, REVIEW_OPTIONS, { positionals: false, context: '' });
-  if (!read.parsed) return read.explained;
-  const { values } = read.parsed;
-  if (values.help) return { command: 'help' };
-  const protocol = values.protocol ?? 'xml';
-  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
-    throw new UsageError(`--protocol must be one of ${PROTOCOLS.join(', ')} (got ${protocol})`);
-  }
-  const durability = values.durability ?? 'fsync';
-  if (durability !== 'fsync' && durability !== 'buffered') {
-    throw new UsageError(`--durability must be fsync or buffered (got ${durability})`);
-  }
-  const store = values.store === undefined ? undefined : storeUrl(values.store);
-  if (store !== undefined && values['state-dir'] !== undefined) {
-    throw new UsageError(
-      '--state-dir is for the JSONL store; with --store the team lives in PostgreSQL',
-    );
-  }
-  if (store !== undefined && values.durability !== undefined) {
-    throw new UsageError(
-      '--durability is for the JSONL store; PostgreSQL makes every write durable when it commits',
-    );
-  }
-  const workers =
-    values.workers === undefined
-      ? undefined
-      : wholeNumber(values.workers, 1, { min: 1, max: 8 }, (raw) => {
-          return `--workers must be a whole number from 1 to 8 (got ${raw})`;
-        });
-  if (workers !== undefined && store === undefined) {
-    throw new UsageError(
+/** An option of the review that `fix` refuses with the reason, hidden from fix's help. */
+function reviewOnly(flags: string, why: string): Option {
+  const name = flags.split(' ')[0] as string;
+  return option(flags, '')
+    .hideHelp()
+    .argParser(() => {
+      throw new UsageError(`${name} is for the review only${why}`);
+    });
+}
+
+/** What commander hands the actions: the declared options, parsed. */
+interface Values {
+  dir: string;
+  teammates?: number;
+  model?: string;
+  contextWindow?: number;
+  protocol: (typeof PROTOCOLS)[number];
+  resume?: string;
+  stateDir: string;
+  report: string;
+  durability: 'fsync' | 'buffered';
+  plain?: true;
+  pace: number;
+  store?: string;
+  workers?: number;
+  chaos?: true;
+  mcp?: true;
+  mcpPort?: number;
+  web?: true;
+  webPort?: number;
+  team?: string;
+  port?: number;
+}
+
+/** Rules between options that commander's `.conflicts()` cannot say: one that needs another. */
+function needs(rules: [broken: boolean, message: string][]): void {
+  for (const [broken, message] of rules) if (broken) throw new UsageError(message);
+}
+
+function teamCommand(v: Values) {
+  needs([[v.webPort !== undefined && !v.web, '--web-port needs --web']]);
+  return {
+    dir: v.dir,
+    model: v.model,
+    contextWindow: v.contextWindow,
+    protocol: v.protocol,
+    resume: v.resume,
+    stateDir: v.stateDir,
+    report: v.report,
+    durability: v.durability,
+    plain: v.plain === true,
+    paceMs: v.pace,
+    web: v.web ? { port: v.webPort ?? 0 } : undefined,
+  };
+}
+
+function reviewCommand(v: Values): Command {
+  const workers = v.workers;
+  needs([
+    [
+      workers !== undefined && v.store === undefined,
       `--workers needs --store ${STORE_URL_FORM}: the workers share the team through PostgreSQL`,
-    );
-  }
-  if (values['mcp-port'] !== undefined && values.mcp !== true) {
-    throw new UsageError('--mcp-port needs --mcp');
-  }
-  const mcp = values.mcp === true ? { port: port(values['mcp-port'], '--mcp-port') } : undefined;
-  if (values['web-port'] !== undefined && values.web !== true) {
-    throw new UsageError('--web-port needs --web');
-  }
-  const web = values.web === true ? { port: port(values['web-port'], '--web-port') } : undefined;
-  if (mcp !== undefined && workers !== undefined) {
-    throw new UsageError(
-      '--mcp serves its member from this process; with --workers use teamwire-example mcp --store <url> --team <teamId>',
-    );
-  }
-  const chaos = values.chaos ?? false;
-  if (chaos && (workers ?? 0) < 2) {
-    throw new UsageError(
+    ],
+    [v.mcpPort !== undefined && !v.mcp, '--mcp-port needs --mcp'],
+    [
+      v.chaos === true && (workers ?? 0) < 2,
       `--chaos needs --workers 2 or more, so that a worker survives to take the killed one's reviewers over (got ${workers === undefined ? 'no --workers' : `--workers ${workers}`})`,
-    );
-  }
+    ],
+  ]);
   return {
     command: 'review',
-    dir: values.dir ?? cwd,
-    teammates: wholeNumber(values.teammates, 3, { min: 1, max: 8 }, (raw) => {
-      return `--teammates must be a whole number from 1 to 8 (got ${raw})`;
-    }),
-    model: values.model,
-    contextWindow: contextWindow(values['context-window']),
-    protocol: protocol as (typeof PROTOCOLS)[number],
-    resume: values.resume,
-    stateDir: values['state-dir'] ?? '.teamwire',
-    report: values.report ?? 'team-report.md',
-    durability,
-    plain: values.plain ?? false,
-    paceMs: pace(values.pace),
-    store,
+    teammates: v.teammates ?? 3,
+    ...teamCommand(v),
+    store: v.store,
     workers,
-    chaos,
-    mcp,
-    web,
+    chaos: v.chaos === true,
+    mcp: v.mcp ? { port: v.mcpPort ?? 0 } : undefined,
   };
 }
 
-/**
- * Parses `args` strictly; a mistake is explained (a `UsageError`), and asking for help anywhere on
- * the line wins over it (`explained`).
- */
-function readStrict<const O extends OptionsConfig, const P extends boolean>(
-  args: string[],
-  options: O,
-  where: { positionals: P; context: string; hints?: Record<string, string> },
-) {
-  try {
-    return {
-      parsed: parseNodeArgs({ args, options, strict: true, allowPositionals: where.positionals }),
-    };
-  } catch (error) {
-    return { parsed: undefined, explained: explain(error, args, options, where) };
-  }
-}
-
-function inspectCommand(args: string[]): Command {
-  const read = readStrict(args, INSPECT_OPTIONS, { positionals: true, context: ' for inspect' });
-  if (!read.parsed) return read.explained;
-  const { parsed } = read;
-  if (parsed.values.help) return { command: 'help' };
-  const [teamId, extra] = parsed.positionals;
-  if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
-  if (!teamId) throw new UsageError('inspect needs a team id: teamwire-example inspect <teamId>');
-  return {
-    command: 'inspect',
-    teamId,
-    stateDir: parsed.values['state-dir'] ?? '.teamwire',
-    verify: parsed.values.verify === true,
-  };
-}
-
-function wholeNumber(
-  raw: string | undefined,
-  fallback: number,
-  range: { min: number; max: number },
-  message: (raw: string) => string,
-): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < range.min || n > range.max) throw new UsageError(message(raw));
-  return n;
+function fixCommand(v: Values): Command {
+  needs([
+    [
+      v.contextWindow !== undefined && v.model === undefined && v.resume === undefined,
+      "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
+    ],
+  ]);
+  return { command: 'fix', ...teamCommand(v) };
 }
 
 /**
- * Turns node's parse error into this CLI's one-line message. Node names the offending argument
- * only in prose, so the arguments are read again, leniently, as tokens to find it. Asking for
- * help wins over any mistake on the same line.
+ * The command line of `teamwire-example`, declared once: commander parses it and writes the help
+ * from it. Nothing is run here: the action of the command given sets `done`.
  */
-function explain(
-  error: unknown,
-  args: string[],
-  options: OptionsConfig,
-  where: { positionals: boolean; context: string; hints?: Record<string, string> },
-): Command {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw error;
-  const { tokens } = parseNodeArgs({
-    args,
-    options,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
+function program(cwd: string, out: { text: string }, done: (command: Command) => void): Program {
+  const root = new Program(NAME)
+    .description('review a directory with a team of agents')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => {
+        out.text += text;
+      },
+      writeErr: () => {},
+      outputError: () => {},
+    })
+    .configureHelp({ helpWidth: 100 })
+    .helpOption('-h, --help', 'this text')
+    .helpCommand('help [command]', 'the help of a command')
+    .allowExcessArguments()
+    .enablePositionalOptions()
+    .addHelpText('after', OFFLINE_MODEL);
+  teamOptions(root, cwd, true);
+  root.action((values: Values, self: Program) => {
+    done(reviewCommand(checked(self, values)));
   });
-  if (tokens.some((t) => t.kind === 'option' && t.name === 'help')) return { command: 'help' };
-  for (const token of tokens) {
-    if (token.kind === 'positional' && !where.positionals) {
-      throw new UsageError(`unexpected argument ${token.value}`);
-    }
-    if (token.kind !== 'option') continue;
-    const type = options[token.name]?.type;
-    if (type === undefined) {
-      const hints = where.hints ?? {};
-      if (Object.hasOwn(hints, token.name)) throw new UsageError(hints[token.name] as string);
-      throw new UsageError(`unknown option ${args[token.index]}${where.context}`);
-    }
-    if (type === 'boolean' && token.value !== undefined) {
-      throw new UsageError(`${token.rawName} takes no value (got ${args[token.index]})`);
-    }
-    if (type !== 'string') continue;
-    const value = token.value;
-    if (value === undefined || (!token.inlineValue && value.startsWith('--'))) {
-      throw new UsageError(`${token.rawName} needs a value`);
-    }
-    if (!token.inlineValue && value.startsWith('-')) {
-      // node takes a value that starts with a dash only when it is attached with `=`
-      throw new UsageError(
-        `${token.rawName} needs a value; to pass ${value}, write ${token.rawName}=${value}`,
-      );
-    }
-  }
-  throw new UsageError((error as Error).message.split('\n')[0] ?? String(error));
+
+  const fix = root
+    .command('fix')
+    .description(
+      "write and commit each folder's REVIEW.md, each reviewer (one per folder) in its own git worktree of a scratch clone of --dir, and merge them into the branch teamwire-fix/<teamId>",
+    );
+  teamOptions(fix, cwd, false);
+  fix.action((values: Values, self: Program) => done(fixCommand(checked(self, values))));
+
+  root
+    .command('web')
+    .description(
+      "watch a team's dashboard, read-only, from another process: a stopped team, or one another process runs (its log is followed as it grows)",
+    )
+    .addOption(
+      option('--team <teamId>', 'the team to watch')
+        .makeOptionMandatory()
+        .argParser(text('--team')),
+    )
+    .addOption(stateDir().conflicts('store'))
+    .addOption(store(`the PostgreSQL URL the team was started with, ${STORE_URL_FORM}`))
+    .addOption(
+      option('--port <port>', "the dashboard's port (default: any free port)").argParser(
+        port('--port'),
+      ),
+    )
+    .action((values: Values, self: Program) => {
+      const v = checked(self, values);
+      done({
+        command: 'web',
+        teamId: v.team as string,
+        stateDir: v.stateDir,
+        store: v.store,
+        port: v.port ?? 0,
+      });
+    });
+
+  root
+    .command('worker')
+    .description(
+      'run reviewers of a team kept in PostgreSQL (on this or another machine: it needs the reviewed directory at the same path); exits when the review is done',
+    )
+    .addOption(
+      store(
+        `the PostgreSQL URL the team was started with, ${STORE_URL_FORM}`,
+      ).makeOptionMandatory(),
+    )
+    .addOption(
+      option('--team <teamId>', 'the team to work for (the id the review printed)')
+        .makeOptionMandatory()
+        .argParser(text('--team')),
+    )
+    .addOption(pace())
+    .action((values: Values, self: Program) => {
+      const v = checked(self, values);
+      done({
+        command: 'worker',
+        store: v.store as string,
+        teamId: v.team as string,
+        paceMs: v.pace,
+      });
+    });
+  return root;
 }
+
+/** `values`, once no stray argument follows the options and no option came before a command. */
+function checked(command: Program, values: Values): Values {
+  const [stray] = command.args;
+  if (stray !== undefined) throw new UsageError(`unexpected argument ${stray}`);
+  const root = command.parent;
+  const early = root?.options.find((o) => root.getOptionValueSource(o.attributeName()) === 'cli');
+  if (early !== undefined) {
+    throw new UsageError(
+      `${early.long} comes before the command ${command.name()}; write ${NAME} ${command.name()} [options]`,
+    );
+  }
+  return values;
+}
+
+/** `-h` or `--help` anywhere before a `--` that ends the options. */
+function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((a) => a === '-h' || a === '--help');
+}
+
+/**
+ * Reads the command line: the command it asks for, or a `UsageError` with a one-line message.
+ * Asking for help anywhere on the line wins over any mistake on it.
+ */
+export function parseArgs(argv: readonly string[], options: { cwd: string }): Command {
+  // `pnpm run demo -- --dir x` passes its `--` along; it ends pnpm's options, not ours
+  const args = argv[0] === '--' ? argv.slice(1) : [...argv];
+  const out = { text: '' };
+  let parsed: Command | undefined;
+  const root = program(options.cwd, out, (command) => {
+    parsed = command;
+  });
+  if (asksForHelp(args)) {
+    const target = root.commands.find((c) => c.name() === args[0]) ?? root;
+    target.outputHelp();
+    return { command: 'help', text: out.text };
+  }
+  try {
+    root.parse(args, { from: 'user' });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    if (error.exitCode === 0) return { command: 'help', text: out.text };
+    if (error.code === 'commander.help') {
+      const names = root.commands.map((c) => c.name()).join(', ');
+      throw new UsageError(`help takes a command: ${names} (got ${args[1]})`);
+    }
+    throw new UsageError(error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' '));
+  }
+  if (parsed === undefined) throw new Error('no command ran');
+  return parsed;
+}
+
+/** The help of `teamwire-example` (`command`: of one of its commands), as `--help` prints it. */
+export function helpText(command?: 'fix' | 'web' | 'worker'): string {
+  const asked = parseArgs(command === undefined ? ['--help'] : [command, '--help'], { cwd: '.' });
+  return asked.command === 'help' ? asked.text : '';
+}
+
+/** The help `teamwire-example --help` prints. */
+export const HELP = helpText();

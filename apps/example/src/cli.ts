@@ -1,10 +1,8 @@
 #!/usr/bin/env node
 import { TeamError } from '@teamwire/core';
 import { formatSummary, runReview } from './app.js';
-import { HELP, parseArgs, UsageError } from './args.js';
+import { parseArgs, UsageError } from './args.js';
 import { formatFixSummary, runFix } from './fix-app.js';
-import { inspectTeam } from './inspect.js';
-import { runMcp } from './mcp-command.js';
 import { runExitCode } from './run-summary.js';
 import { runWeb } from './web-command.js';
 import { runWorker } from './worker.js';
@@ -23,13 +21,8 @@ async function main(): Promise<number> {
     throw error;
   }
   if (command.command === 'help') {
-    process.stdout.write(HELP);
+    process.stdout.write(command.text);
     return 0;
-  }
-  if (command.command === 'inspect') {
-    const inspected = await inspectTeam(command, { cwd });
-    process.stdout.write(inspected.text);
-    return inspected.ok ? 0 : 1;
   }
   if (command.command === 'worker') return worker(command, cwd);
   if (command.command === 'web') {
@@ -42,10 +35,6 @@ async function main(): Promise<number> {
       env: process.env,
       signal: controller.signal,
     });
-    return 0;
-  }
-  if (command.command === 'mcp') {
-    await runMcp(command, { stderr: process.stderr, cwd, env: process.env });
     return 0;
   }
   const controller = new AbortController();

@@ -8,10 +8,10 @@ import { readTeamLog } from '@teamwire/storage';
 import { describe, expect, it, vi } from 'vitest';
 import { runReview } from './app.js';
 import { parseArgs } from './args.js';
-import { CLI, callTool, makeFixtureRepo, tempDir, textSink } from './test-support.js';
+import { callTool, makeFixtureRepo, TEAMWIRE_CLI, tempDir, textSink } from './test-support.js';
 
 describe('--mcp: a coding agent joins the review over MCP', () => {
-  it('prints a working client configuration, serves the coder over HTTP and, after the run, over stdio', async () => {
+  it('prints a working client configuration, serves the coder over HTTP and, after the run, teamwire mcp serves it over stdio', async () => {
     const work = tempDir('review-mcp');
     makeFixtureRepo(path.join(work, 'repo'));
     const command = parseArgs(
@@ -66,10 +66,19 @@ describe('--mcp: a coding agent joins the review over MCP', () => {
     const teamDir = path.join(work, '.teamwire', 'teams', summary.teamId);
     expect(statSync(path.join(teamDir, 'mcp-secret')).mode & 0o777).toBe(0o600);
 
-    // the team is stopped; a client that starts the server itself gets the same mail again
+    // the team is stopped; a client that starts `teamwire mcp` itself gets the same mail again
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [CLI, 'mcp', '--team', summary.teamId],
+      args: [
+        TEAMWIRE_CLI,
+        'mcp',
+        '--dir',
+        '.teamwire',
+        '--team',
+        summary.teamId,
+        '--member',
+        'coder',
+      ],
       cwd: work,
       stderr: 'pipe',
     });

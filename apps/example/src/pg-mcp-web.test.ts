@@ -5,7 +5,7 @@ import { afterAll, expect, it, vi } from 'vitest';
 import { runReview } from './app.js';
 import { parseArgs } from './args.js';
 import { adminPool, describePg, dropSchema, freshSchema, PG_URL } from './pg-test-support.js';
-import { CLI, callTool, makeFixtureRepo, tempDir, textSink } from './test-support.js';
+import { callTool, makeFixtureRepo, TEAMWIRE_CLI, tempDir, textSink } from './test-support.js';
 import { runWeb } from './web-command.js';
 
 const { schema, env } = freshSchema();
@@ -40,10 +40,16 @@ describePg('a review kept in PostgreSQL, joined by other processes', () => {
     const summary = await running;
     expect(summary).toMatchObject({ reportWritten: true, interrupted: false });
 
-    // a client starts its own server process, which joins the team and serves only `coder`
+    // a client starts its own server process, teamwire mcp, which joins the team and serves only
+    // `coder`
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [CLI, 'mcp', '--team', summary.teamId, '--store', PG_URL],
+      args: [
+        TEAMWIRE_CLI,
+        'mcp',
+        ...['--store', PG_URL, '--schema', schema],
+        ...['--team', summary.teamId, '--member', 'coder'],
+      ],
       cwd: work,
       env: { ...process.env, ...env } as Record<string, string>,
       stderr: 'pipe',

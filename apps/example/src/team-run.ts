@@ -230,7 +230,7 @@ export async function runTeam<S extends BaseSettings>(options: {
       durability: command.durability,
       create: !command.resume,
       // A review is a few dozen records: snapshot often enough that its folder shows them
-      // (`inspect --verify` checks each against a full fold).
+      // (`teamwire verify` checks each against a full fold).
       snapshots: { everyRecords: 20 },
     });
     store = {

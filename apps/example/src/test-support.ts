@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,16 @@ import { TRANSCRIPTS_DIR } from '@teamwire/storage';
 
 /** The built CLI; the example's tests run after its build (see turbo.json). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+/**
+ * The built `teamwire` command of @teamwire/cli: a team of the example is inspected, verified and
+ * served to a stdio MCP client with it.
+ */
+export const TEAMWIRE_CLI = path.join(
+  path.dirname(createRequire(import.meta.url).resolve('@teamwire/cli/package.json')),
+  'dist',
+  'cli.js',
+);
 
 export function tempDir(prefix: string): string {
   return mkdtempSync(path.join(tmpdir(), `teamwire-example-${prefix}-`));
@@ -106,13 +117,16 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the built CLI to completion (`env`: added to this process's environment). */
+/**
+ * Runs the built CLI (`cli`: another one, such as {@link TEAMWIRE_CLI}) to completion (`env`:
+ * added to this process's environment).
+ */
 export function runCli(
   args: readonly string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; cli?: string },
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawn(process.execPath, [options.cli ?? CLI, ...args], {
       cwd: options.cwd,
       env: { ...process.env, ...options.env, INIT_CWD: options.cwd },
       stdio: ['ignore', 'pipe', 'pipe'],
