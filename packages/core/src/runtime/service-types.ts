@@ -429,7 +429,17 @@ export interface MemberTeamService {
 }
 
 /** What a quality gate answers: let it pass, or refuse with feedback for the member. */
-export type GateVerdict = { allow: true } | { allow: false; feedback: string };
+export type GateVerdict =
+  | {
+      /** It passes. */
+      allow: true;
+    }
+  | {
+      /** It is refused. */
+      allow: false;
+      /** What the member should do, for it to read. */
+      feedback: string;
+    };
 
 /**
  * Quality gates the host supplies (`openTeam`'s `gates`). A gate may refuse with feedback: a

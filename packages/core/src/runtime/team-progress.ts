@@ -52,7 +52,12 @@ export interface ProgressInputs {
    * The pending tool approval the member is parked on, if any, with its approver (absent: the
    * host decides). A parked member takes no mail until it is decided.
    */
-  parkedOn?(memberId: string): { approverId?: string | undefined } | undefined;
+  parkedOn?(memberId: string):
+    | {
+        /** Who decides it; absent: the host. */
+        approverId?: string | undefined;
+      }
+    | undefined;
 }
 
 /** The one rule of team progress, used by `wait_for_team`, the service and the example. */

@@ -38,6 +38,7 @@ export interface ApprovalFilter {
 
 /** A gate's count of refusals in a row, for a task or a member, as a snapshot keeps it. */
 export interface GateCount {
+  /** Which gate refused. */
   gate: GateName;
   /** The task (`task_completed`) or the member (`teammate_idle`). */
   id: string;
