@@ -10,9 +10,12 @@ export type { InboxCursorSeal, TokenIssuer } from './tokens.js';
 export { createTokenIssuer, generateSecret } from './tokens.js';
 export {
   AckInboxToolInput,
+  APPROVALS_LIST_MAX,
+  createApprovalTools,
   createInboxTools,
   externalMemberTools,
   type InboxToolsOptions,
+  ListApprovalsToolInput,
   ReadInboxToolInput,
   WAIT_SECONDS_MAX,
   WaitForChangeToolInput,
