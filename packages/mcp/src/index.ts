@@ -11,6 +11,8 @@ export { createTokenIssuer, generateSecret } from './tokens.js';
 export {
   AckInboxToolInput,
   APPROVALS_LIST_MAX,
+  type ApprovalListScope,
+  type ApprovalListStatus,
   createApprovalTools,
   createInboxTools,
   externalMemberTools,

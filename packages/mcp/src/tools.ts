@@ -80,16 +80,29 @@ export const WaitForChangeToolInput = z.object({
 export const APPROVALS_LIST_MAX = 50;
 const APPROVALS_LIST_DEFAULT = 20;
 
+/** Which approvals `list_approvals` lists: those in one state (`pending` by default), or `any`. */
+export type ApprovalListStatus = 'pending' | ApprovalDecision | 'any';
+/** Whose approvals `list_approvals` lists: those the caller decides, or the whole team's. */
+export type ApprovalListScope = 'mine' | 'team';
+// Annotated like core's enums, so the docs show the unions instead of objects.
+const approvalListStatus: z.ZodEnum<Record<ApprovalListStatus, ApprovalListStatus>> = z.enum([
+  'pending',
+  ...ApprovalDecision.options,
+  'any',
+]);
+const approvalListScope: z.ZodEnum<Record<ApprovalListScope, ApprovalListScope>> = z.enum([
+  'mine',
+  'team',
+]);
+
 /** Input of `list_approvals`. */
 export const ListApprovalsToolInput = z.object({
   /** Approvals in this state (default `pending`), or `any`. */
-  status: z
-    .enum(['pending', ...ApprovalDecision.options, 'any'])
+  status: approvalListStatus
     .optional()
     .describe('Only approvals in this state (default pending); any lists every state.'),
   /** Whose approvals: yours to decide (default) or the whole team's. */
-  scope: z
-    .enum(['mine', 'team'])
+  scope: approvalListScope
     .optional()
     .describe('mine (default): the approvals you decide; team: every approval of the team.'),
   /** How many to return, newest first. */
