@@ -20,7 +20,7 @@ const PUBLISHED = [
 ];
 
 it('lists every example in examples/README.md and in the root README', () => {
-  expect(examples).toHaveLength(7);
+  expect(examples).toHaveLength(8);
   const readme = read('README.md');
   const root = read('../README.md');
   for (const file of examples) {
@@ -48,6 +48,7 @@ it.each(examples)(
       const allowed =
         from.startsWith('node:') ||
         from.startsWith('@modelcontextprotocol/sdk/') ||
+        from === 'zod' ||
         PUBLISHED.includes(from);
       expect(allowed, `${file} imports ${from}`).toBe(true);
     }

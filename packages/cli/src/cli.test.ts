@@ -8,7 +8,14 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from './commands/registry.js';
-import { ALICE_PROMPT, BIN, createJsonlTeam, LEAD_NOTE, runBin } from './test-support.js';
+import {
+  ALICE_PROMPT,
+  BIN,
+  createApprovalTeam,
+  createJsonlTeam,
+  LEAD_NOTE,
+  runBin,
+} from './test-support.js';
 
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const TEAM = 'team-cli-1';
@@ -121,6 +128,60 @@ describe('the teamwire bin', () => {
     expect(verified.stderr).toBe('');
     expect(verified.code).toBe(0);
     expect(verified.stdout).toMatch(/records folded strictly/);
+    expect(verified.stdout).toMatch(/\nok\n/);
+  });
+
+  it('inspects approvals, pending first, and gate refusals in a row', async () => {
+    const state = path.join(work, 'state');
+    await createApprovalTeam(state, TEAM);
+    const json = await runBin(['inspect', '--dir', state, '--team', TEAM, '--json'], { cwd: work });
+    expect(json.stderr).toBe('');
+    expect(json.code).toBe(0);
+    const view = JSON.parse(json.stdout);
+    expect(view.approvals).toEqual([
+      expect.objectContaining({
+        kind: 'tool',
+        status: 'pending',
+        requester: 'carl',
+        approver: 'alice',
+        toolName: 'send_message',
+        input: '{"to":"lead","message":"staging is up"}',
+      }),
+      expect.objectContaining({
+        status: 'approved',
+        requester: 'bob',
+        input: '{"to":"lead","message":"prod is up"}',
+        decider: 'alice',
+        reason: 'ship it',
+        started: true,
+      }),
+    ]);
+    const [pending, approved] = view.approvals;
+    expect(pending.decidedAt).toBeUndefined();
+    expect(Date.parse(pending.expiresAt)).toBeGreaterThan(Date.parse(pending.requestedAt));
+    expect(Date.parse(approved.decidedAt)).toBeGreaterThanOrEqual(Date.parse(approved.requestedAt));
+    expect(view.gateRefusals).toEqual([{ gate: 'task_completed', task: 'task-1', inARow: 1 }]);
+
+    const text = await runBin(['inspect', '--dir', state, '--team', TEAM], { cwd: work });
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split('\n');
+    const at = lines.indexOf('Approvals (2, 1 pending):');
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at + 1]).toMatch(
+      new RegExp(
+        `^  ${pending.id}  pending +carl -> alice  tool send_message  asked \\d+s ago, expires in (59m|1h)  \\{"to":"lead","message":"staging is up"\\}$`,
+      ),
+    );
+    expect(lines[at + 2]).toMatch(
+      new RegExp(
+        `^  ${approved.id}  approved +bob -> alice  tool send_message  asked \\d+s ago, approved by alice \\d+s ago: ship it  \\{"to":"lead","message":"prod is up"\\}$`,
+      ),
+    );
+    expect(text.stdout).toContain('Gate refusals in a row (1):\n  task_completed  task-1  1\n');
+    // the approval records are folded strictly like the others
+    const verified = await runBin(['verify', '--dir', state, '--team', TEAM], { cwd: work });
+    expect(verified.stderr).toBe('');
+    expect(verified.code).toBe(0);
     expect(verified.stdout).toMatch(/\nok\n/);
   });
 

@@ -92,3 +92,77 @@ export async function createJsonlTeam(stateDir: string, teamId: string): Promise
   }
   return dir;
 }
+
+/**
+ * Creates team `teamId` in `<stateDir>/teams/<teamId>` with approvals: members of the `announcer`
+ * type need alice's (an external member's) approval to send a message. bob's message is approved
+ * by alice with a reason, carl's is still pending; and alice's completion of task-1 was refused
+ * by the task gate once. Returns the team folder.
+ */
+export async function createApprovalTeam(stateDir: string, teamId: string): Promise<string> {
+  const dir = path.join(stateDir, 'teams', teamId);
+  await mkdir(dir, { recursive: true });
+  const store = await openJsonlTeamStore({ teamId, dir, create: true });
+  const announcer = (message: string) => (turn: { call: number }) =>
+    turn.call === 1
+      ? { toolCalls: [{ name: 'send_message', input: { to: 'lead', message } }] }
+      : { text: 'done' };
+  const model = createScriptedModel({
+    scripts: {
+      lead: () => ({ text: 'Noted.' }),
+      bob: announcer('prod is up'),
+      carl: announcer('staging is up'),
+    },
+  });
+  try {
+    const team = await openTeam({
+      teamId,
+      log: store.log,
+      transcripts: store.transcripts,
+      format: xmlFormat,
+      agents: createAgentRegistry([
+        { type: 'lead', systemPrompt: 'You lead.', model },
+        { type: EXTERNAL_TYPE, description: 'Reviews outside', external: true },
+        {
+          type: 'announcer',
+          systemPrompt: 'You announce.',
+          model,
+          approval: { tools: ['send_message'], approver: 'alice', expiresInMs: 3_600_000 },
+        },
+      ]),
+      lead: { agentType: 'lead' },
+      cwd: stateDir,
+      idleClaim: false,
+      gates: { taskCompleted: async () => ({ allow: false, feedback: 'tests fail' }) },
+    });
+    try {
+      const spawn = (name: string, agentType: string) =>
+        team.spawnTeammate(team.lead, { name, description: name, prompt: 'Go.', agentType });
+      await spawn('alice', EXTERNAL_TYPE);
+      await spawn('bob', 'announcer');
+      await team.idle();
+      await spawn('carl', 'announcer');
+      await team.idle();
+      const alice = team.forMember(team.externalMember('alice'));
+      const [bobs] = alice.approvals({ status: 'pending' });
+      await alice.decide({
+        approvalId: bobs?.id as string,
+        decision: 'approved',
+        reason: 'ship it',
+      });
+      await team.idle();
+      const task = await alice.createTask({ subject: 'Parser', description: 'Write it.' });
+      await alice.updateTask({ taskId: task.id, action: { type: 'claim' } });
+      await alice
+        .updateTask({ taskId: task.id, action: { type: 'complete' } })
+        .catch((error: unknown) => {
+          if ((error as { code?: string }).code !== 'GATE_REFUSED') throw error;
+        });
+    } finally {
+      await team.dispose();
+    }
+  } finally {
+    await store.close();
+  }
+  return dir;
+}

@@ -10,9 +10,14 @@ export type { InboxCursorSeal, TokenIssuer } from './tokens.js';
 export { createTokenIssuer, generateSecret } from './tokens.js';
 export {
   AckInboxToolInput,
+  APPROVALS_LIST_MAX,
+  type ApprovalListScope,
+  type ApprovalListStatus,
+  createApprovalTools,
   createInboxTools,
   externalMemberTools,
   type InboxToolsOptions,
+  ListApprovalsToolInput,
   ReadInboxToolInput,
   WAIT_SECONDS_MAX,
   WaitForChangeToolInput,

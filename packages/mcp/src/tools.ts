@@ -1,7 +1,10 @@
 import {
   type AgentTool,
+  ApprovalDecision,
+  type ApprovalView,
   createLeadTools,
   createTeamTools,
+  DecideApprovalToolInput,
   defineTool,
   describeTeamChange,
   INBOX_PAGE_DEFAULT,
@@ -72,6 +75,111 @@ export const WaitForChangeToolInput = z.object({
     .optional()
     .describe(`Seconds to wait at most (1-${WAIT_SECONDS_MAX}, default ${WAIT_SECONDS_DEFAULT}).`),
 });
+
+/** Most approvals `list_approvals` returns at once. */
+export const APPROVALS_LIST_MAX = 50;
+const APPROVALS_LIST_DEFAULT = 20;
+
+/** Which approvals `list_approvals` lists: those in one state (`pending` by default), or `any`. */
+export type ApprovalListStatus = 'pending' | ApprovalDecision | 'any';
+/** Whose approvals `list_approvals` lists: those the caller decides, or the whole team's. */
+export type ApprovalListScope = 'mine' | 'team';
+// Annotated like core's enums, so the docs show the unions instead of objects.
+const approvalListStatus: z.ZodEnum<Record<ApprovalListStatus, ApprovalListStatus>> = z.enum([
+  'pending',
+  ...ApprovalDecision.options,
+  'any',
+]);
+const approvalListScope: z.ZodEnum<Record<ApprovalListScope, ApprovalListScope>> = z.enum([
+  'mine',
+  'team',
+]);
+
+/** Input of `list_approvals`. */
+export const ListApprovalsToolInput = z.object({
+  /** Approvals in this state (default `pending`), or `any`. */
+  status: approvalListStatus
+    .optional()
+    .describe('Only approvals in this state (default pending); any lists every state.'),
+  /** Whose approvals: yours to decide (default) or the whole team's. */
+  scope: approvalListScope
+    .optional()
+    .describe('mine (default): the approvals you decide; team: every approval of the team.'),
+  /** How many to return, newest first. */
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(APPROVALS_LIST_MAX)
+    .optional()
+    .describe(
+      `How many to return, newest first (1-${APPROVALS_LIST_MAX}, default ${APPROVALS_LIST_DEFAULT}).`,
+    ),
+});
+
+/** What `list_approvals` shows of one approval: what is asked, by whom, and how it stands. */
+function showApproval(a: ApprovalView) {
+  const iso = (at: number | undefined) =>
+    at === undefined ? undefined : new Date(at).toISOString();
+  const fields = {
+    approvalId: a.id,
+    kind: a.kind,
+    requester: a.requester,
+    approver: a.approver ?? 'host',
+    toolName: a.toolName,
+    input: a.input,
+    plan: a.plan,
+    status: a.status,
+    requestedAt: iso(a.requestedAt),
+    expiresAt: iso(a.expiresAt),
+    decidedAt: iso(a.decidedAt),
+    decider: a.decider,
+    reason: a.reason,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * The approval tools of a member that may be an approver (a member named as an agent type's
+ * `approval.approver`, or the lead): `list_approvals` shows the requests, `decide_approval`
+ * decides one as this member. Only the approver may decide (`NOT_THE_APPROVER`), once
+ * (`APPROVAL_DECIDED`); core checks both for every caller.
+ */
+export function createApprovalTools(): AgentTool<unknown>[] {
+  const tools = [
+    defineTool({
+      name: 'list_approvals',
+      description:
+        'List the approvals of the team: tool calls and plans teammates asked to have approved, newest first. By default the pending ones you decide. Each shows its approvalId, kind (tool or plan), requester, toolName and input (JSON) or plan, and when it expires.',
+      inputSchema: ListApprovalsToolInput,
+      async execute(input, { team }: ToolContext) {
+        const status = input.status ?? 'pending';
+        const all = team.approvals({
+          ...(status === 'any' ? {} : { status }),
+          ...(input.scope === 'team' ? {} : { approverId: team.agent.memberId }),
+        });
+        const limit = input.limit ?? APPROVALS_LIST_DEFAULT;
+        const newest = all.slice(-limit).reverse();
+        return { approvals: newest.map(showApproval), more: all.length - newest.length };
+      },
+    }),
+    defineTool({
+      name: 'decide_approval',
+      description:
+        'Approve or reject a pending approval you are the approver of (its approvalId from list_approvals or the approval_request mail). Approved, the call runs once (or the teammate gets all its tools); rejected, your reason is what the teammate reads.',
+      inputSchema: DecideApprovalToolInput,
+      async execute(input, { team }: ToolContext) {
+        const decided = await team.decide({
+          approvalId: input.approvalId,
+          decision: input.decision,
+          reason: input.reason,
+        });
+        return showApproval(decided);
+      },
+    }),
+  ];
+  return tools as AgentTool<unknown>[];
+}
 
 /** What the inbox tools need: how cursors are sealed, if they are. */
 export interface InboxToolsOptions {
@@ -199,9 +307,11 @@ export function createInboxTools(options: InboxToolsOptions = {}): AgentTool<unk
 
 /**
  * The tools an external member gets over MCP: its inbox, the team tools every member has
- * (messaging, roster, task board), a wait, and for the lead the lead's tools (spawn, interrupt,
- * shut down; its `wait_for_team` is replaced by `wait_for_change`). Each is core's own tool, with
- * core's schema: the limits checked here are the state's, enforced for every caller.
+ * (messaging, roster, task board), a wait, the approval tools (any member may be named an
+ * approver), and for the lead the lead's tools (spawn, interrupt, shut down; its `wait_for_team`
+ * is replaced by `wait_for_change`, its `decide_approval` by the approval tools' own). Except the
+ * inbox and approval tools, each is core's own tool, with core's schema: the limits checked here
+ * are the state's, enforced for every caller.
  */
 export function externalMemberTools(
   options: InboxToolsOptions & {
@@ -210,14 +320,20 @@ export function externalMemberTools(
     agentTypes?: readonly string[] | undefined;
   },
 ): AgentTool<unknown>[] {
-  const tools = [...createInboxTools({ cursors: options.cursors }), ...createTeamTools()];
+  const tools = [
+    ...createInboxTools({ cursors: options.cursors }),
+    ...createTeamTools(),
+    ...createApprovalTools(),
+  ];
   if (options.isLead) {
     const types = options.agentTypes ?? [];
     const lead = createLeadTools({
       agentTypes: (types.length > 0 ? types : ['none']) as [string, ...string[]],
     }).filter(
       (tool) =>
-        tool.name !== 'wait_for_team' && (tool.name !== 'spawn_teammate' || types.length > 0),
+        tool.name !== 'wait_for_team' &&
+        tool.name !== 'decide_approval' &&
+        (tool.name !== 'spawn_teammate' || types.length > 0),
     );
     tools.push(...lead);
   }
