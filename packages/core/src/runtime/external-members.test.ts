@@ -236,6 +236,11 @@ describe('external members', () => {
     expect(h.service.listMembers(h.service.lead).find((m) => m.name === 'ext')?.phase).toBe(
       'active',
     );
+    // every kind of the record schema can be asked for, the approval kinds included
+    const approvals = await h.service.readInbox(ext, {
+      kinds: ['approval_request', 'approval_decision', 'gate_feedback'],
+    });
+    expect(approvals.messages).toEqual([]);
     for (const kinds of [[], ['nonsense'], 'message']) {
       expect(
         await codeOf(h.service.readInbox(ext, { kinds: kinds as never })),

@@ -3,6 +3,7 @@ import { contentText } from '../content.js';
 import { TeamError } from '../errors.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { Member, MessageKind, QueuedMessage, TeamRecord } from '../records.js';
+import { MessageKind as MessageKindSchema } from '../records.js';
 import type { AgentRegistry } from './agents.js';
 import {
   deliveredRecords,
@@ -358,12 +359,8 @@ export class ExternalMembers {
   }
 }
 
-const KINDS: readonly MessageKind[] = [
-  'message',
-  'idle_notification',
-  'shutdown_request',
-  'task_assignment',
-];
+/** Every message kind, from the record schema (the one list of them). */
+const KINDS: readonly MessageKind[] = MessageKindSchema.options;
 
 function parseKinds(kinds: unknown): Set<MessageKind> {
   if (
