@@ -1,4 +1,5 @@
 import {
+  DecideApprovalToolInput,
   type ExternalAgentDefinition,
   INBOX_PAGE_MAX,
   MEMBER_NAME_MAX,
@@ -32,6 +33,9 @@ const ShutdownAction = z.strictObject({
   reason: z.string().optional(),
 });
 
+// core's own bounds for a decision (the id, the reason), and nothing else in the body
+const DecideAction = z.strictObject(DecideApprovalToolInput.shape);
+
 /** An answer to write: a status and a JSON body. */
 export interface Answer {
   status: number;
@@ -41,8 +45,9 @@ export interface Answer {
 /**
  * Runs one steering action (`POST api/actions/<action>`) of the person at the page on its parsed
  * JSON body: messages and tasks come from the operator member; interrupt and shutdown use the
- * lead's authority, as the host does. The answer is the action's result (200) or
- * `{error: {code, message}}` with the status of its `TeamError` code.
+ * lead's authority, as the host does. A decision on an approval is the operator member's when it
+ * is the approver, else the host's (the person at the page holds the host's token). The answer is
+ * the action's result (200) or `{error: {code, message}}` with the status of its `TeamError` code.
  */
 export async function runAction(
   action: string,
@@ -74,6 +79,30 @@ export async function runAction(
         const input = parse(ShutdownAction, body);
         return ok(await team.shutdown(as.lead(), input));
       }
+      case 'decide': {
+        const input = parse(DecideAction, body);
+        const decision = {
+          approvalId: input.approvalId,
+          decision: input.decision,
+          // an empty reason is no reason
+          ...(input.reason === undefined || input.reason.trim() === ''
+            ? {}
+            : { reason: input.reason }),
+        };
+        // one that is not pending is refused by either path (APPROVAL_DECIDED, APPROVAL_NOT_FOUND)
+        const approval = team
+          .approvals({ status: 'pending' })
+          .find((a) => a.id === input.approvalId);
+        const decided =
+          approval?.approver === as.name
+            ? await as.service().decide(decision)
+            : await team.decide(decision);
+        return ok({
+          approvalId: decided.id,
+          status: decided.status,
+          ...(decided.decider === undefined ? {} : { decider: decided.decider }),
+        });
+      }
       default:
         return refusal(404, 'NOT_FOUND', `no action ${JSON.stringify(action)}`);
     }
@@ -86,6 +115,8 @@ const ok = (body: unknown): Answer => ({ status: 200, body });
 
 /** The person at the page, as a member of the team. */
 export interface Operator {
+  /** Its member name. */
+  readonly name: string;
   /** Spawns the operator member when the team has none yet, and starts acknowledging its mail. */
   ready(): Promise<void>;
   /** The operator's own view of the team (after {@link Operator.ready}). */
@@ -150,6 +181,7 @@ export function createOperator(team: TeamService, name: string): Operator {
     }
   };
   return {
+    name,
     service: () => team.forMember(team.externalMember(name)),
     lead: () => team.lead,
     close: () => unwatch?.(),

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import {
   createAgentRegistry,
   createEventHub,
+  defineTool,
   type EventHub,
   foldTeam,
   openTeam,
@@ -13,11 +14,17 @@ import {
   type TeamRecord,
   type TeamService,
 } from '@teamwire/core';
-import { type AgentScript, createScriptedModel } from '@teamwire/core/testing';
+import {
+  type AgentScript,
+  createMemoryTeamLog,
+  createMemoryTranscriptStore,
+  createScriptedModel,
+} from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import { MAIL_TEXT_KEEP, OPERATOR_AGENT } from './index.js';
 import { chattyLog, isLegalMessage, serveRoutes, type TestServer } from './test-helpers.js';
 
@@ -394,6 +401,152 @@ describe.skipIf(!hasChromium)('the dashboard in a browser', () => {
     } finally {
       await page.close();
       await server.close();
+      hub.close();
+    }
+  });
+
+  it('lists pending approvals with their input, and runs the call once the page approves it', async () => {
+    const runs: string[] = [];
+    const commit = defineTool({
+      name: 'commit',
+      description: 'Commits the work.',
+      inputSchema: z.object({ message: z.string(), files: z.array(z.string()) }),
+      needsApproval: true,
+      async execute({ message }) {
+        runs.push(message);
+        return `committed: ${message}`;
+      },
+    });
+    const committing: AgentScript = ({ call, agentName }) =>
+      call === 1
+        ? {
+            toolCalls: [
+              {
+                name: 'commit',
+                input: { message: `${agentName}: fix the parser`, files: ['src/parse.ts'] },
+                id: `commit-${agentName}`,
+              },
+            ],
+          }
+        : { text: `done ${call}` };
+    const model = createScriptedModel({
+      scripts: { lead: () => ({ text: 'Noted.' }), bob: committing, cat: committing },
+    });
+    const log = createMemoryTeamLog({ teamId: 'web-2' });
+    const hub = createEventHub({ teamId: 'web-2', log });
+    const team = await openTeam({
+      teamId: 'web-2',
+      log,
+      transcripts: createMemoryTranscriptStore(),
+      format: xmlFormat,
+      agents: createAgentRegistry([
+        { type: 'lead', systemPrompt: 'Lead.', model },
+        {
+          type: 'worker',
+          systemPrompt: 'Work.',
+          model,
+          tools: [commit],
+          approval: { approver: 'operator', expiresInMs: 3_600_000 },
+        },
+        { type: 'careful', systemPrompt: 'Work carefully.', model, tools: [commit] },
+        OPERATOR_AGENT,
+      ]),
+      lead: { agentType: 'lead' },
+      events: hub,
+      idleClaim: false,
+    });
+    const server = await serveRoutes({ log, hub, team, assetsDir: ASSETS });
+    const { page, violations } = await watchedPage(browser);
+    try {
+      // the person is on the team (as the page's first action would make it) before bob asks
+      await team.spawnTeammate(team.lead, {
+        name: 'operator',
+        description: 'The person at the dashboard',
+        prompt: 'You steer the team from the dashboard.',
+        agentType: OPERATOR_AGENT.type,
+      });
+      await page.goto(server.url);
+      await page.locator('[data-testid="connection"]', { hasText: 'live' }).waitFor();
+      for (const [name, agentType] of [
+        ['bob', 'worker'],
+        ['cat', 'careful'],
+      ] as const) {
+        await team.spawnTeammate(team.lead, {
+          name,
+          description: 'commits',
+          prompt: 'Commit.',
+          agentType,
+        });
+      }
+      await team.idle();
+      const pending = team.approvals({ status: 'pending' });
+      const bobs = pending.find((a) => a.requester === 'bob');
+      const cats = pending.find((a) => a.requester === 'cat');
+      expect([bobs?.approver, cats?.approver]).toEqual(['operator', 'lead']);
+
+      // each shows live with its tool and its input, pretty-printed
+      const bobCard = page.locator(`[data-testid="approval"][data-approval-id="${bobs?.id}"]`);
+      await bobCard.waitFor();
+      expect(await bobCard.getAttribute('data-approver')).toBe('operator');
+      expect(await bobCard.locator('[data-testid="approval-what"]').textContent()).toBe('commit');
+      expect(await bobCard.locator('[data-testid="approval-input"]').textContent()).toBe(
+        JSON.stringify(JSON.parse(bobs?.input as string), null, 2),
+      );
+      expect(await bobCard.locator('[data-testid="approval-expiry"]').textContent()).toMatch(
+        /expires in (59m|1h)/,
+      );
+      await page.locator('[data-testid="approvals-pending"][data-count="2"]').waitFor();
+      expect(runs).toEqual([]);
+
+      // Approve: the call runs, once
+      await bobCard.locator('[data-testid="approve"]').click();
+      await page
+        .locator(
+          `[data-testid="approval-decided"][data-approval-id="${bobs?.id}"][data-status="approved"][data-decider="operator"]`,
+        )
+        .waitFor();
+      await vi.waitUntil(() => runs.length > 0, { timeout: 5000 });
+      await team.idle();
+      expect(runs).toEqual(['bob: fix the parser']);
+      expect(team.approvals().find((a) => a.id === bobs?.id)).toMatchObject({
+        status: 'approved',
+        decider: 'operator',
+        started: true,
+      });
+
+      // Reject asks for a reason; the lead's approval is decided as the host
+      const catCard = page.locator(`[data-testid="approval"][data-approval-id="${cats?.id}"]`);
+      await catCard.locator('[data-testid="reject"]').click();
+      await catCard.locator('[data-testid="reject-reason"]').fill('Not before the release.');
+      await catCard.locator('[data-testid="reject-confirm"]').click();
+      const rejected = page.locator(
+        `[data-testid="approval-decided"][data-approval-id="${cats?.id}"][data-status="rejected"][data-decider="host"]`,
+      );
+      await rejected.waitFor();
+      expect(await rejected.textContent()).toContain('Not before the release.');
+      await page.locator('[data-testid="approvals-pending"][data-count="0"]').waitFor();
+      await team.idle();
+      expect(runs).toEqual(['bob: fix the parser']);
+      expect(team.approvals().find((a) => a.id === cats?.id)).toMatchObject({
+        status: 'rejected',
+        reason: 'Not before the release.',
+      });
+
+      // the requests are mail of their own kind on the timeline
+      await page.locator('[data-testid="mail-filter-kind"]').selectOption('approval_request');
+      await page
+        .locator(
+          '[data-testid="mail"][data-kind="approval_request"][data-from="bob"][data-to="operator"]',
+        )
+        .waitFor();
+      expect(
+        await page.locator('[data-testid="mail"]:not([data-kind="approval_request"])').count(),
+      ).toBe(0);
+      expect(violations).toEqual([]);
+    } finally {
+      await page.close();
+      await server.close();
+      await team.dispose();
       hub.close();
     }
   });

@@ -105,9 +105,10 @@ function count(value: number | undefined, fallback: number, option: string): num
  * - `GET /api/messages/<seq>`: the whole text of the message queued at that seq, at most the
  *   team's `maxMessageBytes`.
  * - `GET /api/events`: the hub's Server-Sent Events ({@link createSseRoute}, presence included).
- * - `POST /api/actions/{message,task,interrupt,shutdown}`: a JSON body (`application/json`, else
- *   415). Messages and tasks come from the operator member; interrupt and shutdown use the lead's
- *   authority, as the host does. Without a team: 403 `READ_ONLY`.
+ * - `POST /api/actions/{message,task,interrupt,shutdown,decide}`: a JSON body (`application/json`,
+ *   else 415). Messages and tasks come from the operator member; interrupt and shutdown use the
+ *   lead's authority, as the host does; a decision on an approval is the operator member's when
+ *   it is the approver, else the host's. Without a team: 403 `READ_ONLY`.
  *
  * Any other path is 404, a wrong method 405; refusals are `{error: {code, message}}`.
  */

@@ -11,6 +11,13 @@ import type { TeamRecord } from '@teamwire/core';
 export const MAIL_TEXT_KEEP = 500;
 
 /**
+ * Characters of an approval's tool input (JSON) or plan a snapshot carries and the page shows:
+ * more than a message's text, since the person decides on it, and far less than core's bounds
+ * (`APPROVAL_INPUT_BYTES_MAX`, `PLAN_MAX`), so that a page of pending approvals stays small.
+ */
+export const APPROVAL_TEXT_KEEP = 8000;
+
+/**
  * The texts a snapshot cut in one record, each with its full length in characters (UTF-16 code
  * units, as JavaScript counts them). A text not named here is whole.
  */
@@ -29,11 +36,20 @@ export interface SnapshotCuts {
   'member.error'?: number;
   /** Why a message ended without delivery (a `message.dead_lettered` record's `detail`). */
   'deadLetter.detail'?: number;
+  /** A tool approval's input (JSON), cut to {@link APPROVAL_TEXT_KEEP} characters. */
+  'approval.input'?: number;
+  /** A plan approval's plan, cut to {@link APPROVAL_TEXT_KEEP} characters. */
+  'approval.plan'?: number;
+  /** Why an approval was decided so (an `approval.decided` record's `reason`). */
+  'approval.reason'?: number;
+  /** What a quality gate said (a `gate.refused` record's `feedback`). */
+  'gate.feedback'?: number;
 }
 
 /**
  * A team-log record as a snapshot carries it: each long text cut to {@link MAIL_TEXT_KEEP}
- * characters, and `cut` naming what was cut. A message's content is its text only, as one text
+ * characters (an approval's input or plan to {@link APPROVAL_TEXT_KEEP}), and `cut` naming what
+ * was cut. A message's content is its text only, as one text
  * block (the page shows nothing else; `GET api/messages/<seq>` answers the whole text).
  */
 export type SnapshotRecord = TeamRecord & {
@@ -73,10 +89,10 @@ export function messageText(
 /** `record` with its long texts cut (see {@link SnapshotRecord}); the record itself when none is. */
 export function cutRecord(record: TeamRecord): SnapshotRecord {
   const cut: SnapshotCuts = {};
-  const keep = (field: keyof SnapshotCuts, text: string): string => {
-    if (text.length <= MAIL_TEXT_KEEP) return text;
+  const keep = (field: keyof SnapshotCuts, text: string, limit = MAIL_TEXT_KEEP): string => {
+    if (text.length <= limit) return text;
     cut[field] = text.length;
-    return cutText(text, MAIL_TEXT_KEEP);
+    return cutText(text, limit);
   };
   const marked = <T extends TeamRecord>(copy: T): SnapshotRecord =>
     Object.keys(cut).length === 0 ? copy : { ...copy, cut };
@@ -138,6 +154,31 @@ export function cutRecord(record: TeamRecord): SnapshotRecord {
       const detail = record.detail;
       if (detail === undefined || detail.length <= MAIL_TEXT_KEEP) return record;
       return marked({ ...record, detail: keep('deadLetter.detail', detail) });
+    }
+    case 'approval.requested': {
+      const { input, plan } = record.approval;
+      if ((input?.length ?? 0) <= APPROVAL_TEXT_KEEP && (plan?.length ?? 0) <= APPROVAL_TEXT_KEEP) {
+        return record;
+      }
+      return marked({
+        ...record,
+        approval: {
+          ...record.approval,
+          ...(input === undefined
+            ? {}
+            : { input: keep('approval.input', input, APPROVAL_TEXT_KEEP) }),
+          ...(plan === undefined ? {} : { plan: keep('approval.plan', plan, APPROVAL_TEXT_KEEP) }),
+        },
+      });
+    }
+    case 'approval.decided': {
+      const reason = record.reason;
+      if (reason === undefined || reason.length <= MAIL_TEXT_KEEP) return record;
+      return marked({ ...record, reason: keep('approval.reason', reason) });
+    }
+    case 'gate.refused': {
+      if (record.feedback.length <= MAIL_TEXT_KEEP) return record;
+      return marked({ ...record, feedback: keep('gate.feedback', record.feedback) });
     }
     default:
       return record;

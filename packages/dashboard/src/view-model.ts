@@ -5,10 +5,19 @@ import {
   type MemberStatus,
   type MessageKind,
 } from '@teamwire/core';
-import { cutText, MAIL_TEXT_KEEP, messageText, type SnapshotRecord } from './snapshot-record.js';
 import {
+  APPROVAL_TEXT_KEEP,
+  cutText,
+  MAIL_TEXT_KEEP,
+  messageText,
+  type SnapshotRecord,
+} from './snapshot-record.js';
+import {
+  APPROVALS_DECIDED_KEEP,
+  type ApprovalItem,
   type DashboardSnapshot,
   type DashboardState,
+  GATE_REFUSALS_KEEP,
   MAIL_KEEP,
   type MailView,
   type MemberView,
@@ -16,14 +25,21 @@ import {
 } from './view-types.js';
 
 export type {
+  ApprovalItem,
   DashboardSnapshot,
   DashboardState,
   DeadLetterView,
+  GateRefusalView,
   MailView,
   MemberView,
   TaskView,
 } from './view-types.js';
-export { MAIL_KEEP, OUTPUT_KEEP } from './view-types.js';
+export {
+  APPROVALS_DECIDED_KEEP,
+  GATE_REFUSALS_KEEP,
+  MAIL_KEEP,
+  OUTPUT_KEEP,
+} from './view-types.js';
 
 /*
  * The dashboard's view model: hub items and team-log records in, what the page shows out. Pure
@@ -44,6 +60,8 @@ export function emptyState(teamId: string): DashboardState {
     byName: new Map(),
     tasks: new Map(),
     mail: [],
+    approvals: new Map(),
+    gateRefusals: [],
     missed: 0,
     usageThrough: new Map(),
   };
@@ -93,9 +111,25 @@ function refreshReady(state: DashboardState): void {
 }
 
 /** A text as the page keeps it, and how much of it is left out (`length`: what a snapshot cut). */
-function kept(text: string, length = text.length): { text: string; more: number } {
-  const shown = cutText(text, MAIL_TEXT_KEEP);
+function kept(
+  text: string,
+  length = text.length,
+  keep = MAIL_TEXT_KEEP,
+): { text: string; more: number } {
+  const shown = cutText(text, keep);
   return { text: shown, more: Math.max(0, length - shown.length) };
+}
+
+/** Drops the oldest decided approvals past {@link APPROVALS_DECIDED_KEEP}; pending ones stay. */
+function trimDecided(state: DashboardState): void {
+  let decided = 0;
+  for (const approval of state.approvals.values()) if (approval.status !== 'pending') decided++;
+  for (const [id, approval] of state.approvals) {
+    if (decided <= APPROVALS_DECIDED_KEEP) return;
+    if (approval.status === 'pending') continue;
+    state.approvals.delete(id);
+    decided--;
+  }
 }
 
 /** The message of the timeline with this id, looked for from the newest. */
@@ -202,6 +236,80 @@ export function applyRecord(state: DashboardState, record: SnapshotRecord): bool
       }
       const target = state.members.get(record.targetId);
       if (target !== undefined) target.deadLetters++;
+      break;
+    }
+    case 'approval.requested': {
+      const a = record.approval;
+      const input =
+        a.input === undefined
+          ? undefined
+          : kept(a.input, record.cut?.['approval.input'], APPROVAL_TEXT_KEEP);
+      const plan =
+        a.plan === undefined
+          ? undefined
+          : kept(a.plan, record.cut?.['approval.plan'], APPROVAL_TEXT_KEEP);
+      state.approvals.set(a.id, {
+        id: a.id,
+        seq: record.seq,
+        kind: a.kind,
+        requester: nameOf(state, a.requesterId) as string,
+        approver: nameOf(state, a.approverId),
+        toolName: a.toolName,
+        input: input?.text,
+        inputMore: input?.more ?? 0,
+        plan: plan?.text,
+        planMore: plan?.more ?? 0,
+        taskId: a.taskId,
+        status: 'pending',
+        requestedAt: record.at,
+        expiresAt: a.expiresAt,
+        reasonMore: 0,
+        started: false,
+      });
+      break;
+    }
+    case 'approval.decided': {
+      // a snapshot may have left out the request: nothing to show it on
+      const item: ApprovalItem | undefined = state.approvals.get(record.approvalId);
+      if (item === undefined) break;
+      const reason =
+        record.reason === undefined
+          ? undefined
+          : kept(record.reason, record.cut?.['approval.reason']);
+      item.status = record.decision;
+      item.decidedAt = record.at;
+      item.reason = reason?.text;
+      item.reasonMore = reason?.more ?? 0;
+      // without a member, an approval or a rejection is the host's; an expiry or a cancel, no one's
+      item.decider =
+        record.deciderId !== undefined
+          ? nameOf(state, record.deciderId)
+          : record.decision === 'approved' || record.decision === 'rejected'
+            ? 'host'
+            : undefined;
+      trimDecided(state);
+      break;
+    }
+    case 'approval.started': {
+      const item = state.approvals.get(record.approvalId);
+      if (item !== undefined) item.started = true;
+      break;
+    }
+    case 'gate.refused': {
+      const feedback = kept(record.feedback, record.cut?.['gate.feedback']);
+      state.gateRefusals.push({
+        seq: record.seq,
+        at: record.at,
+        gate: record.gate,
+        member: nameOf(state, record.memberId) as string,
+        taskId: record.taskId,
+        feedback: feedback.text,
+        feedbackMore: feedback.more,
+        attempt: record.attempt,
+      });
+      if (state.gateRefusals.length > GATE_REFUSALS_KEEP) {
+        state.gateRefusals.splice(0, state.gateRefusals.length - GATE_REFUSALS_KEEP);
+      }
       break;
     }
   }
@@ -337,6 +445,18 @@ export function selectMail(
       (filter.kind === undefined || m.kind === filter.kind) &&
       (filter.delivery === undefined || mailDelivery(m) === filter.delivery),
   );
+}
+
+/** The approvals waiting for a decision, oldest first. */
+export function pendingApprovals(state: DashboardState): ApprovalItem[] {
+  return [...state.approvals.values()].filter((a) => a.status === 'pending');
+}
+
+/** The decided approvals the page keeps, the latest decision first. */
+export function decidedApprovals(state: DashboardState): ApprovalItem[] {
+  return [...state.approvals.values()]
+    .filter((a) => a.status !== 'pending')
+    .sort((a, b) => (b.decidedAt ?? 0) - (a.decidedAt ?? 0) || b.seq - a.seq);
 }
 
 /** One member's row of {@link tokenTotals}. */

@@ -1,5 +1,13 @@
-import type { DeadLetterReason, MemberStatus, MessageKind, TaskStatus } from '@teamwire/core';
-import type { MAIL_TEXT_KEEP, SnapshotRecord } from './snapshot-record.js';
+import type {
+  ApprovalKind,
+  ApprovalStatus,
+  DeadLetterReason,
+  GateName,
+  MemberStatus,
+  MessageKind,
+  TaskStatus,
+} from '@teamwire/core';
+import type { APPROVAL_TEXT_KEEP, MAIL_TEXT_KEEP, SnapshotRecord } from './snapshot-record.js';
 
 /* What the page shows, and what it loads first: the view model's types and bounds. */
 
@@ -7,6 +15,10 @@ import type { MAIL_TEXT_KEEP, SnapshotRecord } from './snapshot-record.js';
 export const OUTPUT_KEEP = 4000;
 /** Mail items kept in the timeline (the oldest go first). */
 export const MAIL_KEEP = 1000;
+/** Decided approvals kept for the history (the oldest decided go first; pending ones all stay). */
+export const APPROVALS_DECIDED_KEEP = 50;
+/** Gate refusals kept (the oldest go first). */
+export const GATE_REFUSALS_KEEP = 100;
 
 /** One member as the page shows it. */
 export interface MemberView {
@@ -136,6 +148,74 @@ export interface DeadLetterView {
   at: number;
 }
 
+/** One approval as the page shows it: the request, and its decision once there is one. */
+export interface ApprovalItem {
+  /** The approval id (a ulid). */
+  id: string;
+  /** The seq of its `approval.requested` record. */
+  seq: number;
+  /** A tool call, or a teammate's plan. */
+  kind: ApprovalKind;
+  /** The requester's name. */
+  requester: string;
+  /**
+   * The approver's name; absent when only the host decides. The page decides as the operator
+   * member when it is the approver, else as the host.
+   */
+  approver?: string | undefined;
+  /** For `tool`: the tool called. */
+  toolName?: string | undefined;
+  /** For `tool`: the call's input as JSON, cut to {@link APPROVAL_TEXT_KEEP} characters. */
+  input?: string | undefined;
+  /** Characters of the input left out (0 when it is whole). */
+  inputMore: number;
+  /** For `plan`: the plan, cut to {@link APPROVAL_TEXT_KEEP} characters. */
+  plan?: string | undefined;
+  /** Characters of the plan left out (0 when it is whole). */
+  planMore: number;
+  /** The task the requester was working on. */
+  taskId?: string | undefined;
+  /** `pending` until its one decision. */
+  status: ApprovalStatus;
+  /** When it was requested (ms since the Unix epoch). */
+  requestedAt: number;
+  /** When it expires undecided (the team clock's ms), if ever. */
+  expiresAt?: number | undefined;
+  /** When it was decided. */
+  decidedAt?: number | undefined;
+  /** Why it was decided so, cut to {@link MAIL_TEXT_KEEP} characters. */
+  reason?: string | undefined;
+  /** Characters of the reason left out (0 when it is whole). */
+  reasonMore: number;
+  /**
+   * Who decided: a member's name, `host` for the host (the page's person, when not a member),
+   * absent for an expiry or a cancel.
+   */
+  decider?: string | undefined;
+  /** For an approved tool call: whether it began running. */
+  started: boolean;
+}
+
+/** One refusal of a quality gate. */
+export interface GateRefusalView {
+  /** The seq of its `gate.refused` record. */
+  seq: number;
+  /** When it refused (ms since the Unix epoch). */
+  at: number;
+  /** Which gate: a task's completion or a teammate's idle. */
+  gate: GateName;
+  /** The member refused: the task's owner, or the teammate going idle. */
+  member: string;
+  /** For `task_completed`: the task that stays in progress. */
+  taskId?: string | undefined;
+  /** What the gate said, cut to {@link MAIL_TEXT_KEEP} characters. */
+  feedback: string;
+  /** Characters of the feedback left out (0 when it is whole). */
+  feedbackMore: number;
+  /** The how-many-th refusal in a row. */
+  attempt: number;
+}
+
 /** What the server answers on `GET /api/snapshot`; see the package README. */
 export interface DashboardSnapshot {
   /** Format version of this object. */
@@ -200,6 +280,13 @@ export interface DashboardState {
   tasks: Map<string, TaskView>;
   /** The timeline, oldest first. */
   mail: MailView[];
+  /**
+   * Approvals by id, in request order: every pending one, and the newest
+   * {@link APPROVALS_DECIDED_KEEP} decided ones.
+   */
+  approvals: Map<string, ApprovalItem>;
+  /** Quality gate refusals, oldest first, the newest {@link GATE_REFUSALS_KEEP}. */
+  gateRefusals: GateRefusalView[];
   /** Items the hub could not deliver (a slow page, an old cursor). */
   missed: number;
   /**

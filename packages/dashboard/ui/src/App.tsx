@@ -1,5 +1,6 @@
 import { useCallback, useState, useSyncExternalStore } from 'react';
 import { type ActionName, fetchMessage, postAction, toApiError } from './api.js';
+import { ApprovalsPanel, approvalsKey, type Decide } from './components/ApprovalsPanel.js';
 import { MailTimeline, mailKey } from './components/MailTimeline.js';
 import { MembersPanel } from './components/MembersPanel.js';
 import { SteerForms } from './components/SteerForms.js';
@@ -39,6 +40,19 @@ export function App({ store }: { store: DashboardStore }) {
         return false;
       } finally {
         setBusy(false);
+      }
+    },
+    [store],
+  );
+
+  const decide = useCallback<Decide>(
+    async (body) => {
+      try {
+        await postAction(store.token, 'decide', body);
+        return '';
+      } catch (error) {
+        const failure = toApiError(error);
+        return `${failure.code}: ${failure.message}`;
       }
     },
     [store],
@@ -110,6 +124,12 @@ export function App({ store }: { store: DashboardStore }) {
             <TokensTable state={state} usageKey={tokensKey(state)} />
           </div>
           <div className="col col-main">
+            <ApprovalsPanel
+              state={state}
+              panelKey={approvalsKey(state)}
+              canAct={canAct}
+              decide={decide}
+            />
             <MailTimeline
               state={state}
               timelineKey={mailKey(state)}

@@ -15,7 +15,7 @@ export class ApiError extends Error {
 }
 
 /** The steering actions of `POST api/actions/<name>`. */
-export type ActionName = 'message' | 'task' | 'interrupt' | 'shutdown';
+export type ActionName = 'message' | 'task' | 'interrupt' | 'shutdown' | 'decide';
 
 /** Any thrown value as an {@link ApiError}. */
 export function toApiError(error: unknown): ApiError {

@@ -14,12 +14,18 @@ import { CutMark } from './CutMark.js';
 
 type Kind = MailView['kind'];
 
-const KINDS: readonly Kind[] = [
+const KINDS = [
   'message',
   'idle_notification',
   'shutdown_request',
   'task_assignment',
-];
+  'approval_request',
+  'approval_decision',
+  'gate_feedback',
+] as const satisfies readonly Kind[];
+// every kind core has is in the filter: a new one fails the typecheck here
+const everyKind: Exclude<Kind, (typeof KINDS)[number]> extends never ? true : never = true;
+void everyKind;
 
 const DELIVERIES: readonly MailDelivery[] = ['pending', 'delivered', 'dead-letter'];
 
