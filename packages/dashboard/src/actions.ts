@@ -3,6 +3,7 @@ import {
   type ExternalAgentDefinition,
   INBOX_PAGE_MAX,
   MEMBER_NAME_MAX,
+  MessageKind,
   TASK_BLOCKED_BY_MAX,
   TASK_ID_PATTERN,
   type TeamService,
@@ -148,7 +149,7 @@ export function createOperator(team: TeamService, name: string): Operator {
         const ref = team.externalMember(name);
         // A person is not shut down by the lead: its shutdown requests stay unread, so the page
         // keeps working after the lead ends the run.
-        const kinds = ['message', 'idle_notification', 'task_assignment'] as const;
+        const kinds = MessageKind.options.filter((kind) => kind !== 'shutdown_request');
         let page = await team.readInbox(ref, { limit: INBOX_PAGE_MAX, kinds });
         while (page.cursor !== undefined) {
           page = await team.readInbox(ref, { after: page.cursor, limit: INBOX_PAGE_MAX, kinds });

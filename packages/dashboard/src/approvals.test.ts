@@ -18,7 +18,7 @@ import {
   type MemoryTeamLog,
 } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { failure } from './http.js';
 import { OPERATOR_AGENT } from './index.js';
@@ -228,6 +228,17 @@ describe('POST api/actions/decide', () => {
     await team.idle();
     expect(runs).toEqual(['fix by bob']);
     expect(recordsOf(log, 'approval.decided')).toHaveLength(1);
+    // the page acknowledged the request sent to the operator: nothing piles up in its inbox
+    const operator = team.listMembers(team.lead).find((m) => m.name === 'operator');
+    await vi.waitFor(() => {
+      const request = recordsOf(log, 'message.queued').find(
+        (r) => r.message.kind === 'approval_request',
+      );
+      expect(
+        recordsOf(log, 'message.delivered').some((r) => r.messageId === request?.message.id),
+      ).toBe(true);
+    });
+    expect(operator?.memberId).toBeDefined();
 
     const { loaded, streamed } = await views(server, items);
     for (const view of [loaded, streamed]) {
