@@ -26,7 +26,7 @@ import { TASK_ACTION_TYPES } from '../rules.js';
 import type { TaskAction, TaskActionType, TaskView } from '../state/index.js';
 import type { AgentTool, ToolContext } from './agents.js';
 import { defineTool } from './agents.js';
-import type { MemberInfo, MemberTeamService } from './service-types.js';
+import type { DecideInput, MemberInfo, MemberTeamService } from './service-types.js';
 
 /** Names of the tools every member gets. */
 export const TEAM_TOOL_NAMES = [
@@ -66,12 +66,18 @@ export const SubmitPlanToolInput = z.object({
 });
 export type SubmitPlanToolInput = z.infer<typeof SubmitPlanToolInput>;
 
+// Annotated like the record enums, so the docs show the union instead of an object.
+const decisionEnum: z.ZodEnum<Record<DecideInput['decision'], DecideInput['decision']>> = z.enum([
+  'approved',
+  'rejected',
+]);
+
 /** Input of `decide_approval`. */
 export const DecideApprovalToolInput = z.object({
   /** The approval to decide, from its request. */
   approvalId: z.string().min(1).max(256).describe('The approval id from the request.'),
   /** Approve or reject. */
-  decision: z.enum(['approved', 'rejected']),
+  decision: decisionEnum,
   /** Why; a rejection's reason reaches the requester. */
   reason: z
     .string()

@@ -26,7 +26,7 @@ export interface Approval extends ApprovalRequest {
   started?: boolean;
 }
 
-/** Which approvals {@link Approvals.list} returns. */
+/** Which approvals `TeamState.approvals` and `TeamService.approvals` return. */
 export interface ApprovalFilter {
   /** One status or several. */
   status?: ApprovalStatus | readonly ApprovalStatus[] | undefined;
