@@ -1,6 +1,7 @@
 import {
   type Clock,
   type Member,
+  RECORD_SCHEMA_VERSIONS,
   TeamError,
   type TeamRecord,
   TeamState,
@@ -81,13 +82,7 @@ export function generateTeamLog(
   const stats: LogStats = {
     records: 0,
     bytes: 0,
-    byType: {
-      member: 0,
-      task: 0,
-      'message.queued': 0,
-      'message.delivered': 0,
-      'message.dead_lettered': 0,
-    },
+    byType: noRecords(),
     members: 0,
     tasks: 0,
     messages: 0,
@@ -322,13 +317,7 @@ function generateChatLog(
   const stats: LogStats = {
     records: 0,
     bytes: 0,
-    byType: {
-      member: 0,
-      task: 0,
-      'message.queued': 0,
-      'message.delivered': 0,
-      'message.dead_lettered': 0,
-    },
+    byType: noRecords(),
     members: 0,
     tasks: 0,
     messages: 0,
@@ -503,4 +492,11 @@ export function generateJsonlLog(options: GenerateOptions): JsonlLog {
 /** The line `i` of a JSONL log, without its newline. */
 export function lineAt(log: JsonlLog, i: number): string {
   return log.bytes.toString('utf8', log.offsets[i] as number, (log.offsets[i + 1] as number) - 1);
+}
+
+/** A count of zero for every record type core has (its schema versions list them all). */
+function noRecords(): LogStats['byType'] {
+  return Object.fromEntries(
+    Object.keys(RECORD_SCHEMA_VERSIONS).map((type) => [type, 0]),
+  ) as LogStats['byType'];
 }
