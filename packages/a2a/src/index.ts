@@ -1,0 +1,22 @@
+export type { A2AServer, A2AServerOptions } from './server.js';
+export {
+  A2A_CLIENT_AGENT,
+  A2A_ID_MAX,
+  A2A_PARTS_MAX,
+  A2A_PATH,
+  AGENT_CARD_PATH,
+  createA2AServer,
+  toSdkTask,
+} from './server.js';
+export type { A2ATaskStore, PgQueryable } from './task-store.js';
+export {
+  A2A_TASK_FORMAT_VERSION,
+  A2A_TASKS_FILE,
+  A2A_TASKS_TABLE,
+  A2AHistoryEntry,
+  A2ATaskState,
+  openJsonlA2ATaskStore,
+  openPostgresA2ATaskStore,
+  parseStoredTask,
+  StoredA2ATask,
+} from './task-store.js';
