@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
-  type AgentCard,
+  AgentCard,
   type AgentSkill,
   type Artifact,
   type Message,
@@ -610,7 +610,7 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
     card,
     fetchCard(request) {
       const origin = new URL(request.url).origin;
-      return new Response(JSON.stringify(card(origin)), {
+      return new Response(JSON.stringify(AgentCard.toJSON(card(origin))), {
         headers: { 'content-type': 'application/json', 'cache-control': 'no-cache' },
       });
     },
