@@ -98,7 +98,7 @@ export function parseStoredTask(value: unknown, where: string): StoredA2ATask {
 /**
  * A2A tasks in `a2a-tasks.jsonl` of a team's JSONL state folder (`dir`): one line per version of a
  * task (`{"v":1,"id":…}`), appended and `fdatasync`ed, the last line of an id winning. A torn last
- * line (a crash mid-append) is ignored; any other line that is not a valid task is refused with
+ * line (a crash mid-append) is cut off on open; any other line that is not a valid task is refused with
  * `INVALID_RECORD` and the file is left as it is.
  */
 export async function openJsonlA2ATaskStore(dir: string): Promise<A2ATaskStore> {
@@ -112,6 +112,7 @@ export async function openJsonlA2ATaskStore(dir: string): Promise<A2ATaskStore> 
   const lines = text.split('\n');
   const torn = lines.at(-1) !== '';
   const tasks = new Map<string, StoredA2ATask>();
+  let tornBytes = 0;
   lines.forEach((line, index) => {
     if (line === '') return;
     const last = index === lines.length - 1;
@@ -119,15 +120,28 @@ export async function openJsonlA2ATaskStore(dir: string): Promise<A2ATaskStore> 
     try {
       value = JSON.parse(line);
     } catch (error) {
-      if (last && torn) return; // a torn tail: the append never completed
+      if (last && torn) {
+        tornBytes = Buffer.byteLength(line); // a torn tail: the append never completed
+        return;
+      }
       throw invalid(`${path}:${index + 1}`, error);
     }
     const task = parseStoredTask(value, `${path}:${index + 1}`);
     tasks.set(task.id, task);
   });
+  if (tornBytes > 0) {
+    // cut the torn tail off, so the next line starts clean and the file folds again
+    const repair = await open(path, 'r+');
+    try {
+      await repair.truncate(Buffer.byteLength(text) - tornBytes);
+      await repair.datasync();
+    } finally {
+      await repair.close();
+    }
+  }
   const file = await open(path, 'a');
-  // a torn tail is ended so the next line starts clean
-  let needsNewline = torn && text.length > 0;
+  // a complete last line without its newline is ended before the next one
+  let needsNewline = torn && tornBytes === 0 && text.length > 0;
   let queue: Promise<void> = Promise.resolve();
   return {
     async loadAll() {
