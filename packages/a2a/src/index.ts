@@ -1,3 +1,5 @@
+export type { A2ABridge, A2ABridgeOptions, A2ABridgeRetry, RemoteA2AAgent } from './bridge.js';
+export { A2A_BRIDGE_RETRY_DEFAULT, remoteAgentType, startA2ABridge } from './bridge.js';
 export type { A2AServer, A2AServerOptions } from './server.js';
 export {
   A2A_CLIENT_AGENT,
