@@ -7,7 +7,6 @@ import {
 } from '@a2a-js/sdk/client';
 import {
   Backoff,
-  type BackoffPolicy,
   type ExternalAgentDefinition,
   type InboxMessage,
   type MemberInfo,
@@ -43,7 +42,11 @@ export function remoteAgentType(agent: RemoteA2AAgent): ExternalAgentDefinition 
 }
 
 /** How a bridge retries a remote that is down: the waits, and how many attempts at most. */
-export interface A2ABridgeRetry extends BackoffPolicy {
+export interface A2ABridgeRetry {
+  /** The first wait, in ms; each next one doubles. */
+  initialDelayMs: number;
+  /** The longest wait, in ms. */
+  maxDelayMs: number;
   /** Attempts to send one message before the member fails (default 8). */
   maxAttempts: number;
 }
@@ -130,7 +133,7 @@ const defaultSleep = (ms: number, signal: AbortSignal) =>
  * answer is mail from the member to the lead (summary `a2a-answer:<id>`; `a2a-question:<id>` when
  * the remote asks back, the lead's next mail to the member then continuing that A2A task).
  *
- * A remote that does not answer is retried with core's {@link Backoff}; past `maxAttempts` the
+ * A remote that does not answer is retried with core's `Backoff`; past `maxAttempts` the
  * member tells the lead why (summary `a2a-failure:<id>`), and the lead's credential shuts it down:
  * it retires, its tasks go back to the board and its unsent mail is dead-lettered.
  */

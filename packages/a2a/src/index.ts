@@ -10,15 +10,21 @@ export {
   createA2AServer,
   toSdkTask,
 } from './server.js';
-export type { A2ATaskStore, PgQueryable } from './task-store.js';
+export type {
+  A2AHistoryEntry,
+  A2APendingMessage,
+  A2AStoredArtifact,
+  A2ATaskState,
+  A2ATaskStore,
+  PgQueryable,
+  PgRows,
+  StoredA2ATask,
+} from './task-store.js';
 export {
   A2A_TASK_FORMAT_VERSION,
   A2A_TASKS_FILE,
   A2A_TASKS_TABLE,
-  A2AHistoryEntry,
-  A2ATaskState,
   openJsonlA2ATaskStore,
   openPostgresA2ATaskStore,
   parseStoredTask,
-  StoredA2ATask,
 } from './task-store.js';

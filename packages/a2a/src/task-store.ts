@@ -7,63 +7,92 @@ import { z } from 'zod';
 export const A2A_TASK_FORMAT_VERSION = 1;
 
 /** The states an A2A task of a team takes. */
-export const A2ATaskState = z.enum([
-  'submitted',
-  'working',
-  'input-required',
-  'completed',
-  'failed',
-  'canceled',
-]);
-/** See {@link A2ATaskState}. */
-export type A2ATaskState = z.infer<typeof A2ATaskState>;
+export type A2ATaskState =
+  | 'submitted'
+  | 'working'
+  | 'input-required'
+  | 'completed'
+  | 'failed'
+  | 'canceled';
 
 /** One message of a task's history, as text. */
-export const A2AHistoryEntry = z.strictObject({
+export interface A2AHistoryEntry {
   /** `user`: the A2A client; `agent`: the team. */
-  role: z.enum(['user', 'agent']),
+  role: 'user' | 'agent';
   /** The A2A message id. */
-  messageId: z.string().min(1).max(256),
+  messageId: string;
   /** The message text. */
-  text: z.string(),
-});
-/** See {@link A2AHistoryEntry}. */
-export type A2AHistoryEntry = z.infer<typeof A2AHistoryEntry>;
+  text: string;
+}
+
+/** One result of a task: the lead's answer. */
+export interface A2AStoredArtifact {
+  /** The artifact id (the team message id of the answer). */
+  artifactId: string;
+  /** Its name (`answer`). */
+  name: string;
+  /** Its text. */
+  text: string;
+}
+
+/** A client message accepted and not yet sent to the lead. */
+export interface A2APendingMessage {
+  /** The client's message id. */
+  messageId: string;
+  /** Its text. */
+  text: string;
+}
 
 /** An A2A task of the team, as stored (format {@link A2A_TASK_FORMAT_VERSION}). */
-export const StoredA2ATask = z.strictObject({
+export interface StoredA2ATask {
   /** Always {@link A2A_TASK_FORMAT_VERSION}. */
-  v: z.literal(A2A_TASK_FORMAT_VERSION),
+  v: 1;
   /** The A2A task id. */
-  id: z.string().min(1).max(256),
+  id: string;
   /** The A2A context id: a conversation of tasks. */
-  contextId: z.string().min(1).max(256),
+  contextId: string;
   /** The task's state. */
-  state: A2ATaskState,
+  state: A2ATaskState;
   /** The text of the last status, when it has one. */
-  statusText: z.string().optional(),
+  statusText?: string | undefined;
   /** Every client message of the task, and the team's answers. */
-  history: z.array(A2AHistoryEntry),
+  history: A2AHistoryEntry[];
   /** The team's results: the lead's answer. */
+  artifacts: A2AStoredArtifact[];
+  /** The client messages accepted for this task: a retry of one answers this task again. */
+  messageIds: string[];
+  /**
+   * A client message accepted but not yet sent to the lead as team mail: sent on the next start
+   * unless the team's log holds it already.
+   */
+  pending?: A2APendingMessage | undefined;
+  /** Ids of the team messages sent to the lead for this task. */
+  teamMail: string[];
+  /** Ids of the lead's messages applied to this task: mail read again after a crash is skipped. */
+  appliedMail: string[];
+  /** When the task last changed (ISO 8601). */
+  updatedAt: string;
+}
+
+const id = z.string().min(1).max(256);
+const StoredA2ATaskSchema = z.strictObject({
+  v: z.literal(A2A_TASK_FORMAT_VERSION),
+  id,
+  contextId: id,
+  state: z.enum(['submitted', 'working', 'input-required', 'completed', 'failed', 'canceled']),
+  statusText: z.string().optional(),
+  history: z.array(
+    z.strictObject({ role: z.enum(['user', 'agent']), messageId: id, text: z.string() }),
+  ),
   artifacts: z.array(
     z.strictObject({ artifactId: z.string().min(1), name: z.string(), text: z.string() }),
   ),
-  /** The client messages accepted for this task: a retry of one answers this task again. */
-  messageIds: z.array(z.string().min(1).max(256)),
-  /**
-   * A client message accepted but not yet sent to the lead as team mail: sent on the next open
-   * when the team's log does not hold it already.
-   */
-  pending: z.strictObject({ messageId: z.string().min(1), text: z.string() }).optional(),
-  /** Ids of the team messages sent to the lead for this task. */
+  messageIds: z.array(id),
+  pending: z.strictObject({ messageId: id, text: z.string() }).optional(),
   teamMail: z.array(z.string().min(1)),
-  /** Ids of the lead's messages applied to this task: mail read again after a crash is skipped. */
   appliedMail: z.array(z.string().min(1)),
-  /** When the task last changed (ISO 8601). */
   updatedAt: z.string(),
 });
-/** See {@link StoredA2ATask}. */
-export type StoredA2ATask = z.infer<typeof StoredA2ATask>;
 
 /**
  * Where a team keeps its A2A tasks, so that `tasks/get` answers after a restart and a retried
@@ -90,9 +119,9 @@ function invalid(where: string, cause: unknown): TeamError {
 
 /** Parses one stored task (a JSONL line's or a row's body); `INVALID_RECORD` when it is not one. */
 export function parseStoredTask(value: unknown, where: string): StoredA2ATask {
-  const parsed = StoredA2ATask.safeParse(value);
+  const parsed = StoredA2ATaskSchema.safeParse(value);
   if (!parsed.success) throw invalid(where, parsed.error);
-  return parsed.data;
+  return parsed.data as StoredA2ATask;
 }
 
 /**
@@ -148,7 +177,7 @@ export async function openJsonlA2ATaskStore(dir: string): Promise<A2ATaskStore> 
       return [...tasks.values()];
     },
     put(task) {
-      const line = `${needsNewline ? '\n' : ''}${JSON.stringify(StoredA2ATask.parse(task))}\n`;
+      const line = `${needsNewline ? '\n' : ''}${JSON.stringify(parseStoredTask(task, path))}\n`;
       needsNewline = false;
       const write = queue.then(async () => {
         await file.write(line);
@@ -165,10 +194,16 @@ export async function openJsonlA2ATaskStore(dir: string): Promise<A2ATaskStore> 
   };
 }
 
+/** The rows of a query's result. */
+export interface PgRows {
+  /** The rows, by column name. */
+  rows: Array<Record<string, unknown>>;
+}
+
 /** What {@link openPostgresA2ATaskStore} needs of a `pg` pool (or client). */
 export interface PgQueryable {
   /** Runs one statement. */
-  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+  query(text: string, values?: unknown[]): Promise<PgRows>;
 }
 
 /** The PostgreSQL table of the A2A tasks: one row per task, `body` its newest version. */
@@ -202,7 +237,7 @@ export async function openPostgresA2ATaskStore(
       return rows.map((row) => parseStoredTask(row.body, `${A2A_TASKS_TABLE}/${row.task_id}`));
     },
     async put(task) {
-      const body = StoredA2ATask.parse(task);
+      const body = parseStoredTask(task, `${A2A_TASKS_TABLE}/${task.id}`);
       await pool.query(
         `INSERT INTO ${A2A_TASKS_TABLE} (team_id, task_id, format, body) VALUES ($1, $2, $3, $4)
          ON CONFLICT (team_id, task_id) DO UPDATE SET body = EXCLUDED.body, format = EXCLUDED.format,
