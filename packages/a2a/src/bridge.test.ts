@@ -161,6 +161,30 @@ describe('a remote A2A agent as a teammate', () => {
     expect(await mailFromEcho(side)).toHaveLength(1);
   });
 
+  it('a remote killed mid-exchange and restarted gets the same messageId again; the answer is recorded once', async () => {
+    const { remote, dir } = await start();
+    remote.hold();
+    let back: RemoteAgent | undefined;
+    const side = await openSide(dir, remote.cardUrl, {
+      retry: { initialDelayMs: 10, maxDelayMs: 1000, maxAttempts: 10 },
+      sleep: async () => {
+        if (back === undefined) {
+          back = await startRemoteAgent({ token: TOKEN, port: remote.port });
+          cleanups.push(() => (back as RemoteAgent).close());
+        }
+      },
+    });
+    cleanups.push(() => side.close());
+    const id = await spawnEcho(side, 'long job');
+    await expect.poll(() => remote.texts.length).toBe(1);
+    await remote.close(); // killed while the answer is held
+    await side.bridge.settled();
+    expect(Object.fromEntries(remote.received)).toEqual({ [id]: 1 });
+    expect(Object.fromEntries(back?.received ?? [])).toEqual({ [id]: 1 });
+    const mail = await mailFromEcho(side);
+    expect(mail.map((m) => m.summary)).toEqual([`a2a-answer:${id}`]);
+  });
+
   it('past the bound, the member tells the lead why and is shut down', async () => {
     const { remote, dir } = await start();
     await remote.close();

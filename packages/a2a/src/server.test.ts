@@ -119,6 +119,16 @@ describe('a team as an A2A server', () => {
     expect(got.history.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
   });
 
+  it('concurrent sends of one messageId make one task and one mail', async () => {
+    const t = await start();
+    const client = await sdkClient(t.edge.origin);
+    const tasks = await Promise.all(
+      [1, 2, 3].map(() => client.sendMessage(send(userMessage('same-1', 'once'), true))),
+    );
+    expect(new Set(tasks.map((r) => asTask(r).id)).size).toBe(1);
+    expect(await mailFromA2A(t.log, t.team)).toHaveLength(1);
+  });
+
   it('message/stream follows the task to completed, with the answer as an artifact', async () => {
     const t = await start();
     const client = await sdkClient(t.edge.origin);

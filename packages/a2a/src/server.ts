@@ -284,12 +284,21 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
     }
   };
 
+  /** Accepts in flight, by client messageId: a concurrent retry waits for the first. */
+  const accepting = new Map<string, Promise<StoredA2ATask>>();
   const accept = async (message: Message | undefined): Promise<StoredA2ATask> => {
     await load();
     const text = messageText(message, team.limits.maxMessageBytes);
     const msg = message as Message;
     const known = byMessage.get(msg.messageId);
     if (known !== undefined) return tasks.get(known) as StoredA2ATask;
+    const running = accepting.get(msg.messageId);
+    if (running !== undefined) return running;
+    const accepted = acceptNew(msg, text).finally(() => accepting.delete(msg.messageId));
+    accepting.set(msg.messageId, accepted);
+    return accepted;
+  };
+  const acceptNew = async (msg: Message, text: string): Promise<StoredA2ATask> => {
     let task: StoredA2ATask;
     if (msg.taskId !== '') {
       const open = tasks.get(msg.taskId);
