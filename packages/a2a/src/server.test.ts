@@ -148,6 +148,26 @@ describe('a team as an A2A server', () => {
     expect(last).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
+  it('message/stream reports what the team does while the task is working', async () => {
+    const t = await start();
+    const client = await sdkClient(t.edge.origin);
+    const statuses: { state: TaskState | undefined; text: string }[] = [];
+    for await (const event of client.sendMessageStream(send(userMessage('w-1', 'BOARD first')))) {
+      if (event.payload?.$case !== 'statusUpdate') continue;
+      const status = event.payload.value.status;
+      const text = (status?.message?.parts ?? [])
+        .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+        .join('');
+      statuses.push({ state: status?.state, text });
+    }
+    const created = statuses.findIndex(
+      (s) => s.state === TaskState.TASK_STATE_WORKING && s.text.includes('task-1 pending'),
+    );
+    expect(created).toBeGreaterThanOrEqual(0);
+    expect(statuses.at(-1)?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(statuses.at(-1)?.text).toContain('done with the board');
+  });
+
   it('a question of the lead is input-required; the answer on the same task goes back to the lead', async () => {
     const t = await start();
     const client = await sdkClient(t.edge.origin);

@@ -26,6 +26,7 @@ import {
 } from '@a2a-js/sdk/server';
 import {
   type AgentRegistry,
+  describeTeamChange,
   type ExternalAgentDefinition,
   type InboxMessage,
   TeamError,
@@ -231,6 +232,7 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
     const next = { ...task, updatedAt: new Date().toISOString() };
     await store.put(next);
     remember(next);
+    if (FINAL.has(next.state)) progress.delete(next.id);
     for (const listener of listeners.get(next.id) ?? []) listener();
     return next;
   };
@@ -283,6 +285,32 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
       });
     }
   };
+
+  /** What the team did lately, per open task: transient status updates, never stored. */
+  const progress = new Map<string, { count: number; text: string }>();
+  const watchProgress = async (signal: AbortSignal) => {
+    while (!signal.aborted) {
+      let records: Awaited<ReturnType<TeamService['waitForChange']>>['records'];
+      try {
+        ({ records } = await team.waitForChange(member(), { timeoutMs: 60_000, signal }));
+      } catch {
+        return; // closing, or the member retired
+      }
+      const working = [...tasks.values()].filter((t) => t.state === 'working');
+      if (working.length === 0) continue;
+      const names = new Map(team.listMembers(team.lead).map((m) => [m.id, m.name]));
+      const lines = records
+        .map((r) => describeTeamChange(r, names))
+        .filter((l): l is string => l !== undefined);
+      if (lines.length === 0) continue;
+      for (const task of working) {
+        const last = progress.get(task.id);
+        progress.set(task.id, { count: (last?.count ?? 0) + 1, text: lines.join('\n') });
+        for (const listener of listeners.get(task.id) ?? []) listener();
+      }
+    }
+  };
+  const progressAbort = new AbortController();
 
   /** Accepts in flight, by client messageId: a concurrent retry waits for the first. */
   const accepting = new Map<string, Promise<StoredA2ATask>>();
@@ -363,15 +391,46 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
     try {
       let first = true;
       let artifacts = 0;
+      let seen = 0;
+      let updated = '';
       while (!closed && !signal?.aborted) {
         if (!changed) await new Promise<void>((resolve) => (wake = resolve));
         changed = false;
         const task = tasks.get(id) as StoredA2ATask;
+        const news = progress.get(id);
         if (first) {
           first = false;
           artifacts = task.artifacts.length;
+          updated = task.updatedAt;
+          // what the team did before the stream began comes right after the task
+          if (news !== undefined) changed = true;
           yield { payload: { $case: 'task', value: toSdkTask(task) } };
+        } else if (task.updatedAt === updated && news !== undefined && news.count > seen) {
+          // the team moved, the task did not: a working status with what the team did
+          seen = news.count;
+          const entry = {
+            role: 'agent' as const,
+            messageId: derivedId('progress', id, String(news.count)),
+            text: news.text,
+          };
+          yield {
+            payload: {
+              $case: 'statusUpdate',
+              value: {
+                taskId: task.id,
+                contextId: task.contextId,
+                status: {
+                  state: TaskState.TASK_STATE_WORKING,
+                  message: toMessage(task, entry),
+                  timestamp: new Date().toISOString(),
+                },
+                metadata: undefined,
+              },
+            },
+          };
+          continue;
         } else {
+          updated = task.updatedAt;
           for (const artifact of task.artifacts.slice(artifacts)) {
             yield {
               payload: {
@@ -705,11 +764,13 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
       }
       await recover();
       unwatch = team.watchInbox(member(), () => void drain());
+      void watchProgress(progressAbort.signal);
       await drain();
     },
     close() {
       closed = true;
       unwatch?.();
+      progressAbort.abort();
       for (const close of [...closers]) close();
     },
   };

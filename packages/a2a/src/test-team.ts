@@ -33,7 +33,7 @@ function lastText(messages: readonly ChatMessage[]): { role: string; text: strin
 
 /**
  * The lead's scripted answers to A2A mail: `ASK` in the client's text asks back, `HOLD` waits for
- * `hold` (a test's gate), anything else is answered `done: <text>`.
+ * `hold` (a test's gate), `BOARD` creates a task first, anything else is answered `done: <text>`.
  */
 export function leadScript(hold: () => Promise<unknown>) {
   return ({
@@ -42,6 +42,12 @@ export function leadScript(hold: () => Promise<unknown>) {
     request: { messages: readonly ChatMessage[] };
   }): ScriptedStep | Promise<ScriptedStep> => {
     const { role, text } = lastText(request.messages);
+    const last = request.messages.at(-1);
+    if (last?.role === 'tool' && last.toolName === 'task_create') {
+      return {
+        toolCalls: [{ name: 'send_message', input: { to: 'a2a', message: 'done with the board' } }],
+      };
+    }
     if (role === 'tool' || !text.includes('[A2A task')) return { text: 'ok' };
     const body = text.slice(text.indexOf('[A2A task'));
     const reply = (message: string, summary?: string): ScriptedStep => ({
@@ -49,6 +55,11 @@ export function leadScript(hold: () => Promise<unknown>) {
         { name: 'send_message', input: { to: 'a2a', message, ...(summary ? { summary } : {}) } },
       ],
     });
+    if (body.includes('BOARD')) {
+      return {
+        toolCalls: [{ name: 'task_create', input: { subject: 'Plan', description: 'Plan it.' } }],
+      };
+    }
     if (body.includes('ASK')) return reply('Which colour?', 'input-required');
     if (body.includes('HOLD')) return { ...reply('done after hold'), gate: hold() };
     const said = body.replace(/^\[A2A task [^\]]*\]\s*/, '').split('<')[0] ?? '';
