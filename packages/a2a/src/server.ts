@@ -250,8 +250,20 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
   };
   const member = () => team.externalMember(memberName);
 
+  /**
+   * One at a time: sending a client message (the mail, then the task noting it) and applying the
+   * lead's mail. The lead may answer before the task notes its mail; its answer waits until then.
+   */
+  let lock: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = lock.then(fn);
+    lock = run.catch(() => undefined);
+    return run;
+  };
+
   /** Sends the task's pending client message to the lead, once. */
-  const sendPending = async (task: StoredA2ATask): Promise<StoredA2ATask> => {
+  const sendPending = (task: StoredA2ATask) => exclusive(() => sendPendingNow(task));
+  const sendPendingNow = async (task: StoredA2ATask): Promise<StoredA2ATask> => {
     const pending = task.pending;
     if (pending === undefined) return task;
     try {
@@ -326,7 +338,9 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
     accepting.set(msg.messageId, accepted);
     return accepted;
   };
-  const acceptNew = async (msg: Message, text: string): Promise<StoredA2ATask> => {
+  const acceptNew = (msg: Message, text: string): Promise<StoredA2ATask> =>
+    exclusive(() => acceptNow(msg, text));
+  const acceptNow = async (msg: Message, text: string): Promise<StoredA2ATask> => {
     let task: StoredA2ATask;
     if (msg.taskId !== '') {
       const open = tasks.get(msg.taskId);
@@ -356,7 +370,7 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
         updatedAt: '',
       };
     }
-    return sendPending(await save(task));
+    return sendPendingNow(await save(task));
   };
 
   /** Waits until `task` is no longer `submitted`/`working`, or `signal` ends the wait. */
@@ -522,7 +536,10 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
         const lead = leadName();
         let page = await team.readInbox(ref, { kinds });
         while (page.cursor !== undefined && !closed) {
-          for (const mail of page.messages) await apply(mail, lead);
+          const { messages } = page;
+          await exclusive(async () => {
+            for (const mail of messages) await apply(mail, lead);
+          });
           page = await team.readInbox(ref, { after: page.cursor, kinds });
         }
       }
@@ -578,12 +595,15 @@ export function createA2AServer(options: A2AServerOptions): A2AServer {
       return toSdkTask(await found(params.id), params.historyLength);
     },
     async cancelTask(params) {
-      const task = await found(params.id);
-      if (FINAL.has(task.state)) {
-        throw new TaskNotCancelableError(`task ${task.id} is ${task.state}`);
-      }
+      await found(params.id);
+      const canceled = await exclusive(async () => {
+        const task = tasks.get(params.id) as StoredA2ATask;
+        if (FINAL.has(task.state)) {
+          throw new TaskNotCancelableError(`task ${task.id} is ${task.state}`);
+        }
+        return save({ ...task, state: 'canceled', pending: undefined });
+      });
       const lead = leadName();
-      const canceled = await save({ ...task, state: 'canceled', pending: undefined });
       // the work this task started is the lead's turn on its mail
       await team.interrupt(team.lead, { target: lead }).catch(() => undefined);
       return toSdkTask(canceled);
