@@ -15,12 +15,13 @@ const PUBLISHED = [
   '@teamwire/mcp',
   '@teamwire/dashboard',
   '@teamwire/edge',
+  '@teamwire/a2a',
   '@teamwire/host-adapters',
   '@teamwire/protocol',
 ];
 
 it('lists every example in examples/README.md and in the root README', () => {
-  expect(examples).toHaveLength(8);
+  expect(examples).toHaveLength(9);
   const readme = read('README.md');
   const root = read('../README.md');
   for (const file of examples) {

@@ -287,6 +287,68 @@ describe('the teamwire bin', () => {
     expect(await exited).toBe(0);
   });
 
+  it('serve --a2a prints the Agent Card URL and takes A2A messages with the edge token', async () => {
+    await createJsonlTeam(path.join(work, 'state'), TEAM);
+    const child = spawn(
+      process.execPath,
+      [BIN, 'serve', '--dir', path.join(work, 'state'), '--team', TEAM, '--a2a'],
+      { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    const printed = new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+        if (/^A2A agent card: \S+\n/m.test(stdout)) resolve(stdout);
+      });
+      child.once('close', () => reject(new Error(`serve exited: ${stderr}`)));
+    });
+    try {
+      const lines = await printed;
+      const page = new URL(/^dashboard: (\S+)$/m.exec(lines)?.[1] ?? '');
+      const cardUrl = new URL(/^A2A agent card: (\S+)$/m.exec(lines)?.[1] ?? '');
+      expect(cardUrl.pathname).toBe('/.well-known/agent-card.json');
+      const card = (await (await fetch(cardUrl)).json()) as { name: string };
+      expect(card.name).toBe(TEAM);
+      const rpc = (headers: Record<string, string>) =>
+        fetch(new URL('/a2a', page), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'message/send',
+            params: {
+              message: {
+                kind: 'message',
+                messageId: 'cli-1',
+                role: 'user',
+                parts: [{ kind: 'text', text: 'hi' }],
+              },
+              configuration: { blocking: false },
+            },
+          }),
+        });
+      expect((await rpc({})).status).toBe(401);
+      const token = page.searchParams.get('token') ?? '';
+      const sent = (await (await rpc({ authorization: `Bearer ${token}` })).json()) as {
+        result: { kind: string; status: { state: string } };
+      };
+      expect(sent.result.kind).toBe('task');
+      expect(sent.result.status.state).toBe('working');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    await expect(
+      readFile(path.join(work, 'state', 'teams', TEAM, 'a2a-tasks.jsonl'), 'utf8'),
+    ).resolves.toContain('cli-1');
+  });
+
   it('serves a member over stdio to the official MCP client, from another folder', async () => {
     const state = path.join(work, 'state');
     await createJsonlTeam(state, TEAM);

@@ -68,6 +68,28 @@ export interface TeamEdgeAppOptions {
   dashboard?: EdgeDashboardOptions | false | undefined;
   /** MCP's Streamable HTTP at {@link MCP_PATH}, for members holding a token of `tokens`. */
   mcp?: EdgeMcpOptions | false | undefined;
+  /** More routes on the same port and policy, each at one exact path (default: none). */
+  mounts?: readonly EdgeMount[] | undefined;
+}
+
+/**
+ * A route of another package served on the edge, behind the edge's Host/Origin policy and body
+ * limit (e.g. `@teamwire/a2a`'s JSON-RPC endpoint and Agent Card); see
+ * {@link TeamEdgeAppOptions.mounts}.
+ */
+export interface EdgeMount {
+  /** The exact path it answers (e.g. `/a2a`); it must not be `/mcp`, `/api/…` or `/assets/…`. */
+  path: string;
+  /**
+   * `token` (default): the edge token, as the dashboard takes it (`x-teamwire-token` or
+   * `Authorization: Bearer`), and the request acts as the operator; `public`: no token, for
+   * documents anyone may read, such as an A2A Agent Card.
+   */
+  access?: 'token' | 'public' | undefined;
+  /** Refusals of the edge on this path as JSON-RPC errors (`error.data.code`) instead of JSON. */
+  jsonRpc?: boolean | undefined;
+  /** Answers one request the edge let through. */
+  fetch(request: Request): Promise<Response> | Response;
 }
 
 /** The edge as a Hono app, not yet listening; see {@link createTeamEdgeApp}. */
@@ -131,16 +153,16 @@ function refusal(
   code: string,
   message: string,
   headers: Record<string, string> = {},
+  rpcPaths: ReadonlySet<string> = new Set([MCP_PATH]),
 ): Response {
-  const body =
-    path === MCP_PATH
-      ? // MCP clients read a JSON-RPC error; the teamwire code is in `error.data.code`
-        {
-          jsonrpc: '2.0',
-          error: { code: -32001, message: `${code}: ${message}`, data: { code } },
-          id: null,
-        }
-      : { error: { code, message } };
+  const body = rpcPaths.has(path)
+    ? // MCP clients read a JSON-RPC error; the teamwire code is in `error.data.code`
+      {
+        jsonrpc: '2.0',
+        error: { code: -32001, message: `${code}: ${message}`, data: { code } },
+        id: null,
+      }
+    : { error: { code, message } };
   return new Response(JSON.stringify(body), {
     status,
     headers: {
@@ -203,12 +225,42 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
     });
   }
 
+  const mounts = new Map<string, EdgeMount>();
+  for (const mount of options.mounts ?? []) {
+    const reserved =
+      mount.path === MCP_PATH ||
+      mount.path.startsWith('/api/') ||
+      mount.path.startsWith('/assets/') ||
+      !mount.path.startsWith('/');
+    if (reserved || mounts.has(mount.path)) {
+      throw new TeamError('INVALID_ARGUMENT', `the edge cannot mount ${mount.path}`, {
+        details: { option: 'mounts', path: mount.path },
+      });
+    }
+    mounts.set(mount.path, mount);
+  }
+  const rpcPaths = new Set([
+    MCP_PATH,
+    ...[...mounts.values()].filter((m) => m.jsonRpc === true).map((m) => m.path),
+  ]);
+  const refuse = (
+    path: string,
+    status: 401 | 403 | 404 | 413,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ) => refusal(path, status, code, message, headers, rpcPaths);
+  const unauthorized = (c: Context<Env>, message: string) =>
+    refuse(c.req.path, 401, 'UNAUTHORIZED', message, {
+      'www-authenticate': 'Bearer realm="teamwire"',
+    });
+
   const app = new Hono<Env>();
 
   // 1. Host and Origin, before anything else
   app.use('*', async (c, next) => {
     const why = hosts.refusal(c.req.header('host') ?? null, c.req.header('origin') ?? null);
-    if (why !== undefined) return refusal(c.req.path, 403, 'FORBIDDEN', why);
+    if (why !== undefined) return refuse(c.req.path, 403, 'FORBIDDEN', why);
     return next();
   });
 
@@ -216,6 +268,7 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
   app.use('*', async (c, next) => {
     const path = c.req.path;
     if (path.startsWith('/assets/')) return next(); // the page's build: no team data
+    if (mounts.get(path)?.access === 'public') return next();
     const presented = presentedToken(c.req.raw);
     if (path === MCP_PATH) {
       const member = presented === undefined ? undefined : mcpOptions?.tokens.memberOf(presented);
@@ -226,9 +279,11 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
     if (!matches(presented)) {
       return unauthorized(
         c,
-        path.startsWith('/api/actions/')
-          ? 'actions need the token in a header (x-teamwire-token or Authorization: Bearer)'
-          : 'open the URL with its token',
+        mounts.has(path)
+          ? 'the edge token is required (x-teamwire-token or Authorization: Bearer)'
+          : path.startsWith('/api/actions/')
+            ? 'actions need the token in a header (x-teamwire-token or Authorization: Bearer)'
+            : 'open the URL with its token',
       );
     }
     c.set('principal', { kind: 'operator' });
@@ -241,7 +296,7 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
     bodyLimit({
       maxSize: maxBodyBytes,
       onError: (c) =>
-        refusal(
+        refuse(
           c.req.path,
           413,
           'MESSAGE_TOO_LARGE',
@@ -255,13 +310,16 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
   app.all(MCP_PATH, async (c) => {
     const principal = c.get('principal');
     if (mcp === undefined || principal.kind !== 'member') {
-      return refusal(c.req.path, 404, 'NOT_FOUND', 'this edge serves no MCP');
+      return refuse(c.req.path, 404, 'NOT_FOUND', 'this edge serves no MCP');
     }
     return mcp.fetch(c.req.raw, principal.member);
   });
+  for (const mount of mounts.values()) {
+    app.all(mount.path, async (c) => mount.fetch(c.req.raw));
+  }
   app.all('*', async (c) => {
     if (dashboard === undefined) {
-      return refusal(c.req.path, 404, 'NOT_FOUND', `no ${c.req.path}`);
+      return refuse(c.req.path, 404, 'NOT_FOUND', `no ${c.req.path}`);
     }
     return dashboard.fetch(c.req.raw);
   });
@@ -284,10 +342,4 @@ export function createTeamEdgeApp(options: TeamEdgeAppOptions): TeamEdgeApp {
       dashboard?.close();
     },
   };
-}
-
-function unauthorized(c: Context<Env>, message: string): Response {
-  return refusal(c.req.path, 401, 'UNAUTHORIZED', message, {
-    'www-authenticate': 'Bearer realm="teamwire"',
-  });
 }

@@ -456,3 +456,53 @@ describe('startTeamEdge', () => {
     expect(error.code).toBe('ECONNREFUSED');
   });
 });
+
+describe('mounts', () => {
+  const mounts: StartTeamEdgeOptions['mounts'] = [
+    { path: '/card.json', access: 'public', fetch: () => new Response('{"card":true}') },
+    {
+      path: '/rpc',
+      jsonRpc: true,
+      fetch: async (r) => new Response(`got ${(await r.text()).length} bytes`),
+    },
+  ];
+
+  it('serves a public mount without a token and a token mount only with the edge token', async () => {
+    const { edge } = await start({ mounts, maxBodyBytes: 1024 });
+    expect(await (await fetch(`${edge.origin}/card.json`)).json()).toEqual({ card: true });
+    const refused = await fetch(`${edge.origin}/rpc`, { method: 'POST', body: 'x' });
+    expect(refused.status).toBe(401);
+    const error = (await refused.json()) as { jsonrpc: string; error: { data: { code: string } } };
+    expect(error.jsonrpc).toBe('2.0');
+    expect(error.error.data.code).toBe('UNAUTHORIZED');
+    const ok = await fetch(`${edge.origin}/rpc`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${edge.token}` },
+      body: 'hello',
+    });
+    expect(await ok.text()).toBe('got 5 bytes');
+    // the one body limit and the Host policy hold on mounts too
+    const large = await http(`${edge.origin}/rpc`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${edge.token}`, 'content-length': '2048' },
+      body: 'y'.repeat(2048),
+    });
+    expect(large.status).toBe(413);
+    const foreign = await http(`${edge.origin}/card.json`, { headers: { host: 'evil.example' } });
+    expect(foreign.status).toBe(403);
+  });
+
+  it('refuses a mount on a path the edge owns', async () => {
+    const fixture = await openTestTeam();
+    cleanups.push(() => fixture.close());
+    for (const path of ['/mcp', '/api/snapshot', '/assets/x.js', 'relative']) {
+      await expect(
+        startTeamEdge({
+          team: fixture.team,
+          dashboard: false,
+          mounts: [{ path, fetch: () => new Response('') }],
+        }),
+      ).rejects.toSatisfy((e) => TeamError.isInstance(e) && e.code === 'INVALID_ARGUMENT');
+    }
+  });
+});

@@ -3,6 +3,7 @@ export type {
   EdgeEnv,
   EdgeMcpOptions,
   EdgeMember,
+  EdgeMount,
   EdgeOperator,
   EdgePrincipal,
   EdgeVariables,

@@ -1,4 +1,13 @@
 import {
+  A2A_CLIENT_AGENT,
+  A2A_PATH,
+  type A2AServer,
+  type A2ATaskStore,
+  AGENT_CARD_PATH,
+  createA2AServer,
+  openJsonlA2ATaskStore,
+} from '@teamwire/a2a';
+import {
   createAgentRegistry,
   createEventHub,
   loadTeamState,
@@ -21,6 +30,7 @@ const HELP = `teamwire serve — a team's HTTP edge: the dashboard, its events a
 Usage:
   teamwire serve --dir <state folder> --team <id> [--port <n>] [--agents <module>]
   teamwire serve --store postgres://… --team <id> [--port <n>]
+  teamwire serve --dir <state folder> --team <id> --a2a
 
 Serves, on one port of 127.0.0.1 (or --host), the team's dashboard (a person watches and steers
 the team as the member "operator"), its event stream, and MCP's Streamable HTTP for every active
@@ -37,6 +47,11 @@ ${SOURCE_HELP}
   --host <name>         the address to listen on (default 127.0.0.1)
   --port <n>            the port (default: any free port)
   --format <name>       the team's wire format: xml (default), json, tool-call
+  --a2a                 also serve the team as an A2A agent: its Agent Card at
+                        /.well-known/agent-card.json (no token) and A2A JSON-RPC at /a2a (the
+                        dashboard's token as a bearer token); A2A clients write to the lead as
+                        the member "a2a", their tasks kept in the folder's a2a-tasks.jsonl
+                        (JSONL only)
   --agents <module>     an ES module whose default export is defineAgents({ agents, format?,
                         policy? }) (JSONL only: run those members here too)
   -h, --help            this text
@@ -65,16 +80,23 @@ export const serveCommand: CliCommand = {
     port: { type: 'string' },
     format: { type: 'string' },
     agents: { type: 'string' },
+    a2a: { type: 'boolean' },
   },
   async run(values, io) {
     const source = await teamSource(values, io.cwd);
     const port = portOption(stringOption(values, 'port'));
     const host = stringOption(values, 'host');
     if (host === '') throw usageError('--host needs an address');
+    const a2a = values.a2a === true;
+    if (a2a && source.kind !== 'jsonl') {
+      throw usageError('--a2a serves a team in a JSONL folder (--dir) only');
+    }
     const { module, format } = await agentsAndFormat(values, source, io.cwd);
     const store = await openStore(source, { runs: { lead: false, agentTypes: [] }, role: 'serve' });
     const hub = createEventHub({ teamId: source.teamId, log: store.log });
     let team: TeamService | undefined;
+    let tasks: A2ATaskStore | undefined;
+    let a2aServer: A2AServer | undefined;
     try {
       const { state } = await loadTeamState(store.log, { teamId: source.teamId });
       const roster = state.members();
@@ -85,9 +107,11 @@ export const serveCommand: CliCommand = {
       const external = roster.filter((m) => m.provider === 'external' && m.phase === 'active');
       const agents = teamAgents(roster, module);
       const definitions = agents.registry.types().map((type) => agents.registry.get(type));
-      const registry = agents.registry.types().includes(OPERATOR_AGENT.type)
-        ? agents.registry
-        : createAgentRegistry([...definitions, OPERATOR_AGENT]);
+      const extra = [OPERATOR_AGENT, ...(a2a ? [A2A_CLIENT_AGENT] : [])].filter(
+        (d) => !agents.registry.types().includes(d.type),
+      );
+      const registry =
+        extra.length === 0 ? agents.registry : createAgentRegistry([...definitions, ...extra]);
       team = await openTeam({
         teamId: source.teamId,
         log: store.log,
@@ -112,6 +136,12 @@ export const serveCommand: CliCommand = {
       const secret = io.env.TEAMWIRE_MCP_SECRET ?? generateSecret();
       const tokens = createTokenIssuer({ secret, teamId: source.teamId });
       const token = io.env.TEAMWIRE_EDGE_TOKEN;
+      if (a2a && source.kind === 'jsonl') {
+        tasks = await openJsonlA2ATaskStore(source.teamDir);
+        a2aServer = createA2AServer({ team, agents: registry, store: tasks, log: store.log });
+        await a2aServer.start();
+      }
+      const served = a2aServer;
       const edge = await startTeamEdge({
         team,
         log: store.log,
@@ -121,9 +151,20 @@ export const serveCommand: CliCommand = {
         ...(token === undefined ? {} : { token }),
         dashboard: { transcripts: store.transcripts },
         mcp: { tokens },
+        ...(served === undefined
+          ? {}
+          : {
+              mounts: [
+                { path: AGENT_CARD_PATH, access: 'public' as const, fetch: served.fetchCard },
+                { path: A2A_PATH, jsonRpc: true, fetch: served.fetch },
+              ],
+            }),
       });
       io.stdout.write(`dashboard: ${edge.url}\n`);
       io.stdout.write(`MCP: ${edge.mcpUrl}\n`);
+      if (served !== undefined) {
+        io.stdout.write(`A2A agent card: ${edge.origin}${AGENT_CARD_PATH}\n`);
+      }
       for (const member of external) {
         const config = clientConfig({
           name: `teamwire-${member.name}`,
@@ -140,7 +181,9 @@ export const serveCommand: CliCommand = {
       return 0;
     } finally {
       try {
+        a2aServer?.close();
         await team?.dispose();
+        await tasks?.close();
       } finally {
         hub.close();
         await store.close();
