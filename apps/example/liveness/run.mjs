@@ -2,13 +2,15 @@
 // model (no API key), run for real (the CLI, its worker processes, its dashboard) under random
 // perturbations drawn from a seed: interrupt, shutdown, an operator's message or task, a burst of
 // mail past a reviewer's context window, the member limit reached (the operator takes the last
-// slot of a full review team, or the fix job has more folders than slots), and, for a team spread
-// over worker processes on PostgreSQL, SIGKILL, SIGSTOP and SIGTERM of a worker and a worker
-// joining. Each run must end with every task completed or deleted, every message delivered or
+// slot of a full review team, or the fix job has more folders than slots), the fix job's commits
+// asked for with `--approve` and answered at random (approved, rejected, left to expire), and,
+// for a team spread over worker processes on PostgreSQL, SIGKILL, SIGSTOP and SIGTERM of a worker
+// and a worker joining. Each run must end with every task completed or deleted, every message delivered or
 // dead-lettered with a reason, the report written (every folder in it), no identical failing tool
 // call repeated past core's bound (DEFAULT_MAX_REPEATED_FAILURES), and at most 1.3x the model
 // calls of the same team unperturbed, plus what the perturbations themselves require (see
-// `allowance`). Unperturbed runs (baselines) run once per team shape and are checked the same way.
+// `allowance`); a fix whose folder was refused three times must exit 1 naming exactly that folder.
+// Unperturbed runs (baselines) run once per team shape and are checked the same way.
 //
 //   node liveness/run.mjs [--runs N] [--seed S] [--parallel P] [--only KIND] [--timeout-ms 90000]
 //                         [--url postgres://...] [--keep] [--verbose]
@@ -229,6 +231,12 @@ function allowance(applied, baseline) {
       case 'stop':
       case 'leave':
         extra += (a.members ?? 1) * (perTask + 2); // each of its members' task, resumed elsewhere
+        break;
+      case 'approvals':
+        // `fix --approve`: each refused commit is written again and asked again (two calls of its
+        // reviewer), and the lead may look at the team again; each request may end a wait of the
+        // lead once more (a decision comes with it)
+        extra += (a.refusals ?? 0) * (2 + LEAD_LOOK) + (a.requests ?? 0);
         break;
       case 'limit':
         // the fix job: the folders past the limit; a review: the operator's message to the lead

@@ -17,6 +17,7 @@ export const PERTURBATIONS = [
   'join',
   'leave',
   'limit',
+  'approvals',
 ];
 
 /** The perturbations a team in one process (JSONL store, dashboard) can meet. */
@@ -43,6 +44,7 @@ const WEIGHTS = {
   join: 0.6,
   leave: 0.6,
   limit: 0.6,
+  approvals: 0.6,
 };
 
 function pickWeighted(rng, weights) {
@@ -65,6 +67,17 @@ export const SOLO_WINDOW_TOKENS = 6000;
  * a process of CPU for a second does not fence it by itself; SIGSTOPs last one to three leases.
  */
 export const LEASE_MS = 2000;
+/**
+ * `fix --approve`: how the harness answers each commit request (approve, reject with a reason,
+ * or nothing, so that it expires); without `--approve-expires` every request is answered.
+ */
+export const APPROVAL_ODDS = {
+  expiring: { approve: 0.5, reject: 0.3, none: 0.2 },
+  waiting: { approve: 0.6, reject: 0.4, none: 0 },
+};
+/** The example's bound of refusals of one folder's commit (its reviewer then gives it up). */
+export const MAX_COMMIT_REFUSALS = 3;
+
 /** The example team's member limit (core's DEFAULT_TEAM_LIMITS.maxMembers; the app sets none). */
 export const MEMBER_LIMIT = 8;
 
@@ -82,7 +95,19 @@ export function planRun(seed) {
   const primary = pickWeighted(rng, WEIGHTS);
   let team;
   const perturbations = [];
-  if (primary === 'limit') {
+  if (primary === 'approvals') {
+    // the fix job with --approve: every commit is asked for and answered at random from stdin
+    team = { kind: 'fix', folders: rng.int(3, 4), teammates: 0, workers: 0 };
+    perturbations.push({
+      kind: 'approvals',
+      claim: 0,
+      delayMs: 0,
+      // now and then a short expiry, so that some requests expire unanswered
+      expiresMs: rng.chance(0.4) ? rng.int(300, 1500) : undefined,
+      // the answers' own seed, drawn from the run's
+      answerSeed: rng.int(1, 2 ** 30),
+    });
+  } else if (primary === 'limit') {
     // Either a review team at the limit that the operator joins first (its member takes the slot
     // of the last reviewer), or the fix job with more folders than the team has slots (the lead
     // spawns one fixer per folder).
@@ -120,6 +145,7 @@ export function planRun(seed) {
   }
   team.windowTokens = team.kind === 'solo' ? SOLO_WINDOW_TOKENS : undefined;
   team.paceMs = team.kind === 'fix' ? 0 : PACE_MS;
+  // an approvals run's baseline is the same fix without --approve
   const key = `${team.kind}-f${team.folders}-t${team.teammates}-w${team.workers}`;
   return { seed, key, team, perturbations };
 }
@@ -188,9 +214,13 @@ export function describePlan(plan) {
             ? ` of ${p.count}x${p.size} B`
             : p.kind === 'stop'
               ? ` for ${p.stopMs}ms`
-              : p.kind === 'task' && p.folder !== undefined
-                ? ` naming a folder`
-                : '';
+              : p.kind === 'approvals'
+                ? p.expiresMs === undefined
+                  ? ' answered at random'
+                  : ` answered at random, expiring after ${p.expiresMs}ms`
+                : p.kind === 'task' && p.folder !== undefined
+                  ? ` naming a folder`
+                  : '';
     return `${p.kind}${extra} ${when}`;
   });
   return `${team}: ${what.join(', ')}`;

@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createRng } from '../../../scripts/crash-support.mjs';
 import { folderName, makeFixRepo, makeReviewRepo } from './fixtures.mjs';
-import { LEASE_MS } from './scenario.mjs';
-import { checkRun, readTeam, teamFolder } from './verify.mjs';
+import { APPROVAL_ODDS, LEASE_MS } from './scenario.mjs';
+import { checkExit, checkRun, readTeam, teamFolder } from './verify.mjs';
 
 export const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
 
@@ -46,9 +47,20 @@ export async function runTeam(plan, options) {
       ? {}
       : { TEAMWIRE_EXAMPLE_PG_SCHEMA: schema, TEAMWIRE_EXAMPLE_LEASE_MS: String(LEASE_MS) };
   const common = ['--dir', repo, '--plain', '--report', reportFile];
+  // `fix --approve`: the perturbed run asks before each commit, the harness answers on stdin
+  const approvals = perturb ? plan.perturbations.find((p) => p.kind === 'approvals') : undefined;
+  const approveArgs =
+    approvals === undefined
+      ? []
+      : [
+          '--approve',
+          ...(approvals.expiresMs === undefined
+            ? []
+            : ['--approve-expires', String(approvals.expiresMs)]),
+        ];
   const args =
     team.kind === 'fix'
-      ? ['fix', ...common, '--state-dir', stateDir, '--durability', 'buffered']
+      ? ['fix', ...common, '--state-dir', stateDir, '--durability', 'buffered', ...approveArgs]
       : [
           ...common,
           '--teammates',
@@ -68,7 +80,16 @@ export async function runTeam(plan, options) {
               ]),
         ];
 
-  const run = new RunningTeam({ args, cwd: dir, env, url, schema, admin, paceMs: team.paceMs });
+  const run = new RunningTeam({
+    args,
+    cwd: dir,
+    env,
+    url,
+    schema,
+    admin,
+    paceMs: team.paceMs,
+    answers: approvals !== undefined,
+  });
   const violations = [];
   const applied = [];
   try {
@@ -102,6 +123,19 @@ export async function runTeam(plan, options) {
       });
       checked = checkRun({ plan: { ...plan, team: { ...team, folders } }, read, reportFile });
       violations.push(...checked.violations);
+      if (approvals !== undefined) {
+        // what was decided, as the log holds it: the allowance of model calls counts on it
+        const hit = applied.find((a) => a.kind === 'approvals');
+        if (hit !== undefined) {
+          const refused = [...checked.refused.keys()];
+          Object.assign(hit, checked.approvals, {
+            note: `${hit.note}; ${checked.approvals.refusals} refused, ${refused.length === 0 ? 'no folder' : refused.join(', ')} refused for good`,
+          });
+        }
+        violations.push(
+          ...checkExit({ exit: run.exit, lines: run.lines, refused: checked.refused }),
+        );
+      }
     } catch (error) {
       violations.push(`reading the team's records failed: ${error?.stack ?? error}`);
     }
@@ -149,6 +183,8 @@ const WORKER_LINE = /started worker (\d+) \(pid (\d+), process (\S+)\)/;
 const ERROR_LINE = /^(?:\[[^\]]+\] )?\S+ (\S+) error ([A-Z_]+): /;
 /** What a process of the example prints when it stops on an error. */
 const FATAL_LINE = /(teamwire-example): ([A-Z_]+): /;
+/** A commit request of `fix --approve`, as the CLI prints it. */
+const REQUEST_LINE = /^approval (\S+): (\S+) wants to commit /;
 
 /** The processes of one run, what they print, and the perturbations that hit them. */
 class RunningTeam {
@@ -159,6 +195,8 @@ class RunningTeam {
     this.claims = [];
     this.workers = new Map(); // pid -> { processId, child? , index }
     this.joined = [];
+    this.requests = [];
+    this.exit = undefined;
     this.stopped = new Set();
     this.errorCodes = new Map();
     this.teamId = undefined;
@@ -172,8 +210,9 @@ class RunningTeam {
     this.child = spawn(process.execPath, [CLI, ...args], {
       cwd,
       env: { ...process.env, ...env, INIT_CWD: cwd },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [this.options.answers ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
+    this.child.stdin?.on('error', () => {});
     this.exited = new Promise((resolve) => {
       this.child.on('close', (code, signal) => resolve({ code, signal }));
       this.child.on('error', (error) => resolve({ code: null, signal: null, error }));
@@ -199,6 +238,8 @@ class RunningTeam {
     }
     m = CLAIM_LINE.exec(line);
     if (m) this.claims.push({ taskId: m[1], member: m[2] });
+    m = REQUEST_LINE.exec(line);
+    if (m) this.requests.push({ id: m[1], member: m[2] });
     m = WORKER_LINE.exec(line);
     if (m) this.workers.set(Number(m[2]), { index: Number(m[1]), processId: m[3] });
     m = ERROR_LINE.exec(line.replace(/^\[stderr\] /, '')) ?? FATAL_LINE.exec(line);
@@ -256,10 +297,14 @@ class RunningTeam {
       }),
     ]);
     clearTimeout(exitTimer);
+    this.exit = outcome === 'timeout' ? undefined : exit;
     if (exit === undefined) {
       problems.push(`the main process did not exit within ${EXIT_GRACE_MS / 1000} s of SIGINT`);
       this.killAll();
       await this.exited;
+    } else if (this.options.answers) {
+      // `fix --approve` may end in exit 1 for the folders refused for good: checkExit judges it
+      // against the decisions the log holds
     } else if (outcome !== 'timeout' && exit.code !== 0) {
       const why = this.lines.find((l) => /^ {2}why: /.test(l))?.trim();
       problems.push(
@@ -326,6 +371,7 @@ class RunningTeam {
    * team; `note`: what happened; `members`: the members of a worker it hit).
    */
   async perturb(p) {
+    if (p.kind === 'approvals') return this.answerApprovals(p);
     if (p.kind === 'limit' && p.extraFolders !== undefined) {
       // the fix job: more folders than member slots is the perturbation, nothing to do at run time
       return { done: true, note: `${p.extraFolders} folder(s) more than member slots` };
@@ -428,6 +474,38 @@ class RunningTeam {
       default:
         throw new Error(`unknown perturbation ${p.kind}`);
     }
+  }
+
+  /**
+   * `fix --approve`: answers each commit request the CLI prints, on its stdin, with a decision
+   * drawn from the plan's seed (approve; reject with a reason; or no answer, so that it expires),
+   * after a short pause, until the run ends.
+   */
+  async answerApprovals(p) {
+    const rng = createRng(p.answerSeed);
+    const odds = p.expiresMs === undefined ? APPROVAL_ODDS.waiting : APPROVAL_ODDS.expiring;
+    const typed = { approve: 0, reject: 0, none: 0 };
+    for (let i = 0; ; i++) {
+      const request = await this.until(() => this.requests[i]);
+      if (!request) break;
+      const roll = rng.next();
+      const pauseMs = rng.int(0, 100);
+      const choice =
+        roll < odds.approve ? 'approve' : roll < odds.approve + odds.reject ? 'reject' : 'none';
+      typed[choice]++;
+      if (choice === 'none') continue;
+      if (pauseMs > 0) await sleep(pauseMs);
+      const line =
+        choice === 'approve'
+          ? `${request.id} y`
+          : `${request.id} n the operator wants another look (${rng.int(1, 1e6)})`;
+      if (this.child.stdin?.writable) this.child.stdin.write(`${line}\n`);
+    }
+    this.child.stdin?.end();
+    return {
+      done: this.requests.length > 0,
+      note: `${this.requests.length} request(s): typed ${typed.approve} y, ${typed.reject} n, ${typed.none} left to expire`,
+    };
   }
 
   /** A worker process joins the team, as on another machine. */

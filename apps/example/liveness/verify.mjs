@@ -8,6 +8,7 @@ import { contentText, DEFAULT_MAX_REPEATED_FAILURES, foldTeam } from '@teamwire/
 import { openPostgresTeamStore } from '@teamwire/postgres';
 import { openJsonlTeamStore } from '@teamwire/storage';
 import { expectedFolder, folderName, reportRows } from './fixtures.mjs';
+import { MAX_COMMIT_REFUSALS } from './scenario.mjs';
 
 /** The team log and every member's transcript, from the store the run used. */
 export async function readTeam({ teamId, teamDir, url, schema }) {
@@ -128,12 +129,17 @@ export function checkRun({ plan, read, reportFile }) {
     }
   }
 
+  // `fix --approve`: every request decided, every approved commit run once, and a folder never
+  // approved refused exactly as often as its reviewer takes before giving it up
+  const approvals = commitApprovals(read.records);
+  violations.push(...approvals.violations);
+
   // the report written, with every folder
   if (!existsSync(reportFile)) {
     violations.push(`no report at ${reportFile}`);
   } else {
     const markdown = readFileSync(reportFile, 'utf8');
-    violations.push(...checkReport(plan, markdown));
+    violations.push(...checkReport(plan, markdown, approvals.refused));
   }
 
   // no identical failing tool call repeated past core's bound
@@ -154,12 +160,99 @@ export function checkRun({ plan, read, reportFile }) {
     calls,
     totalCalls: [...calls.values()].reduce((a, b) => a + b, 0),
     records: read.records.length,
+    refused: approvals.refused,
+    approvals: { requests: approvals.requests, refusals: approvals.refusals },
     deadLetters,
     failedMembers: team.roster.filter((m) => m.phase === 'failed').map((m) => m.name),
   };
 }
 
-function checkReport(plan, markdown) {
+/**
+ * The commit approvals of a fix team (`fix --approve`), from its log: how many were asked for and
+ * refused (rejected or expired), the folders refused for good (never approved: folder -> refusals)
+ * and what breaks the rules (one left pending, an approved commit not run exactly once, a folder
+ * given up before its reviewer's bound of refusals).
+ */
+export function commitApprovals(records) {
+  const asked = new Map();
+  const decided = new Map();
+  const started = new Map();
+  for (const r of records) {
+    if (r.type === 'approval.requested' && r.approval.toolName === 'commit_changes') {
+      let folder;
+      try {
+        folder = JSON.parse(r.approval.input ?? 'null')?.paths?.[0];
+      } catch {
+        folder = undefined;
+      }
+      asked.set(r.approval.id, folder ?? '(unknown)');
+    } else if (r.type === 'approval.decided') {
+      decided.set(r.approvalId, r.decision);
+    } else if (r.type === 'approval.started') {
+      started.set(r.approvalId, (started.get(r.approvalId) ?? 0) + 1);
+    }
+  }
+  const violations = [];
+  const byFolder = new Map();
+  let refusals = 0;
+  for (const [id, folder] of asked) {
+    const decision = decided.get(id);
+    if (decision === undefined)
+      violations.push(`the commit approval ${id} of ${folder} is pending`);
+    if (decision === 'rejected' || decision === 'expired') refusals++;
+    const runs = started.get(id) ?? 0;
+    if (decision === 'approved' && runs !== 1) {
+      violations.push(`the approved commit ${id} of ${folder} ran ${runs} times, not once`);
+    }
+    const list = byFolder.get(folder) ?? [];
+    list.push(decision);
+    byFolder.set(folder, list);
+  }
+  const refused = new Map();
+  for (const [folder, decisions] of byFolder) {
+    if (decisions.includes('approved')) continue;
+    const n = decisions.filter((d) => d === 'rejected' || d === 'expired').length;
+    if (n === MAX_COMMIT_REFUSALS) refused.set(folder, n);
+    else {
+      violations.push(
+        `${folder}'s commit was never approved, refused ${n} time(s) (${decisions.join(', ')}); its reviewer gives it up after ${MAX_COMMIT_REFUSALS}`,
+      );
+    }
+  }
+  return { requests: asked.size, refusals, refused, violations };
+}
+
+/**
+ * The exit of a `fix --approve` run against its decisions: 1 and each refused folder named in the
+ * summary's missing work when a folder was refused for good, else 0.
+ */
+export function checkExit({ exit, lines, refused }) {
+  if (exit === undefined) return []; // it timed out or was killed: reported already
+  const out = [];
+  const want = refused.size > 0 ? 1 : 0;
+  if (exit.code !== want) {
+    const why =
+      refused.size > 0
+        ? `${[...refused.keys()].join(', ')} refused for good`
+        : 'no folder refused for good';
+    out.push(
+      `the main process exited with ${exit.signal ?? `code ${exit.code}`}, expected ${want} (${why})`,
+    );
+  }
+  const named = new Set();
+  for (const line of lines) {
+    const m = /^ {4}- (\S+): its commit was refused /.exec(line);
+    if (m) named.add(m[1]);
+  }
+  const expected = [...refused.keys()].sort().join(', ');
+  const said = [...named].sort().join(', ');
+  if (said !== expected) {
+    out.push(`the summary names ${said || 'no folder'} as refused, the log ${expected || 'none'}`);
+  }
+  return out;
+}
+
+function checkReport(plan, markdown, refused = new Map()) {
   const out = [];
   const folders = Array.from({ length: plan.team.folders }, (_, i) => folderName(i));
   if (plan.team.kind === 'fix') {
@@ -171,7 +264,11 @@ function checkReport(plan, markdown) {
     }
     for (const f of folders) {
       const result = results.get(f);
-      if (result !== 'merged') out.push(`the report says ${f}: ${result ?? '(missing)'}`);
+      // a folder refused for good is reported as such, every other one merged
+      const want = refused.has(f) ? 'not committed' : 'merged';
+      if (result !== want) {
+        out.push(`the report says ${f}: ${result ?? '(missing)'}, expected ${want}`);
+      }
     }
     return out;
   }

@@ -47,6 +47,12 @@ export type Command =
        * `maxMembers`), lower than its default so a test has more folders than places.
        */
       maxMembers?: number | undefined;
+      /**
+       * `--approve`: each reviewer's commit waits for a decision of the host (the terminal, or the
+       * dashboard with `--web`); `expiresInMs` (`--approve-expires`): one left undecided that long
+       * is rejected as expired.
+       */
+      approve?: { expiresInMs?: number | undefined } | undefined;
     } & TeamOptions)
   | {
       command: 'web';
@@ -110,6 +116,9 @@ function wholeNumber(option: string, range: { min: number; max: number }, what: 
     return n;
   };
 }
+
+/** `--approve-expires`: from a tenth of a second to a day. */
+export const APPROVE_EXPIRES_RANGE = { min: 100, max: 86_400_000 } as const;
 
 const count = (option: string) => wholeNumber(option, { min: 1, max: 8 }, 'a whole number');
 const port = (option: string) => wholeNumber(option, { min: 0, max: 65_535 }, 'a port number');
@@ -220,6 +229,20 @@ function teamOptions(command: Program, cwd: string, review: boolean): void {
           ),
           reviewOnly('--mcp', ''),
           reviewOnly('--mcp-port <port>', ''),
+          option(
+            '--approve',
+            "ask before each reviewer's commit: the CLI prints each request and reads the answers from stdin (y, n <reason>, <id> y, <id> n <reason>); with --web the dashboard can decide too",
+          ),
+          option(
+            '--approve-expires <ms>',
+            `with --approve: a commit left undecided this long is rejected as expired, ${APPROVE_EXPIRES_RANGE.min}-${APPROVE_EXPIRES_RANGE.max} (default: it waits)`,
+          ).argParser(
+            wholeNumber(
+              '--approve-expires',
+              APPROVE_EXPIRES_RANGE,
+              'a whole number of milliseconds',
+            ),
+          ),
         ]),
     option(
       '--web',
@@ -265,6 +288,8 @@ interface Values {
   webPort?: number;
   team?: string;
   port?: number;
+  approve?: true;
+  approveExpires?: number;
 }
 
 /** Rules between options that commander's `.conflicts()` cannot say: one that needs another. */
@@ -320,7 +345,16 @@ function fixCommand(v: Values): Command {
       "fix's --context-window needs --model: on the offline policy model the fix team keeps its whole conversation",
     ],
   ]);
-  return { command: 'fix', ...teamCommand(v) };
+  needs([[v.approveExpires !== undefined && !v.approve, '--approve-expires needs --approve']]);
+  return {
+    command: 'fix',
+    ...teamCommand(v),
+    ...(v.approve
+      ? {
+          approve: v.approveExpires === undefined ? {} : { expiresInMs: v.approveExpires },
+        }
+      : {}),
+  };
 }
 
 /**

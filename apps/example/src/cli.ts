@@ -50,6 +50,8 @@ async function main(): Promise<number> {
   const io = {
     stdout: process.stdout,
     stderr: process.stderr,
+    // read only by `fix --approve`, for the answers to its requests
+    stdin: process.stdin,
     cwd,
     env: process.env,
     signal: controller.signal,

@@ -6,12 +6,15 @@ import { createGitWorkspaces } from '@teamwire/git-workspaces';
 import { z } from 'zod';
 import { reviewWebHooks } from './app.js';
 import type { Command } from './args.js';
+import { APPROVE_EXPIRES_RANGE } from './args.js';
 import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
+import { type RefusedFolder, refusedLine, terminalApprovals } from './fix-approvals.js';
 import { branchWork, ensureScratchRepo, listWorktrees, resolveBase } from './fix-git.js';
 import { fixReadTools, fixWriteTools, mergeTool } from './fix-tools.js';
 import { createPolicyModel } from './policy-model.js';
 import {
   type AppIo,
+  combineHooks,
   FORMATS,
   type RunSummary,
   runTeam,
@@ -48,6 +51,17 @@ const FixSettings = z.object({
   maxMembers: z.number().int().min(0).optional(),
   /** Started with `--web`: the team has the agent type of the dashboard's `operator` member. */
   web: z.boolean().optional(),
+  /** Started with `--approve`: each commit waits for the host's decision (`--approve-expires`). */
+  approve: z
+    .object({
+      expiresInMs: z
+        .number()
+        .int()
+        .min(APPROVE_EXPIRES_RANGE.min)
+        .max(APPROVE_EXPIRES_RANGE.max)
+        .optional(),
+    })
+    .optional(),
 });
 type FixSettings = z.infer<typeof FixSettings>;
 const SETTINGS_FILE = 'example-fix.json';
@@ -61,7 +75,10 @@ and shut the reviewers down.`;
 
 export const FIX_REVIEWER_PROMPT = `You are a reviewer with a git worktree of your own. Claim the task the lead gave you. Review
 your folder with list_files, search_text and read_file, write <folder>/REVIEW.md with your
-findings using write_file, commit it with commit_changes, then complete the task.`;
+findings using write_file, commit it with commit_changes, then complete the task. A commit may
+need approval: a refused one comes back as an APPROVAL_REJECTED error with the reason; note the
+reason in REVIEW.md and commit again, and after three refusals complete the task without the
+commit, saying so.`;
 
 /** What the run of a fix team adds to a review's summary: the result branch and the worktrees left. */
 export interface FixSummary extends RunSummary {
@@ -69,6 +86,8 @@ export interface FixSummary extends RunSummary {
   resultBranch: string;
   /** Worktrees of the scratch repository besides its own, after the run. */
   worktrees: { path: string; branch?: string | undefined; commitsAhead: number }[];
+  /** `--approve`: the folders whose commit was refused for good (also in `missing`). */
+  refused: RefusedFolder[];
 }
 
 /**
@@ -102,6 +121,7 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
         ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
         ...(command.maxMembers === undefined ? {} : { maxMembers: command.maxMembers }),
         ...(command.web ? { web: true } : {}),
+        ...(command.approve ? { approve: command.approve } : {}),
       };
     },
   });
@@ -121,9 +141,12 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
       paceMs: command.paceMs,
     }),
   }));
+  // a resumed team keeps asking as it was started, unless the command line says otherwise
+  const approve = command.approve ?? settings.approve;
+  const approvals = approve === undefined ? undefined : terminalApprovals(io);
   const summary = await runTeam({
     command: command.web ? { ...command, plain: true } : command,
-    hooks: reviewWebHooks(command, io),
+    hooks: combineHooks(reviewWebHooks(command, io), approvals),
     io,
     location,
     settingsFile: SETTINGS_FILE,
@@ -168,8 +191,22 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
             model: models.reviewer,
             tools: [
               ...fixReadTools(),
-              ...fixWriteTools({ base: settings.base, repo: settings.repo }),
+              ...fixWriteTools({
+                base: settings.base,
+                repo: settings.repo,
+                approve: approve !== undefined,
+              }),
             ],
+            ...(approve === undefined
+              ? {}
+              : {
+                  approval: {
+                    approver: 'host',
+                    ...(approve.expiresInMs === undefined
+                      ? {}
+                      : { expiresInMs: approve.expiresInMs }),
+                  },
+                }),
             maxSteps: 40,
             isolation: 'worktree',
             ...withContext(contextBudget(settings, 'keep')),
@@ -190,8 +227,12 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
   const { interrupted, reportWritten } = summary;
   const worktrees = interrupted ? [] : await keptWorktrees(settings);
   if (reportWritten && !interrupted) await appendWorktrees(settings.report, worktrees);
+  // a folder whose commit was refused for good is work the run did not do
+  const refused = interrupted ? [] : (approvals?.refused() ?? []);
   return {
     ...summary,
+    missing: [...summary.missing, ...refused.map(refusedLine)],
+    refused,
     wallMs: Date.now() - location.started,
     repo: settings.repo,
     resultBranch: settings.resultBranch,

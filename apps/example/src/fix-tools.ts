@@ -22,12 +22,26 @@ export function fixReadTools(): AgentTool[] {
   );
 }
 
+/** The tool whose calls `fix --approve` asks the host about. */
+export const COMMIT_TOOL = 'commit_changes';
+
+/** What a `commit_changes` call asks for, as its approval's input holds it. */
+export interface CommitInput {
+  message: string;
+  paths: string[];
+}
+
 /**
  * The tools a reviewer changes code with: in its own worktree only. Its files are untrusted, so
  * the host's git runs on them only through `@teamwire/git-workspaces` (`commitPaths`); `repo` is
- * the scratch repository, where the base's date is read.
+ * the scratch repository, where the base's date is read. `approve`: each commit waits for a
+ * decision (core parks the reviewer until then; a refused one is the call's error).
  */
-export function fixWriteTools(options: { base: string; repo: string }): AgentTool[] {
+export function fixWriteTools(options: {
+  base: string;
+  repo: string;
+  approve?: boolean | undefined;
+}): AgentTool[] {
   return [
     defineTool({
       name: 'write_file',
@@ -44,9 +58,10 @@ export function fixWriteTools(options: { base: string; repo: string }): AgentToo
       },
     }),
     defineTool({
-      name: 'commit_changes',
+      name: COMMIT_TOOL,
       description:
         'Commit the changes below the given paths of your working directory on your branch. Nothing to commit is not an error.',
+      ...(options.approve === true ? { needsApproval: true } : {}),
       inputSchema: z.object({
         message: z.string().min(1).max(2000),
         paths: z.array(z.string().min(1)).min(1).max(100),

@@ -37,11 +37,14 @@ export function currentTurn(messages: readonly ChatMessage[]): ChatMessage[] {
   return messages.slice(start);
 }
 
-/** Every tool call of `messages` paired with its result. */
+/**
+ * Every tool call of `messages` paired with its result. A result may carry the source of team
+ * mail: the decision on a call that waited for approval is delivered as that call's result.
+ */
 export function outcomes(messages: readonly ChatMessage[]): ToolOutcome[] {
   const results = new Map<string, { text: string; isError: boolean }>();
   for (const m of messages) {
-    if (m.role === 'tool' && m.source === undefined) {
+    if (m.role === 'tool') {
       results.set(m.toolCallId, { text: contentText(m.content), isError: m.isError === true });
     }
   }

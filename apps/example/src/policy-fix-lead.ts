@@ -130,6 +130,14 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
         text: `The fix stopped short: ${open.length} folder(s) are unfinished: ${missing.join(', ')}. The report lists them.`,
       };
     }
+    const uncommitted = [...mergeOutcomes(messages).values()].filter(
+      (m) => typeof m !== 'string' && m.exists && m.merged && m.commits.length === 0,
+    );
+    if (uncommitted.length > 0) {
+      return {
+        text: `The fix stopped short: ${uncommitted.length} folder(s) have no commit (refused). The report lists them.`,
+      };
+    }
     return { text: 'The fix is complete; the report is written.' };
   }
 
@@ -347,6 +355,9 @@ function mergeOutcomes(messages: readonly ChatMessage[]): Map<string, MergeOutco
   return out;
 }
 
+/** The report's result for a folder whose branch holds no commit. */
+export const NOT_COMMITTED = 'not committed';
+
 /** The team report of the fix job: merged branches, their commits and files, every conflict. */
 export function renderFixReport(options: {
   dir: string;
@@ -371,6 +382,7 @@ export function renderFixReport(options: {
     '|---|---|---|---|---:|---:|',
   ];
   const conflicts: string[] = [];
+  const uncommitted: string[] = [];
   const details: string[] = [];
   options.units.forEach((unit, i) => {
     const name = options.reviewers[i] ?? '?';
@@ -382,7 +394,15 @@ export function renderFixReport(options: {
       );
       return;
     }
-    const result = !m.exists ? 'no branch' : m.merged ? 'merged' : 'conflict';
+    // a branch without a commit: its reviewer's commit was refused (see `fix --approve`)
+    const result = !m.exists
+      ? 'no branch'
+      : !m.merged
+        ? 'conflict'
+        : m.commits.length === 0
+          ? NOT_COMMITTED
+          : 'merged';
+    if (result === NOT_COMMITTED) uncommitted.push(`- ${unit} (${name})`);
     out.push(
       `| ${unit} | ${name} | \`${m.branch}\` | ${result} | ${m.commits.length} | ${m.files.length} |`,
     );
@@ -394,6 +414,14 @@ export function renderFixReport(options: {
   });
   out.push('', '## Conflicts', '');
   out.push(...(conflicts.length > 0 ? conflicts : ['None.']));
+  if (uncommitted.length > 0) {
+    out.push('', '## Not committed', '');
+    out.push(
+      'Their reviewer completed the folder without a commit (its commit was refused): nothing of them is on the result branch.',
+      '',
+      ...uncommitted,
+    );
+  }
   if (options.unplanned && options.unplanned.length > 0) {
     out.push('', '## Tasks outside the plan', '');
     out.push(
