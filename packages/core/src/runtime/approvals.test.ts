@@ -663,3 +663,57 @@ describe('approvals survive a kill and a move', () => {
     for (const p of [a, b, c]) await p.service.dispose();
   });
 });
+
+describe('a refused completion across a kill', () => {
+  it('stays in progress with its count after a restart, and the next refusal is the next attempt', async () => {
+    const gates = {
+      maxRefusals: 2,
+      taskCompleted: () => ({ allow: false as const, feedback: 'tests fail' }),
+    };
+    let stores: CrashableStores | undefined;
+    const a = await openHarness({
+      gates,
+      scripts: { lead: notedLead, bob: [{ toolCalls: [{ name: 'whoami' }] }, { text: 'Ready.' }] },
+      wrap: (m) => {
+        stores = crashableStores(m.log, m.transcripts);
+        return stores;
+      },
+    });
+    const task = await a.service.createTask(a.service.lead, {
+      subject: 'Fix',
+      description: 'Fix.',
+    });
+    await spawnBob(a);
+    const bob = a.refs.get('bob');
+    expect(bob).toBeDefined();
+    await a.service.updateTask(bob ?? a.service.lead, {
+      taskId: task.id,
+      action: { type: 'claim' },
+    });
+    await expect(
+      a.service.updateTask(bob ?? a.service.lead, {
+        taskId: task.id,
+        action: { type: 'complete' },
+      }),
+    ).rejects.toThrow(expect.objectContaining({ code: 'GATE_REFUSED' }));
+    stores?.crash();
+    const b = await openHarness({
+      gates,
+      memory: { log: a.log, transcripts: a.transcripts },
+      ids: 'b',
+      scripts: { lead: notedLead, bob: ({ call }) => ({ text: `again ${call}` }) },
+    });
+    await b.service.idle();
+    expect(b.service.getTask(b.service.lead, { taskId: task.id }).status).toBe('in_progress');
+    // the lead completing it is refused too: the count went on from before the kill
+    await expect(
+      b.service.updateTask(b.service.lead, { taskId: task.id, action: { type: 'complete' } }),
+    ).rejects.toThrow(expect.objectContaining({ code: 'GATE_REFUSED' }));
+    expect(recordsOf(b, 'gate.refused').map((r) => r.attempt)).toEqual([1, 2]);
+    // at the bound the lead was told (here the lead itself completed it, so only the owner is)
+    const toBob = recordsOf(b, 'message.queued').filter(
+      (r) => r.message.kind === 'gate_feedback' && r.message.targetId === b.memberId('bob'),
+    );
+    expect(toBob).toHaveLength(1);
+  });
+});
