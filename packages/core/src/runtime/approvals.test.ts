@@ -129,7 +129,14 @@ describe('tool approval', () => {
     const asLead = h.service.progress(h.service.lead);
     expect(asLead).toMatchObject({ progressing: false, awaitingYourDecision: ['bob'], woken: [] });
     expect(asLead.summary).toContain('waiting for your decision');
+    // the team is idle while bob waits: his mail waits with him
+    await h.service.idle();
     expect(h.model.calls('bob')).toBe(1);
+    const [pending] = h.service.approvals({ status: 'pending' });
+    await h.service.decide({ approvalId: pending?.id as string, decision: 'approved' });
+    await h.service.idle();
+    expect(runs).toEqual(['fix']);
+    expect(h.transcript('bob').some((line) => line.includes('status?'))).toBe(true);
   });
 
   it('counts a member parked on the host decision as progress', async () => {

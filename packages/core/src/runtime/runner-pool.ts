@@ -720,6 +720,8 @@ export class RunnerPool {
     for (const runner of this.runners.values()) {
       if (!runner.live) continue;
       if (runner.busy) return false;
+      // A member parked on an approval takes no mail before the decision, which wakes it.
+      if (runner.awaitingApproval) continue;
       const pending = this.state.pending(runner.member.id);
       if (pending.some((m) => m.delivery === 'wakeup')) return false;
     }

@@ -164,6 +164,13 @@ export class AgentRunner {
     return this.activity === 'starting' || this.activity === 'running' || this.woken;
   }
 
+  /** True while the member waits for a decision on an approval: its mail waits with it. */
+  get awaitingApproval(): boolean {
+    const [first] = openCalls(this.conversation?.messages ?? []);
+    if (first === undefined) return false;
+    return this.host.state.approvalForCall(this.member.id, first.id)?.status === 'pending';
+  }
+
   /** The derived status of an active member with this runner. */
   get status(): MemberStatus {
     if (this.failure !== undefined) return 'failed';
