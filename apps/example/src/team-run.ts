@@ -25,6 +25,7 @@ import type { Command } from './args.js';
 import { type CompactionStat, formatTokens, plainLine } from './board.js';
 import { observeTeam, type TeamObserver } from './observe.js';
 import { missingLines, missingWork, type OpenTask, openTasksOf } from './run-summary.js';
+import { startAppTelemetry } from './telemetry.js';
 
 export type { AppIo } from './app-io.js';
 
@@ -255,6 +256,7 @@ export async function runTeam<S extends BaseSettings>(options: {
   let openTasks: OpenTask[] = [];
   let unreadBoard: string | undefined;
   const hub = createEventHub({ teamId, log: store.log });
+  const telemetry = startAppTelemetry(io);
   const title = `${options.title} — team ${teamId}${settings.model ? '' : ' (offline policy model, not an LLM)'}`;
   const observer = observeTeam({
     hub,
@@ -276,8 +278,10 @@ export async function runTeam<S extends BaseSettings>(options: {
       teamId,
       log: store.log,
       transcripts: store.transcripts,
-      events: hub,
+      events: telemetry.events(hub),
+      ...telemetry.teamOptions,
     });
+    telemetry.attach(team);
     const onAbort = () => {
       if (!serving) interrupted = true;
       void team?.dispose();
@@ -326,6 +330,7 @@ export async function runTeam<S extends BaseSettings>(options: {
       }
     } finally {
       hub.close();
+      await telemetry.close();
       await observer.close();
       await store.close();
     }

@@ -7,6 +7,7 @@ import type { Command } from './args.js';
 import { PgTeamDatabase } from './pg-team.js';
 import { ReviewProgress } from './review-progress.js';
 import { reportTool } from './team-run.js';
+import { startAppTelemetry } from './telemetry.js';
 import { printTurns } from './turn-lines.js';
 import { WORKER_PROCESS_ID_ENV } from './workers.js';
 
@@ -53,6 +54,7 @@ export async function runWorker(command: WorkerCommand, io: WorkerIo): Promise<v
       agentTypes: [REVIEWER_AGENT_TYPE],
     });
     const hub = createEventHub({ teamId: command.teamId, log: store.log });
+    const telemetry = startAppTelemetry(io);
     let team: TeamService | undefined;
     let look = () => {};
     // the lead's member id is the team id
@@ -76,8 +78,10 @@ export async function runWorker(command: WorkerCommand, io: WorkerIo): Promise<v
         teamId: command.teamId,
         log: store.log,
         transcripts: store.transcripts,
-        events: hub,
+        events: telemetry.events(hub),
+        ...telemetry.teamOptions,
       });
+      telemetry.attach(team);
       // what was durable before the hub saw anything (the records it publishes come after)
       await progress.read(store.log);
       const opened = team;
@@ -111,6 +115,7 @@ export async function runWorker(command: WorkerCommand, io: WorkerIo): Promise<v
         await team?.dispose();
       } finally {
         hub.close();
+        await telemetry.close();
         await stopPrinting();
         await store.close();
       }

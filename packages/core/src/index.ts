@@ -76,6 +76,7 @@ export type {
   TeamLogSnapshots,
 } from './ports/team-log.js';
 export type { PickNextOptions, TeamPolicy } from './ports/team-policy.js';
+export type { TraceContextSource } from './ports/trace-context.js';
 export type { TranscriptStore } from './ports/transcript-store.js';
 export type {
   EnvelopeSender,
@@ -114,6 +115,7 @@ export {
   MessageDelivery,
   MessageKind,
   MessageQueuedRecord,
+  MessageTrace,
   messageSchemaVersion,
   PLAN_MAX,
   parseAppendedRecord,
@@ -126,6 +128,8 @@ export {
   TaskRecord,
   TaskStatus,
   TeamRecord,
+  TRACEPARENT_PATTERN,
+  TRACESTATE_MAX,
   TRANSCRIPT_SCHEMA_VERSION,
 } from './records.js';
 export { TASK_ACTION_TYPES, taskNumber } from './rules.js';

@@ -76,6 +76,13 @@ export const PLAN_MAX = 32_768;
 export const APPROVAL_INPUT_BYTES_MAX = 65_536;
 /** A tool name or tool call id kept in an approval request has at most this many characters. */
 export const TOOL_REF_MAX = 256;
+/**
+ * A message's W3C `traceparent` (version `00`: `00-<32 hex trace id>-<16 hex span id>-<2 hex
+ * flags>`, neither id all zeros).
+ */
+export const TRACEPARENT_PATTERN = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+/** A message's W3C `tracestate` has at most this many characters (the W3C propagation limit). */
+export const TRACESTATE_MAX = 512;
 export const MESSAGE_DELIVERIES = ['quiet', 'wakeup'] as const;
 
 /** A member workspace's `path` (absolute) has 1 to this many characters. */

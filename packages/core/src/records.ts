@@ -25,6 +25,8 @@ import {
   SCHEMA_VERSION,
   TASK_STATUSES,
   TOOL_REF_MAX,
+  TRACEPARENT_PATTERN,
+  TRACESTATE_MAX,
   TRANSCRIPT_SCHEMA_VERSION,
   WORKSPACE_BASE_MAX,
   WORKSPACE_BRANCH_MAX,
@@ -40,6 +42,8 @@ export {
   RECORD_SCHEMA_VERSIONS,
   SCHEMA_VERSION,
   TASK_ID_PATTERN,
+  TRACEPARENT_PATTERN,
+  TRACESTATE_MAX,
   TRANSCRIPT_SCHEMA_VERSION,
 };
 
@@ -168,6 +172,20 @@ export const MessageDelivery: z.ZodEnum<Record<MessageDelivery, MessageDelivery>
   MESSAGE_DELIVERIES satisfies readonly MessageDelivery[],
 );
 
+/**
+ * The W3C trace context of the turn that queued a message (schema version 3): a tracing layer
+ * links the receiving turn to it, so one trace follows the mail across members and processes.
+ * Written only when the team was opened with a `traceContext` source.
+ */
+export const MessageTrace = z.object({
+  /** The sending span, as a W3C `traceparent` header value (version `00`). */
+  traceparent: z.string().regex(TRACEPARENT_PATTERN),
+  /** Vendor trace state, as a W3C `tracestate` header value. */
+  tracestate: z.string().max(TRACESTATE_MAX).optional(),
+});
+/** The trace context a message carries; see {@link MessageTrace}. */
+export type MessageTrace = z.infer<typeof MessageTrace>;
+
 /** One piece of team mail, as queued: immutable once written; its delivery is a separate record. */
 export const QueuedMessage = z.object({
   /** ulid */
@@ -190,6 +208,8 @@ export const QueuedMessage = z.object({
   taskId: z.string().optional(),
   /** For `approval_request` and `approval_decision`: the approval concerned (version 3). */
   approvalId: z.string().min(1).max(TOOL_REF_MAX).optional(),
+  /** The trace context of the turn that queued it (version 3; see {@link MessageTrace}). */
+  trace: MessageTrace.optional(),
 });
 export type QueuedMessage = z.infer<typeof QueuedMessage>;
 
@@ -226,7 +246,7 @@ export type TaskRecord = z.infer<typeof TaskRecord>;
 
 /**
  * A message queued for its target. Schema version 1, or 3 for a message of a kind version 3
- * introduced or naming an approval (see {@link messageSchemaVersion}).
+ * introduced, naming an approval or carrying a trace context (see {@link messageSchemaVersion}).
  */
 export const MessageQueuedRecord = z.object({
   ...base,
@@ -431,10 +451,12 @@ export type TeamRecordType = TeamRecord['type'];
 
 /**
  * The schema version a queued message's record carries: 3 for a kind version 3 introduced or a
- * message naming an approval, else 1 (so a log without them stays readable by older code).
+ * message naming an approval or carrying a trace context, else 1 (so a log without them stays
+ * readable by older code).
  */
 export function messageSchemaVersion(message: QueuedMessage): 1 | 3 {
   return message.approvalId !== undefined ||
+    message.trace !== undefined ||
     (MESSAGE_KINDS_V3 as readonly string[]).includes(message.kind)
     ? 3
     : 1;

@@ -1,10 +1,18 @@
-import { loadTeamState, type Member, openTeam, TeamError, type TeamService } from '@teamwire/core';
+import {
+  loadTeamState,
+  type Member,
+  noopEventSink,
+  openTeam,
+  TeamError,
+  type TeamService,
+} from '@teamwire/core';
 import { serveStdio } from '@teamwire/mcp';
 import { agentsAndFormat, teamAgents } from '../agents.js';
 import { stringOption, usageError } from '../args.js';
 import { localPlacement } from '../local-placement.js';
 import { openStore } from '../stores.js';
 import { SOURCE_HELP, SOURCE_OPTIONS, teamSource } from '../team-source.js';
+import { startCommandTelemetry } from '../telemetry.js';
 import type { CliCommand } from './command.js';
 
 const HELP = `teamwire mcp — serve one member of an existing team over MCP stdio
@@ -91,6 +99,7 @@ export const mcpCommand: CliCommand = {
     if (memberName === '') throw usageError('--member needs a name');
     const { module, format } = await agentsAndFormat(values, source, io.cwd);
     const store = await openStore(source, { runs: { lead: false, agentTypes: [] }, role: 'mcp' });
+    const telemetry = await startCommandTelemetry(io, 'mcp');
     let team: TeamService | undefined;
     try {
       const { state } = await loadTeamState(store.log, { teamId: source.teamId });
@@ -111,6 +120,8 @@ export const mcpCommand: CliCommand = {
         agents: agents.registry,
         lead: { agentType: lead.agentType },
         cwd: io.cwd,
+        events: telemetry.events(noopEventSink),
+        ...telemetry.teamOptions,
         externalMembers: { serve: [member.name] },
         ...(store.shared
           ? {}
@@ -120,6 +131,7 @@ export const mcpCommand: CliCommand = {
               ),
             }),
       });
+      telemetry.attach(team);
       const serving = await serveStdio({
         team,
         member: member.name,
@@ -141,6 +153,7 @@ export const mcpCommand: CliCommand = {
       try {
         await team?.dispose();
       } finally {
+        await telemetry.close();
         await store.close();
       }
     }

@@ -23,6 +23,7 @@ import { stringOption, usageError } from '../args.js';
 import { localPlacement } from '../local-placement.js';
 import { openStore } from '../stores.js';
 import { SOURCE_HELP, SOURCE_OPTIONS, teamSource } from '../team-source.js';
+import { startCommandTelemetry } from '../telemetry.js';
 import type { CliCommand } from './command.js';
 
 const HELP = `teamwire serve — a team's HTTP edge: the dashboard, its events and MCP on one port
@@ -93,6 +94,7 @@ export const serveCommand: CliCommand = {
     }
     const { module, format } = await agentsAndFormat(values, source, io.cwd);
     const store = await openStore(source, { runs: { lead: false, agentTypes: [] }, role: 'serve' });
+    const telemetry = await startCommandTelemetry(io, 'serve');
     const hub = createEventHub({ teamId: source.teamId, log: store.log });
     let team: TeamService | undefined;
     let tasks: A2ATaskStore | undefined;
@@ -121,7 +123,8 @@ export const serveCommand: CliCommand = {
         agents: registry,
         lead: { agentType: lead.agentType },
         cwd: io.cwd,
-        events: hub,
+        events: telemetry.events(hub),
+        ...telemetry.teamOptions,
         // every external member's client connects here: the MCP members and the person at the
         // dashboard, spawned as the operator on the page's first action
         externalMembers: { serve: true },
@@ -133,6 +136,7 @@ export const serveCommand: CliCommand = {
               ),
             }),
       });
+      telemetry.attach(team);
       const secret = io.env.TEAMWIRE_MCP_SECRET ?? generateSecret();
       const tokens = createTokenIssuer({ secret, teamId: source.teamId });
       const token = io.env.TEAMWIRE_EDGE_TOKEN;
@@ -186,6 +190,7 @@ export const serveCommand: CliCommand = {
         await tasks?.close();
       } finally {
         hub.close();
+        await telemetry.close();
         await store.close();
       }
     }

@@ -9,6 +9,7 @@ import { formatOption, loadAgentsModule, teamAgents } from '../agents.js';
 import { stringOption, usageError } from '../args.js';
 import { openStore } from '../stores.js';
 import { processIdFor, SOURCE_HELP, SOURCE_OPTIONS, teamSource } from '../team-source.js';
+import { startCommandTelemetry } from '../telemetry.js';
 import type { CliCommand } from './command.js';
 
 const HELP = `teamwire worker — join a team kept in PostgreSQL and run some of its members
@@ -94,6 +95,7 @@ export const workerCommand: CliCommand = {
       role: 'worker',
       processId,
     });
+    const telemetry = await startCommandTelemetry(io, 'worker');
     let team: TeamService | undefined;
     try {
       const { state } = await loadTeamState(store.log, { teamId: source.teamId });
@@ -117,8 +119,10 @@ export const workerCommand: CliCommand = {
         agents: agents.registry,
         lead: { agentType: leadMember.agentType },
         cwd: io.cwd,
-        events: turnLines(io),
+        events: telemetry.events(turnLines(io)),
+        ...telemetry.teamOptions,
       });
+      telemetry.attach(team);
       io.stderr.write(
         `teamwire: worker ${processId} joined team ${source.teamId}, running ${[...(lead ? ['the lead'] : []), ...agentTypes].join(', ')}\n`,
       );
@@ -146,6 +150,7 @@ export const workerCommand: CliCommand = {
       try {
         await team?.dispose();
       } finally {
+        await telemetry.close();
         await store.close();
       }
     }

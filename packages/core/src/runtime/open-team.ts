@@ -8,6 +8,7 @@ import { noopEventSink } from '../ports/events.js';
 import type { MemberPlacement } from '../ports/placement.js';
 import type { TeamLog } from '../ports/team-log.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
+import type { TraceContextSource } from '../ports/trace-context.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { WireFormat } from '../ports/wire-format.js';
 import type { WorkspaceProvider } from '../ports/workspace.js';
@@ -76,6 +77,11 @@ export interface OpenTeamOptions {
   };
   /** Where agent events go; defaults to {@link noopEventSink}. */
   events?: EventSink;
+  /**
+   * Stamps every message queued with its sender's trace context (`QueuedMessage.trace`), e.g. the
+   * `traceContext` of `@teamwire/otel`; without it no trace context is asked for or stored.
+   */
+  traceContext?: TraceContextSource | undefined;
   /** Time for record stamps and timers; defaults to the system clock. Tests pass a manual clock. */
   clock?: Clock;
   /** Ids for members and messages; defaults to ulids. Tests pass a sequential source. */
@@ -180,6 +186,7 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
     teamId: options.teamId,
     clock,
     limits: options.limits,
+    traceContext: options.traceContext,
   });
   const { state } = loaded;
   const leadDefinition = options.agents.get(options.lead.agentType);

@@ -3,6 +3,7 @@ import { systemClock } from '../clock.js';
 import { clipText } from '../content.js';
 import { TeamError } from '../errors.js';
 import { utf8Length } from '../limits.js';
+import type { TraceContextSource } from '../ports/trace-context.js';
 import type {
   ApprovalDecidedRecord,
   ApprovalDecision,
@@ -31,6 +32,7 @@ import {
   APPROVAL_REASON_MAX,
   checkRecordInput,
   DEAD_LETTER_DETAIL_MAX,
+  MessageTrace,
   messageSchemaVersion,
   RECORD_SCHEMA_VERSIONS,
 } from '../records.js';
@@ -95,6 +97,8 @@ export interface TeamStateOptions {
   clock?: Clock;
   /** Overrides of {@link DEFAULT_TEAM_LIMITS}. */
   limits?: Partial<TeamLimits> | undefined;
+  /** Stamps queued mail with its sender's trace context (see {@link TraceContextSource}). */
+  traceContext?: TraceContextSource | undefined;
 }
 
 /** The fields every record carries, stamped by `emit`. */
@@ -121,6 +125,7 @@ export class TeamState {
   /** The limits commands enforce (defaults with the overrides). */
   readonly limits: TeamLimits;
   private readonly clock: Clock;
+  private readonly traceContext: TraceContextSource | undefined;
   private model: TeamModel;
 
   constructor(options: TeamStateOptions) {
@@ -130,6 +135,7 @@ export class TeamState {
     this.teamId = options.teamId;
     this.clock = options.clock ?? systemClock;
     this.limits = resolveLimits(options.limits);
+    this.traceContext = options.traceContext;
     this.model = new TeamModel(this.teamId);
   }
 
@@ -420,6 +426,10 @@ export class TeamState {
   queueMessage(input: QueueMessageInput): MessageQueuedRecord {
     if (input.approvalId !== undefined) this.getApproval(input.approvalId);
     const message = decideQueueMessage(this.model, this.limits, input);
+    if (this.traceContext !== undefined) {
+      const trace = senderTrace(this.traceContext, message.senderName);
+      if (trace !== undefined) message.trace = trace;
+    }
     return this.emit<MessageQueuedRecord>({ type: 'message.queued', message });
   }
 
@@ -653,4 +663,17 @@ function inputJson(input: unknown): string {
 /** A detail within `DEAD_LETTER_DETAIL_MAX` characters, cut with an ellipsis past it. */
 function truncateDetail(detail: string): string {
   return clipText(detail, DEAD_LETTER_DETAIL_MAX);
+}
+
+/** The sender's trace context from `source`, when it is a valid one; never throws. */
+function senderTrace(source: TraceContextSource, senderName: string): MessageTrace | undefined {
+  let value: MessageTrace | undefined;
+  try {
+    value = source.current(senderName);
+  } catch {
+    return undefined;
+  }
+  if (value === undefined) return undefined;
+  const parsed = MessageTrace.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
 }

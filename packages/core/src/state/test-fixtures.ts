@@ -2,7 +2,7 @@ import { TeamError } from '../errors.js';
 import type { TeamRecord } from '../records.js';
 import type { ManualClock } from '../testing/manual-clock.js';
 import { createManualClock } from '../testing/manual-clock.js';
-import type { TeamLimits } from './team-state.js';
+import type { TeamLimits, TeamStateOptions } from './team-state.js';
 import { TeamState } from './team-state.js';
 
 /** The team id used by the state tests; the lead's id equals it, as in a real team. */
@@ -26,10 +26,18 @@ export interface TestTeam {
 }
 
 export function createTestTeam(
-  options: { limits?: Partial<TeamLimits> | undefined } = {},
+  options: {
+    limits?: Partial<TeamLimits> | undefined;
+    traceContext?: TeamStateOptions['traceContext'];
+  } = {},
 ): TestTeam {
   const clock = createManualClock();
-  const state = new TeamState({ teamId: TEAM_ID, clock, limits: options.limits });
+  const state = new TeamState({
+    teamId: TEAM_ID,
+    clock,
+    limits: options.limits,
+    traceContext: options.traceContext,
+  });
   const log: TeamRecord[] = [];
   const run = <R extends TeamRecord | TeamRecord[]>(command: (s: TeamState) => R): R => {
     const out = command(state);
