@@ -18,6 +18,7 @@ import {
 } from './report.js';
 import { scaleBench } from './scale.js';
 import { snapshotsBench } from './snapshots.js';
+import { telemetryBench } from './telemetry.js';
 import { tokenEconomyBench } from './token-economy.js';
 
 /** Every benchmark, in the order of the issue that asked for them. */
@@ -30,6 +31,7 @@ export const BENCHES: readonly Bench[] = [
   scaleBench,
   tokenEconomyBench,
   postgresBench,
+  telemetryBench,
 ];
 
 interface CliOptions {
