@@ -144,9 +144,18 @@ function checkTeam(rows: TeamRows, teamId: string, workers: Map<string, number>)
     if (r.type !== 'message.delivered') continue;
     deliveries.set(r.messageId, (deliveries.get(r.messageId) ?? 0) + 1);
   }
-  expect(new Map(queued.map((q) => [q.message.id, deliveries.get(q.message.id)]))).toEqual(
-    new Map(queued.map((q) => [q.message.id, 1])),
-  );
+  // a failure names the messages that ended otherwise (dead letters carry why)
+  const ended = team.deadLetters.map((d) => ({
+    kind: d.message.kind,
+    from: d.message.senderName,
+    to: d.message.targetId,
+    reason: d.reason,
+    detail: d.detail,
+  }));
+  expect(
+    new Map(queued.map((q) => [q.message.id, deliveries.get(q.message.id)])),
+    JSON.stringify(ended),
+  ).toEqual(new Map(queued.map((q) => [q.message.id, 1])));
   expect([...deliveries.keys()].sort()).toEqual(queued.map((q) => q.message.id).sort());
 
   // into the target's transcript, once (each part of it once)
@@ -225,7 +234,7 @@ describePg('a review spread over processes in PostgreSQL', () => {
           '--workers',
           '2',
           '--context-window',
-          '3000',
+          '3600',
           '--report',
           'workers.md',
         ],

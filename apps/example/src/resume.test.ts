@@ -41,7 +41,7 @@ function runUntilKilled(
 }
 
 describe('killing the app mid-run and resuming it', () => {
-  for (const window of [undefined, 3000]) {
+  for (const window of [undefined, 3600]) {
     const label =
       window === undefined ? '' : `, its reviewers compacting (--context-window ${window})`;
     it(`finishes every task exactly once and delivers no message twice${label}`, async () => {

@@ -98,7 +98,7 @@ describe('a review whose reviewers compact their context', () => {
         '--teammates',
         '2',
         '--context-window',
-        '3000',
+        '3600',
         '--durability',
         'buffered',
         '--plain',
@@ -162,7 +162,7 @@ describe('a review whose reviewers compact their context', () => {
     const settings = JSON.parse(
       readFileSync(path.join(summary.teamDir, 'example-app.json'), 'utf8'),
     );
-    expect(settings.contextWindow).toBe(3000);
+    expect(settings.contextWindow).toBe(3600);
   });
 
   it('refuses a settings file with a bad window when resuming, with the usual error', async () => {
