@@ -33,7 +33,14 @@ import {
   type TeamLog,
   type TeamService,
 } from '@teamwire/core';
-import type { A2ATaskState, A2ATaskStore, StoredA2ATask } from './task-store.js';
+import {
+  A2A_ID_MAX,
+  type A2ATaskState,
+  type A2ATaskStore,
+  type StoredA2ATask,
+} from './task-store.js';
+
+export { A2A_ID_MAX };
 
 /** The agent type of the team's A2A clients: register it in the team's agents to serve A2A. */
 export const A2A_CLIENT_AGENT: ExternalAgentDefinition = {
@@ -49,8 +56,6 @@ export const A2A_PATH = '/a2a';
 export const AGENT_CARD_PATH = '/.well-known/agent-card.json';
 /** Most parts one A2A message may hold. */
 export const A2A_PARTS_MAX = 32;
-/** Longest A2A id (message, task, context) taken from a client. */
-export const A2A_ID_MAX = 256;
 
 /** Options of {@link createA2AServer}. */
 export interface A2AServerOptions {

@@ -74,7 +74,10 @@ export interface StoredA2ATask {
   updatedAt: string;
 }
 
-const id = z.string().min(1).max(256);
+/** Longest A2A id (message, task, context) taken from a client, and kept in a stored task. */
+export const A2A_ID_MAX = 256;
+
+const id = z.string().min(1).max(A2A_ID_MAX);
 const StoredA2ATaskSchema = z.strictObject({
   v: z.literal(A2A_TASK_FORMAT_VERSION),
   id,

@@ -14,6 +14,7 @@ import {
   WAIT_TIMEOUT_MIN_MS,
   WRITE_SCOPE_MAX,
 } from '../limits.js';
+import { TOOL_REF_MAX } from '../record-values.js';
 import type { TeamRecord } from '../records.js';
 import {
   APPROVAL_REASON_MAX,
@@ -75,7 +76,7 @@ const decisionEnum: z.ZodEnum<Record<DecideInput['decision'], DecideInput['decis
 /** Input of `decide_approval`. */
 export const DecideApprovalToolInput = z.object({
   /** The approval to decide, from its request. */
-  approvalId: z.string().min(1).max(256).describe('The approval id from the request.'),
+  approvalId: z.string().min(1).max(TOOL_REF_MAX).describe('The approval id from the request.'),
   /** Approve or reject. */
   decision: decisionEnum,
   /** Why; a rejection's reason reaches the requester. */
