@@ -40,6 +40,9 @@ export {
   MEMBER_ERROR_MAX,
   MEMBER_PROVIDER_MAX,
   MESSAGE_SUMMARY_MAX,
+  PLACEMENT_CAPABILITIES_MAX,
+  PLACEMENT_CAPABILITY_MAX_BYTES,
+  PLACEMENT_CAPABILITY_PATTERN,
   TASK_BLOCKED_BY_MAX,
   TASK_DESCRIPTION_MAX,
   TASK_PAGE_MAX,
@@ -50,6 +53,15 @@ export {
   WAIT_TIMEOUT_MIN_MS,
   WRITE_SCOPE_MAX,
 } from './limits.js';
+export {
+  canHost,
+  checkCapabilities,
+  checkCapability,
+  missingCapabilities,
+  type PlacementHost,
+  unmetRequirements,
+  willingToRun,
+} from './placement/eligibility.js';
 export * from './policy/index.js';
 export type { AgentEvent, EventSink, MemberStatus, WorkspaceEventAction } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';

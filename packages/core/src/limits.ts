@@ -92,3 +92,16 @@ export function utf8Length(text: string): number {
   }
   return bytes;
 }
+
+/**
+ * A placement capability (what a process can host, what an agent type needs: `repo:<name>`,
+ * `credential:anthropic`, `label:gpu`) is at most this many UTF-8 bytes.
+ */
+export const PLACEMENT_CAPABILITY_MAX_BYTES = 200;
+/** A process declares, and an agent type requires, at most this many placement capabilities. */
+export const PLACEMENT_CAPABILITIES_MAX = 32;
+/**
+ * The form of a placement capability: a kind (lower-case letters, digits, `-`), a colon, and a
+ * name of printable ASCII without spaces (letters, digits and `._-/@+=:`).
+ */
+export const PLACEMENT_CAPABILITY_PATTERN = /^[a-z][a-z0-9-]{0,31}:[A-Za-z0-9._\-/@+=:]+$/;

@@ -176,8 +176,10 @@ describePg('placement view and activity reports', () => {
     const first = await scratch.open(TEAM);
     await first.close();
     const s = `"${scratch.schema}"`;
-    await scratch.sql(`ALTER TABLE ${s}.processes DROP COLUMN reported_through`);
-    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version = 4`);
+    await scratch.sql(
+      `ALTER TABLE ${s}.processes DROP COLUMN reported_through, DROP COLUMN capabilities`,
+    );
+    await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version >= 4`);
     await scratch.sql(
       `INSERT INTO ${s}.processes (team_id, process_id, runs_lead, heartbeat_at, activity)
        VALUES ($1, 'version-3-process', false, now(), '{"m":"idle"}')`,
@@ -399,7 +401,7 @@ describePg('placement view and activity reports', () => {
     const s = `"${scratch.schema}"`;
     // Back to what version 2 created, with a process row written by version-2 code.
     await scratch.sql(
-      `ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at, DROP COLUMN reported_through`,
+      `ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at, DROP COLUMN reported_through, DROP COLUMN capabilities`,
     );
     await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version >= 3`);
     await scratch.sql(
@@ -410,7 +412,7 @@ describePg('placement view and activity reports', () => {
 
     const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
     expect(a.migrated).toEqual({ from: 2, to: SCHEMA_VERSION });
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(SCHEMA_VERSION).toBe(5);
     const old = await scratch.sql(
       `SELECT activity, reported_at FROM ${s}.processes WHERE process_id = 'version-2-process'`,
     );

@@ -6,10 +6,11 @@ import type {
   MemberPlacement,
   PlacedMember,
   PlacementCandidate,
+  PlacementHost,
   PlacementListener,
   PlacementView,
 } from '@teamwire/core';
-import { TeamError } from '@teamwire/core';
+import { canHost, checkCapabilities, TeamError, unmetRequirements } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { describeError, execute, isTransient, reconnectBackoff, sleep } from './connection.js';
@@ -23,12 +24,21 @@ export interface PlacementRuns {
   lead?: boolean | undefined;
   /** The agent types of teammates this process may run, or `'all'` (the default). */
   agentTypes?: readonly string[] | 'all' | undefined;
+  /**
+   * What this process has that an agent type may require (`placement.requires` of its
+   * definition): `repo:<name>`, `credential:<provider>`, `label:<name>`, ... Each of the form
+   * core's `PLACEMENT_CAPABILITY_PATTERN` within `PLACEMENT_CAPABILITY_MAX_BYTES`, at most
+   * `PLACEMENT_CAPABILITIES_MAX`. The team adds its workspace provider's capability when this
+   * process reaches the provider's repository. Default none.
+   */
+  capabilities?: readonly string[] | undefined;
 }
 
 /** {@link PlacementRuns} with its defaults filled in. */
 export interface ResolvedRuns {
   readonly lead: boolean;
   readonly agentTypes: readonly string[] | 'all';
+  readonly capabilities: readonly string[];
 }
 
 /**
@@ -61,19 +71,28 @@ interface ProcessRow {
   process_id: string;
   runs_lead: boolean;
   agent_types: string[] | null;
+  /** NULL for a row written before schema version 5, or by a process with none. */
+  capabilities: string[] | null;
   members: number;
 }
 
 /** After this many leases unplaced, a teammate is claimed by any willing process, balanced or not. */
 const UNPLACED_FALLBACK_LEASES = 3;
 
-function willing(runs: ResolvedRuns, candidate: PlacementCandidate): boolean {
-  if (candidate.isLead) return runs.lead;
-  return runs.agentTypes === 'all' || runs.agentTypes.includes(candidate.agentType);
-}
-
-function processWilling(row: ProcessRow, candidate: PlacementCandidate): boolean {
-  return willing({ lead: row.runs_lead, agentTypes: row.agent_types ?? 'all' }, candidate);
+/**
+ * What a row of `processes` says the process can host. Capabilities are validated on read: a row
+ * whose list is not valid counts as none, so its process hosts nothing that requires one.
+ */
+function hostOf(row: ProcessRow): PlacementHost {
+  let capabilities: string[] = [];
+  if (row.capabilities !== null) {
+    try {
+      capabilities = checkCapabilities(row.capabilities, 'processes.capabilities');
+    } catch {
+      capabilities = [];
+    }
+  }
+  return { lead: row.runs_lead, agentTypes: row.agent_types ?? 'all', capabilities };
 }
 
 /** Every {@link MemberActivity}: the compiler fails here when core adds one. */
@@ -135,7 +154,8 @@ export class PostgresPlacement implements MemberPlacement {
   readonly #tables: Tables;
   readonly #teamId: string;
   readonly #processId: string;
-  readonly #runs: ResolvedRuns;
+  /** What this process can host: its `runs`, with the capabilities `start` added. */
+  #runs: ResolvedRuns;
   readonly #leaseMs: number;
   readonly #policy: RetryPolicy;
   readonly #doorbell: Doorbell | undefined;
@@ -201,10 +221,20 @@ export class PostgresPlacement implements MemberPlacement {
   async start(options: {
     candidates(): readonly PlacementCandidate[];
     listener: PlacementListener;
+    capabilities?: readonly string[] | undefined;
   }): Promise<void> {
     if (this.#closing) throw closedError();
     if (this.#candidates) {
       throw new TeamError('INVALID_ARGUMENT', 'this placement was started already');
+    }
+    if (options.capabilities !== undefined) {
+      this.#runs = {
+        ...this.#runs,
+        capabilities: checkCapabilities(
+          [...this.#runs.capabilities, ...options.capabilities],
+          'runs.capabilities with those the team adds',
+        ),
+      };
     }
     this.#candidates = () => options.candidates();
     this.#listener = options.listener;
@@ -428,6 +458,7 @@ export class PostgresPlacement implements MemberPlacement {
   async #heartbeat(): Promise<void> {
     const t = this.#tables;
     const agentTypes = this.#runs.agentTypes === 'all' ? null : [...this.#runs.agentTypes];
+    const capabilities = this.#runs.capabilities.length === 0 ? null : [...this.#runs.capabilities];
     const text = this.#activityText;
     const through = this.#through;
     const key = this.#reportKey();
@@ -435,10 +466,11 @@ export class PostgresPlacement implements MemberPlacement {
       this.#pool,
       `INSERT INTO ${t.processes} AS p
               (team_id, process_id, runs_lead, agent_types, host, pid, activity, reported_at,
-               reported_through)
-       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, now(), $8)
+               reported_through, capabilities)
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, now(), $8, $9)
        ON CONFLICT (team_id, process_id) DO UPDATE
           SET heartbeat_at = now(),
+              capabilities = EXCLUDED.capabilities,
               activity = CASE WHEN p.activity IS DISTINCT FROM EXCLUDED.activity
                               THEN EXCLUDED.activity ELSE p.activity END,
               reported_at = CASE WHEN p.activity IS DISTINCT FROM EXCLUDED.activity
@@ -453,6 +485,7 @@ export class PostgresPlacement implements MemberPlacement {
         process.pid,
         text,
         through,
+        capabilities,
       ],
     );
     this.#wrote(key);
@@ -603,7 +636,7 @@ export class PostgresPlacement implements MemberPlacement {
 
     const live = await execute<ProcessRow>(
       this.#pool,
-      `SELECT p.process_id, p.runs_lead, p.agent_types,
+      `SELECT p.process_id, p.runs_lead, p.agent_types, p.capabilities,
               (SELECT count(*) FROM ${t.placements} pl
                 WHERE pl.team_id = p.team_id AND pl.process_id = p.process_id)::int AS members
          FROM ${t.processes} p
@@ -620,7 +653,7 @@ export class PostgresPlacement implements MemberPlacement {
       const { memberId } = candidate;
       if (this.#stop.signal.aborted || this.#paused) return;
       const pinned = candidate.pinned === true;
-      if (!(pinned || willing(this.#runs, candidate)) || this.#tokens.has(memberId)) continue;
+      if (!(pinned || canHost(this.#runs, candidate)) || this.#tokens.has(memberId)) continue;
       const row = rows.get(memberId);
       if (row && row.process_id !== me && row.owner_live) {
         this.#unplacedSince.delete(memberId);
@@ -635,7 +668,7 @@ export class PostgresPlacement implements MemberPlacement {
         claim = live.rows.every(
           (other) =>
             other.process_id === me ||
-            !processWilling(other, candidate) ||
+            !canHost(hostOf(other), candidate) ||
             other.members > mine ||
             (other.members === mine && other.process_id > me),
         );
@@ -725,14 +758,22 @@ export class PostgresPlacement implements MemberPlacement {
       });
     }
     const awaiting = new Set<string>();
+    const unhostable = new Map<string, readonly string[]>();
+    const hosts = observed.live.map((process) =>
+      process.process_id === me ? this.#runs : hostOf(process),
+    );
     for (const candidate of observed.candidates) {
       if (placed.has(candidate.memberId)) continue;
-      const someone = observed.live.some((process) =>
+      const someone = observed.live.some((process, i) =>
         process.process_id === me
-          ? candidate.pinned === true || willing(this.#runs, candidate)
-          : processWilling(process, candidate),
+          ? candidate.pinned === true || canHost(this.#runs, candidate)
+          : canHost(hosts[i] as PlacementHost, candidate),
       );
       if (someone) awaiting.add(candidate.memberId);
+      else if (candidate.pinned !== true) {
+        const unmet = unmetRequirements(hosts, candidate);
+        if (unmet.length > 0) unhostable.set(candidate.memberId, unmet);
+      }
     }
     const key = JSON.stringify([
       [...placed.values()]
@@ -740,10 +781,16 @@ export class PostgresPlacement implements MemberPlacement {
         .sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
       [...awaiting].sort(),
       observed.live.length,
+      [...unhostable].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
     ]);
     if (key === this.#viewKey) return;
     this.#viewKey = key;
-    this.#view = Object.freeze({ placed, awaiting, liveProcesses: observed.live.length });
+    this.#view = Object.freeze({
+      placed,
+      awaiting,
+      liveProcesses: observed.live.length,
+      unhostable,
+    });
     if (!deferred) {
       this.#notifyChanged();
       return;

@@ -8,7 +8,7 @@ import { execute, quoteIdent, transaction } from './connection.js';
  * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
  * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** The SQL schema used when `schema` is not given. */
 export const DEFAULT_SCHEMA = 'teamwire';
@@ -182,6 +182,14 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
          ADD COLUMN reported_through bigint CONSTRAINT processes_reported_through
            CHECK (reported_through IS NULL OR reported_through >= 0)`,
     ],
+  },
+  {
+    // The placement capabilities a process has (`runs.capabilities` and those its team adds, e.g.
+    // its workspace provider's repository): a member whose agent type requires some is placed
+    // only on, and taken over only by, a process that has them all. Nullable: a row written
+    // before reads as a process with none, which hosts every member that requires nothing.
+    version: 5,
+    statements: (t) => [`ALTER TABLE ${t.processes} ADD COLUMN capabilities text[]`],
   },
 ];
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { MemberPlacement, SnapshotPolicy, TeamLog, TranscriptStore } from '@teamwire/core';
-import { backoffDelay, resolveSnapshotPolicy, TeamError } from '@teamwire/core';
+import { backoffDelay, checkCapabilities, resolveSnapshotPolicy, TeamError } from '@teamwire/core';
 import pg from 'pg';
 import type { ReconnectOptions, RetryPolicy } from './connection.js';
 import { ConnectError, describeServer, execute, isTransient, unavailable } from './connection.js';
@@ -35,8 +35,9 @@ export interface OpenPostgresTeamStoreOptions {
    */
   schema?: string | undefined;
   /**
-   * What this process is willing to run: the lead, and teammates of which agent types. Default
-   * `{ lead: true, agentTypes: 'all' }`.
+   * What this process is willing to run: the lead, teammates of which agent types, and the
+   * capabilities it has for members whose agent type requires some. Default
+   * `{ lead: true, agentTypes: 'all', capabilities: [] }`.
    */
   runs?: PlacementRuns | undefined;
   /**
@@ -303,6 +304,7 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
   const lead = runs.lead ?? true;
   const agentTypes = runs.agentTypes ?? 'all';
   if (typeof lead !== 'boolean') throw invalid('runs.lead must be a boolean');
+  const capabilities = checkCapabilities(runs.capabilities ?? [], 'runs.capabilities');
   if (
     agentTypes !== 'all' &&
     !(
@@ -331,7 +333,7 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
     teamId: options.teamId,
     processId,
     schema,
-    runs: { lead, agentTypes: agentTypes === 'all' ? 'all' : [...agentTypes] },
+    runs: { lead, agentTypes: agentTypes === 'all' ? 'all' : [...agentTypes], capabilities },
     leaseMs,
     pollMs,
     reconnect: { initialDelayMs, maxDelayMs },

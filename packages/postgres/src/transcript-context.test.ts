@@ -254,7 +254,7 @@ describePg('PostgreSQL transcript context (loadContext)', () => {
     await scratch.sql(`DROP TABLE ${s}.team_snapshots`);
     await scratch.sql(`ALTER TABLE ${s}.transcript DROP COLUMN compaction`);
     await scratch.sql(
-      `ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at, DROP COLUMN reported_through`,
+      `ALTER TABLE ${s}.processes DROP COLUMN activity, DROP COLUMN reported_at, DROP COLUMN reported_through, DROP COLUMN capabilities`,
     );
     await scratch.sql(`DELETE FROM ${s}.schema_version WHERE version >= 2`);
     // a v1 row whose text looks like a compaction but is not JSON stays unparsed

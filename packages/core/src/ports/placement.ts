@@ -12,6 +12,12 @@ export interface PlacementCandidate {
    * instead of leaving it to the least-loaded one.
    */
   readonly pinned?: boolean;
+  /**
+   * The capabilities a process must have to run this member (its agent type's
+   * `placement.requires`, and the workspace provider's capability for a member with a worktree
+   * of its own): it is placed only on, and taken over only by, a process that has every one.
+   */
+  readonly requires?: readonly string[] | undefined;
 }
 
 /** What a placement tells the team service about the members of this process. */
@@ -67,6 +73,12 @@ export interface PlacementView {
   readonly awaiting: ReadonlySet<string>;
   /** How many processes of the team are live, this one included. */
   readonly liveProcesses: number;
+  /**
+   * Candidates no live process can host although some live process would run their agent type:
+   * each with the capabilities it requires that none of those processes has. They wait until a
+   * process with them joins. Optional: a placement without capabilities has none.
+   */
+  readonly unhostable?: ReadonlyMap<string, readonly string[]> | undefined;
 }
 
 /**
@@ -87,6 +99,11 @@ export interface MemberPlacement {
   start(options: {
     candidates(): readonly PlacementCandidate[];
     listener: PlacementListener;
+    /**
+     * Capabilities this process has because of how its team was opened (the workspace
+     * provider's repository), added to those the placement was configured with.
+     */
+    capabilities?: readonly string[] | undefined;
   }): Promise<void>;
   /** True while this process runs `memberId`. */
   runsHere(memberId: string): boolean;

@@ -40,6 +40,20 @@ export interface WorkspaceProvider {
   /** Short name for events and errors, e.g. `git-worktree`. */
   readonly name: string;
   /**
+   * The placement capability of the place its workspaces live in (e.g. `repo:<name>` for one
+   * repository), the same in every process of the team that is configured alike. In a team
+   * spread over processes a member with a workspace of its own requires it, so it runs only on
+   * (and is taken over only by) a process that declares it: one whose provider is
+   * {@link reachable}. Without it such a member cannot be placed (`WORKSPACE_UNAVAILABLE`).
+   */
+  readonly capability?: string | undefined;
+  /**
+   * Whether this process reaches the place the workspaces live in (the repository is on this
+   * machine): the runtime declares {@link capability} for the process only when this resolves
+   * true. Default: true. A rejection counts as false.
+   */
+  reachable?(): Promise<boolean>;
+  /**
    * The member's workspace: created on spawn (`recorded` absent), or found again on revival
    * (`recorded` is what the member record holds). Idempotent for one member: a second call, or a
    * call after a crash mid-way, returns the same workspace.

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { TeamError } from '../errors.js';
 import { AGENT_TYPE_MAX, isWithinTextLimit } from '../limits.js';
+import { checkCapabilities } from '../placement/eligibility.js';
 import type { ModelAdapter } from '../ports/model.js';
 import { type ContextBudget, resolveContextBudget } from './context-budget.js';
 import type { AgentRef, MemberTeamService } from './service-types.js';
@@ -132,8 +133,22 @@ export interface AgentDefinition {
    * a plan; a rejected plan comes back with feedback to revise.
    */
   planApproval?: boolean;
+  /**
+   * Where members of this type may run in a team spread over processes: only on a process that
+   * has every capability in `requires` (e.g. `credential:anthropic`, `label:gpu`; see
+   * `PLACEMENT_CAPABILITY_PATTERN`), which also is the only kind of process that takes one over.
+   * Checked when the registry is built. A type with `isolation: 'worktree'` requires its
+   * workspace provider's capability as well, without listing it here.
+   */
+  placement?: AgentPlacement;
   /** Never set on a model-run type; see {@link ExternalAgentDefinition}. */
   external?: undefined;
+}
+
+/** What an agent type needs of the process that runs its members. */
+export interface AgentPlacement {
+  /** Capabilities the process must have, at most `PLACEMENT_CAPABILITIES_MAX`. */
+  requires?: readonly string[];
 }
 
 /**
@@ -210,6 +225,9 @@ export function createAgentRegistry(definitions: readonly AnyAgentDefinition[]):
     if (definition.external !== true && definition.context !== undefined) {
       resolveContextBudget(definition.context, `agent type "${definition.type}"`);
     }
+    if (definition.external !== true && definition.placement !== undefined) {
+      checkPlacement(definition.placement, definition.type);
+    }
     byType.set(definition.type, definition);
   }
   const get = (type: string): AnyAgentDefinition => {
@@ -240,6 +258,24 @@ export function createAgentRegistry(definitions: readonly AnyAgentDefinition[]):
     has: (type) => byType.has(type),
     types: () => [...byType.keys()],
   };
+}
+
+/** Refuses an agent type's `placement` that is not `{ requires?: capabilities }`. */
+function checkPlacement(placement: unknown, type: string): void {
+  const what = `agent type "${type}" placement.requires`;
+  if (typeof placement !== 'object' || placement === null || Array.isArray(placement)) {
+    throw new TeamError('INVALID_ARGUMENT', `agent type "${type}": placement must be an object`, {
+      details: { type, field: 'placement' },
+    });
+  }
+  const requires = (placement as { requires?: unknown }).requires;
+  if (requires !== undefined) checkCapabilities(requires, what);
+}
+
+/** The capabilities an agent type's `placement.requires` lists (none for an external type). */
+export function requiredCapabilities(definition: AnyAgentDefinition): readonly string[] {
+  if (definition.external === true) return [];
+  return definition.placement?.requires ?? [];
 }
 
 /**

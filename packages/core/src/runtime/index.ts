@@ -1,5 +1,6 @@
 export type {
   AgentDefinition,
+  AgentPlacement,
   AgentRegistry,
   AgentTool,
   AnyAgentDefinition,

@@ -1,15 +1,23 @@
 import { isAbsolute } from 'node:path';
 import { TeamError } from '../errors.js';
+import { checkCapability } from '../placement/eligibility.js';
 import type { AgentEvent, EventSink } from '../ports/events.js';
 import type { WorkspaceProvider, WorkspaceRelease } from '../ports/workspace.js';
 import type { Member } from '../records.js';
 import { MemberWorkspace } from '../records.js';
 import type { AgentRegistry } from './agents.js';
+import { requiredCapabilities } from './agents.js';
 
 /** How many changed files a retirement notice names before it says how many more there are. */
 const NOTICE_MAX_FILES = 20;
 /** Longer file paths are shortened in a retirement notice. */
 const NOTICE_MAX_PATH = 200;
+
+/**
+ * What an isolated member requires when the team's provider names no capability: a text outside
+ * the capability form, so no process declares it (shown as is where a member waits for it).
+ */
+const UNKNOWN_WORKSPACE = 'a workspace provider with a capability';
 
 /** Where a member works now. */
 export interface MemberPlace {
@@ -39,7 +47,57 @@ export interface MemberWorkspacesOptions {
  * under the member's name.
  */
 export class MemberWorkspaces {
-  constructor(private readonly options: MemberWorkspacesOptions) {}
+  /** The provider's placement capability, checked once. */
+  readonly capability: string | undefined;
+
+  constructor(private readonly options: MemberWorkspacesOptions) {
+    const capability = options.provider?.capability;
+    if (capability !== undefined) checkCapability(capability, 'the workspace provider capability');
+    this.capability = capability;
+  }
+
+  /**
+   * The capabilities a process must have to run `member`: its agent type's `placement.requires`,
+   * and, for a member with a workspace of its own, the provider's capability (where its
+   * workspace lives). An unknown type requires nothing here (it fails when it runs).
+   */
+  requirements(member: Member): readonly string[] {
+    const { agents } = this.options;
+    const own = agents.has(member.agentType)
+      ? requiredCapabilities(agents.get(member.agentType))
+      : [];
+    if (!this.isIsolated(member)) return own;
+    // Without a capability this process cannot tell where the workspace lives: it requires one
+    // no process can declare (outside the capability form), so this process never claims it.
+    const where = this.capability ?? UNKNOWN_WORKSPACE;
+    return own.includes(where) ? own : [...own, where];
+  }
+
+  /**
+   * The capabilities this process declares because of its provider: the provider's capability
+   * when the provider reaches its workspaces here (see `WorkspaceProvider.reachable`).
+   */
+  async declared(): Promise<string[]> {
+    const { provider } = this.options;
+    if (provider === undefined || this.capability === undefined) return [];
+    const reachable =
+      provider.reachable === undefined
+        ? true
+        : await provider.reachable().then(
+            (value) => value === true,
+            () => false,
+          );
+    return reachable ? [this.capability] : [];
+  }
+
+  /**
+   * Whether `member` may run on another process of a team spread over processes: a member with
+   * a workspace of its own only when the provider names the capability of where its workspaces
+   * are, so the placement keeps it there.
+   */
+  placeable(member: Member): boolean {
+    return !this.isIsolated(member) || this.capability !== undefined;
+  }
 
   /** The team's directory. */
   get teamCwd(): string {

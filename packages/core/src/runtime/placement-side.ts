@@ -18,6 +18,13 @@ export interface PlacementSideOptions {
   isExternal(member: Member): boolean;
   /** Which external members this process serves (claims), by name. */
   serveExternal(name: string): boolean;
+  /**
+   * The capabilities a process must have to run `member` (its type's and its workspace's);
+   * default none.
+   */
+  requires?: ((member: Member) => readonly string[]) | undefined;
+  /** Capabilities this process has by how its team was opened (its workspace provider's). */
+  capabilities?: (() => Promise<readonly string[]>) | undefined;
   /** This process now runs `memberId`. */
   acquired(memberId: string): void;
   /** This process no longer runs `memberId`. */
@@ -58,8 +65,10 @@ export class PlacementSide {
   async start(): Promise<void> {
     const { placement } = this.options;
     if (placement === undefined) return;
+    const capabilities = (await this.options.capabilities?.()) ?? [];
     await placement.start({
       candidates: () => this.candidates(),
+      ...(capabilities.length === 0 ? {} : { capabilities }),
       listener: {
         acquired: (memberId) => this.options.acquired(memberId),
         lost: (memberId) => this.options.lost(memberId),
@@ -161,10 +170,12 @@ export class PlacementSide {
     const out: PlacementCandidate[] = [];
     for (const member of state.members()) {
       if (state.settledMember(member.id)?.phase !== 'active') continue;
-      const candidate = {
+      const requires = this.options.requires?.(member) ?? [];
+      const candidate: PlacementCandidate = {
         memberId: member.id,
         agentType: member.agentType,
         isLead: member.id === leadId,
+        ...(requires.length === 0 ? {} : { requires }),
       };
       if (!this.options.isExternal(member)) out.push(candidate);
       else if (this.options.serveExternal(member.name)) out.push({ ...candidate, pinned: true });

@@ -166,6 +166,8 @@ export class RunnerPool {
       state: options.state,
       isExternal: (member) => this.external.isExternal(member),
       serveExternal: options.serveExternal,
+      requires: (member) => options.workspaces.requirements(member),
+      capabilities: () => options.workspaces.declared(),
       acquired: (memberId) => this.acquired(memberId),
       lost: (memberId) => this.lose(memberId),
       changed: options.placementChanged,
@@ -449,18 +451,19 @@ export class RunnerPool {
   }
 
   /**
-   * With a placement, a new teammate is started by the process the placement gives it: it needs
-   * no workspace of its own (one on this machine would be out of reach of another), and a forked
+   * With a placement, a new teammate is started by the process the placement gives it: a member
+   * with a workspace of its own gets it there (the placement puts it only on a process with its
+   * provider's capability, see `MemberWorkspaces.requirements`), and a forked
    * one is seeded from the lead's stored conversation when it first starts.
    */
   private async placeTeammate(
     member: Member,
   ): Promise<{ start(): void; workspace: MemberWorkspace | undefined }> {
     this.pipeline.guard();
-    if (this.workspaces.isIsolated(member)) {
+    if (!this.workspaces.placeable(member)) {
       throw new TeamError(
         'WORKSPACE_UNAVAILABLE',
-        `${member.name} needs a workspace of its own (isolation: 'worktree'), which a team spread over processes cannot give yet`,
+        `${member.name} needs a workspace of its own (isolation: 'worktree'), which a team spread over processes gives only when the workspace provider names its capability (where its workspaces live)`,
         { details: { memberId: member.id } },
       );
     }

@@ -24,6 +24,16 @@ export interface TeamProgress {
   readonly awaitingApproval: readonly string[];
   /** Names of the members parked on a tool call that the asking member itself is to approve. */
   readonly awaitingYourDecision: readonly string[];
+  /**
+   * Members no live process can host, with the capabilities they wait for (a process with them
+   * must join): not progress, since nothing that runs now will take them.
+   */
+  readonly awaitingCapabilities: readonly {
+    /** The member's name. */
+    readonly name: string;
+    /** The capabilities it requires that no live process willing to run it has. */
+    readonly requires: readonly string[];
+  }[];
   /** One line for a model or a person: who moves, or why nothing does. */
   readonly summary: string;
 }
@@ -67,6 +77,7 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
   const awaitingPlacement: string[] = [];
   const awaitingApproval: string[] = [];
   const awaitingYourDecision: string[] = [];
+  const awaitingCapabilities: { name: string; requires: readonly string[] }[] = [];
   for (const member of inputs.members) {
     if (member.id === inputs.selfId) continue;
     if (member.phase === 'provisioning') {
@@ -86,6 +97,9 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
       working.push(member.name);
     } else if (inputs.view?.awaiting.has(member.id) === true) {
       awaitingPlacement.push(member.name);
+    } else if (inputs.view?.unhostable?.has(member.id) === true && status === 'inactive') {
+      const requires = inputs.view.unhostable.get(member.id) ?? [];
+      awaitingCapabilities.push({ name: member.name, requires });
     } else if (parked !== undefined && status !== 'failed') {
       // Its mail waits for the decision: it moves when the approver decides, not before.
       if (parked.approverId === inputs.selfId) awaitingYourDecision.push(member.name);
@@ -110,6 +124,12 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
   if (awaitingApproval.length > 0) {
     parts.push(`waiting for an approval: ${awaitingApproval.join(', ')}`);
   }
+  const unhosted =
+    awaitingCapabilities.length === 0
+      ? ''
+      : `; no live process can run ${awaitingCapabilities
+          .map((m) => `${m.name} (it needs ${m.requires.join(', ')})`)
+          .join(', ')}: start one that has it`;
   const yours =
     awaitingYourDecision.length === 0
       ? ''
@@ -121,10 +141,11 @@ export function teamProgress(inputs: ProgressInputs): TeamProgress {
     awaitingPlacement,
     awaitingApproval,
     awaitingYourDecision,
+    awaitingCapabilities,
     summary: `${
       progressing
         ? parts.join('; ')
         : 'no other member is working, about to, or waiting for a process'
-    }${yours}`,
+    }${unhosted}${yours}`,
   };
 }

@@ -1,4 +1,10 @@
 import { TeamError } from '../errors.js';
+import {
+  canHost,
+  checkCapabilities,
+  type PlacementHost,
+  unmetRequirements,
+} from '../placement/eligibility.js';
 import type {
   MemberActivity,
   MemberPlacement,
@@ -17,6 +23,8 @@ export interface MemoryRuns {
   lead?: boolean;
   /** Agent types of teammates it runs; `'all'` (the default) runs any. */
   agentTypes?: readonly string[] | 'all';
+  /** Placement capabilities it has (besides those its team adds when it opens). Default none. */
+  capabilities?: readonly string[];
 }
 
 /** A participant's view of the shared log (its `shared` part is always there). */
@@ -90,6 +98,8 @@ export interface MemorySharedTeam {
 interface Participant {
   index: number;
   runs: MemoryRuns;
+  /** Its capabilities: `runs.capabilities` and those `start` added. */
+  capabilities: readonly string[];
   listener: PlacementListener | undefined;
   candidates: (() => readonly PlacementCandidate[]) | undefined;
   closed: boolean;
@@ -108,12 +118,14 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
   const participants: Participant[] = [];
   const placements = new Map<string, { participant: number; token: number }>();
 
-  const willing = (p: Participant, candidate: PlacementCandidate): boolean => {
-    if (p.closed || p.listener === undefined) return false;
-    if (candidate.isLead) return p.runs.lead ?? true;
-    const types = p.runs.agentTypes ?? 'all';
-    return types === 'all' || types.includes(candidate.agentType);
-  };
+  const hostOf = (p: Participant): PlacementHost => ({
+    lead: p.runs.lead ?? true,
+    agentTypes: p.runs.agentTypes ?? 'all',
+    capabilities: p.capabilities,
+  });
+  const live = (p: Participant): boolean => !p.closed && p.listener !== undefined;
+  const willing = (p: Participant, candidate: PlacementCandidate): boolean =>
+    live(p) && canHost(hostOf(p), candidate);
   const load = (index: number): number =>
     [...placements.values()].filter((p) => p.participant === index).length;
 
@@ -177,13 +189,22 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
       });
     }
     const awaiting = new Set<string>();
+    const unhostable = new Map<string, readonly string[]>();
+    const hosts = participants.filter(live).map(hostOf);
     for (const p of participants) {
       for (const candidate of p.candidates?.() ?? []) {
         if (placed.has(candidate.memberId)) continue;
         if (participants.some((q) => willing(q, candidate))) awaiting.add(candidate.memberId);
+        const unmet = unmetRequirements(hosts, candidate);
+        if (unmet.length > 0) unhostable.set(candidate.memberId, unmet);
       }
     }
-    return { placed, awaiting, liveProcesses: participants.filter((p) => !p.closed).length };
+    return {
+      placed,
+      awaiting,
+      liveProcesses: participants.filter((p) => !p.closed).length,
+      unhostable,
+    };
   };
 
   const ring = (except: Participant): void => {
@@ -198,6 +219,7 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
       const self: Participant = {
         index: participants.length,
         runs: joinOptions.runs ?? {},
+        capabilities: checkCapabilities(joinOptions.runs?.capabilities ?? [], 'runs.capabilities'),
         listener: undefined,
         candidates: undefined,
         closed: false,
@@ -213,6 +235,10 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
       const placement: MemberPlacement = {
         specificationVersion: 'v1',
         async start(startOptions) {
+          self.capabilities = checkCapabilities(
+            [...self.capabilities, ...(startOptions.capabilities ?? [])],
+            'capabilities',
+          );
           self.listener = startOptions.listener;
           self.candidates = startOptions.candidates;
           rebalance();

@@ -52,6 +52,10 @@ export interface MemoryWorkspacesOptions {
   root?: string;
   /** The provider's `name` (default `memory`). */
   name?: string;
+  /** The provider's placement capability (default none), e.g. `repo:app`. */
+  capability?: string;
+  /** What `reachable` answers: false for a process without the repository. Default true. */
+  reachable?: boolean;
 }
 
 interface Entry {
@@ -78,6 +82,8 @@ export function createMemoryWorkspaces(options: MemoryWorkspacesOptions = {}): M
   return {
     specificationVersion: 'v1',
     name: options.name ?? 'memory',
+    ...(options.capability === undefined ? {} : { capability: options.capability }),
+    reachable: async () => options.reachable ?? true,
     calls,
     async acquire({ teamId, member, recorded }) {
       calls.push({
