@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
-import { dirname, isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import {
+  checkCapability,
   MemberWorkspace,
   TeamError,
   type WorkspaceMember,
@@ -42,6 +44,26 @@ export interface GitWorkspacesOptions {
   git?: string | undefined;
   /** Longest one git command may run before it is killed. Default 120 000 ms. */
   timeoutMs?: number | undefined;
+  /**
+   * The placement capability of this repository (core's capability form, `kind:name`): in a team
+   * spread over processes, members with a worktree run only on a process that reaches the
+   * repository (see {@link repositoryCapability} for the default). Every process of the team
+   * must be given the same one.
+   */
+  capability?: string | undefined;
+}
+
+/**
+ * The default placement capability of the repository at `repoDir`: `repo:<folder>-<hash>`, the
+ * folder's name (characters outside the capability form replaced by `_`, at most 64) and the
+ * first 16 hex digits of the SHA-256 of its absolute path, so processes configured with the same
+ * path agree on it and two repositories of one name do not.
+ */
+export function repositoryCapability(repoDir: string): string {
+  const absolute = resolve(repoDir);
+  const name = (basename(absolute) || 'root').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64);
+  const hash = createHash('sha256').update(absolute).digest('hex').slice(0, 16);
+  return `repo:${name}-${hash}`;
 }
 
 /** Name of the provider, in events and errors. */
@@ -82,9 +104,23 @@ export function createGitWorkspaces(options: GitWorkspacesOptions): WorkspacePro
     return { repo, root };
   };
 
+  const capability = options.capability ?? repositoryCapability(options.repoDir);
+  checkCapability(capability, 'the capability of createGitWorkspaces');
+
   return {
     specificationVersion: 'v1',
     name: GIT_WORKSPACES_NAME,
+    capability,
+
+    /** True when the repository opens here with a work tree and a git that has worktrees. */
+    async reachable() {
+      try {
+        await open();
+        return true;
+      } catch {
+        return false;
+      }
+    },
 
     async acquire({ teamId, member, recorded, signal }) {
       checkTeamId(teamId);
