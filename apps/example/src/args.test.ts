@@ -61,6 +61,16 @@ describe('parseArgs', () => {
     });
   });
 
+  it('reads --store and --workers of fix', () => {
+    expect(
+      parseArgs(['fix', '--store', 'postgres://u@db/t', '--workers', '2'], { cwd }),
+    ).toMatchObject({
+      command: 'fix',
+      store: 'postgres://u@db/t',
+      workers: 2,
+    });
+  });
+
   it('reads --store, --workers and --chaos', () => {
     const url = 'postgres://postgres@127.0.0.1:5432/test';
     expect(parseArgs(['--store', url], { cwd })).toMatchObject({
@@ -104,7 +114,8 @@ describe('parseArgs', () => {
       expect(parseArgs(['help', name], { cwd })).toEqual({ command: 'help', text });
     }
     // fix's help leaves out what fix refuses
-    expect(helpText('fix')).not.toMatch(/--teammates|--store|--workers|--chaos|--mcp/);
+    expect(helpText('fix')).not.toMatch(/--teammates|--chaos|--mcp/);
+    expect(helpText('fix')).toMatch(/^ {2}--workers <n> +run the reviewers in n worker processes/m);
     expect(helpText('worker')).toMatch(/^ {2}--team <teamId> /m);
   });
 
@@ -214,17 +225,18 @@ describe('parseArgs', () => {
       ['--store', 'postgres://h/d', '--durability', 'fsync'],
       "option '--durability <mode>' cannot be used with option '--store <url>'",
     ],
-    [
-      ['fix', '--store', 'postgres://h/d'],
-      "--store is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
-    ],
-    [
-      ['fix', '--chaos'],
-      "--chaos is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
-    ],
+    [['fix', '--chaos'], '--chaos is for the review only'],
     [
       ['fix', '--workers', '2'],
-      "--workers is for the review only: fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
+      '--workers needs --store postgres://[user[:password]@]host[:port]/database: the workers share the team through PostgreSQL',
+    ],
+    [
+      ['fix', '--store', 'postgres://h/d', '--approve'],
+      "option '--approve' cannot be used with option '--store <url>'",
+    ],
+    [
+      ['fix', '--store', 'postgres://h/d', '--durability', 'buffered'],
+      "option '--durability <mode>' cannot be used with option '--store <url>'",
     ],
     [['fix', '--mcp-port', '4100'], '--mcp-port is for the review only'],
     [['worker', '--team', 'T1'], "required option '--store <url>' not specified"],

@@ -53,6 +53,13 @@ export type Command =
        * is rejected as expired.
        */
       approve?: { expiresInMs?: number | undefined } | undefined;
+      /** `--store`: a PostgreSQL URL; the team, its transcripts and settings live there. */
+      store?: string | undefined;
+      /**
+       * `--workers`: worker processes that run the reviewers (needs `store`), each where the
+       * scratch repository is reachable; this process runs the lead.
+       */
+      workers?: number | undefined;
     } & TeamOptions)
   | {
       command: 'web';
@@ -194,7 +201,7 @@ function teamOptions(command: Program, cwd: string, review: boolean): void {
         'fsync: every answer is on disk; buffered: faster, a crash may lose the last writes',
       ).choices(['fsync', 'buffered']),
       'fsync',
-    ).conflicts(review ? 'store' : []),
+    ).conflicts('store'),
     option('--plain', 'plain timestamped lines even on a terminal'),
     pace(),
     ...(review
@@ -219,20 +226,22 @@ function teamOptions(command: Program, cwd: string, review: boolean): void {
             "the port of --mcp: the team's one HTTP edge, shared with --web (default: any free port)",
           ).argParser(port('--mcp-port')),
         ]
-      : // fix takes none of them, and says why
+      : // fix takes --store and --workers, not the others, and says why
         [
-          ...['--store <url>', '--workers <n>', '--chaos'].map((flags) =>
-            reviewOnly(
-              flags,
-              ": fix's reviewers work in git worktrees of this machine, which a team spread over processes cannot give them",
-            ),
+          store(
+            `keep the team in PostgreSQL (the scratch repository stays under --state-dir on this machine): ${STORE_URL_FORM}`,
           ),
+          option(
+            '--workers <n>',
+            'run the reviewers in n worker processes, 1-8 (needs --store); they run only where the scratch repository is, and this process runs the lead',
+          ).argParser(count('--workers')),
+          reviewOnly('--chaos', ''),
           reviewOnly('--mcp', ''),
           reviewOnly('--mcp-port <port>', ''),
           option(
             '--approve',
             "ask before each reviewer's commit: the CLI prints each request and reads the answers from stdin (y, n <reason>, <id> y, <id> n <reason>); with --web the dashboard can decide too",
-          ),
+          ).conflicts('store'),
           option(
             '--approve-expires <ms>',
             `with --approve: a commit left undecided this long is rejected as expired, ${APPROVE_EXPIRES_RANGE.min}-${APPROVE_EXPIRES_RANGE.max} (default: it waits)`,
@@ -346,9 +355,17 @@ function fixCommand(v: Values): Command {
     ],
   ]);
   needs([[v.approveExpires !== undefined && !v.approve, '--approve-expires needs --approve']]);
+  needs([
+    [
+      v.workers !== undefined && v.store === undefined,
+      `--workers needs --store ${STORE_URL_FORM}: the workers share the team through PostgreSQL`,
+    ],
+  ]);
   return {
     command: 'fix',
     ...teamCommand(v),
+    ...(v.store === undefined ? {} : { store: v.store }),
+    ...(v.workers === undefined ? {} : { workers: v.workers }),
     ...(v.approve
       ? {
           approve: v.approveExpires === undefined ? {} : { expiresInMs: v.approveExpires },

@@ -1,33 +1,41 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
-import { createAgentRegistry } from '@teamwire/core';
+import { type AgentTool, createAgentRegistry, type WorkspaceProvider } from '@teamwire/core';
 import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { createGitWorkspaces } from '@teamwire/git-workspaces';
 import { z } from 'zod';
 import { reviewWebHooks } from './app.js';
 import type { Command } from './args.js';
-import { APPROVE_EXPIRES_RANGE } from './args.js';
+import { APPROVE_EXPIRES_RANGE, redactUrl } from './args.js';
 import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { type RefusedFolder, refusedLine, terminalApprovals } from './fix-approvals.js';
 import { branchWork, ensureScratchRepo, listWorktrees, resolveBase } from './fix-git.js';
 import { fixReadTools, fixWriteTools, mergeTool } from './fix-tools.js';
+import { PgTeamDatabase } from './pg-team.js';
+import { FIX_SUMMARY_SUBJECT } from './policy-fix-lead.js';
 import { createPolicyModel } from './policy-model.js';
 import {
   type AppIo,
   combineHooks,
   FORMATS,
+  type OpenedStore,
+  type RunHooks,
   type RunSummary,
   runTeam,
   summaryCounts,
+  type TeamLocation,
   teamLocation,
   teamModels,
   teamSettings,
 } from './team-run.js';
+import { multiProcessHooks } from './workers.js';
 
 export type FixCommand = Extract<Command, { command: 'fix' }>;
 
 /** The settings a fix team was started with, kept in its folder for `fix --resume`. */
-const FixSettings = z.object({
+export const FixSettings = z.object({
   version: z.literal(1),
   job: z.literal('fix'),
   dir: z.string(),
@@ -63,7 +71,7 @@ const FixSettings = z.object({
     })
     .optional(),
 });
-type FixSettings = z.infer<typeof FixSettings>;
+export type FixSettings = z.infer<typeof FixSettings>;
 const SETTINGS_FILE = 'example-fix.json';
 
 export const FIX_LEAD_PROMPT = `You lead a team that changes code. The team works in a scratch clone of the repository. Create
@@ -96,8 +104,8 @@ export interface FixSummary extends RunSummary {
  * scratch clone under `<state-dir>/fix/<teamId>/repo`; the user's repository is only read.
  */
 export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary> {
+  if (command.store !== undefined) return runFixInPostgres(command, command.store, io);
   const location = teamLocation(command, io);
-  const { stateDir, teamId } = location;
   const settings = await teamSettings({
     command,
     location,
@@ -105,48 +113,117 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
     schema: FixSettings,
     what: 'fix team',
     explain: false,
-    create: async (): Promise<FixSettings> => {
-      const dir = path.resolve(io.cwd, command.dir);
-      return {
-        version: 1,
-        job: 'fix',
-        dir,
-        base: await resolveBase(dir),
-        repo: path.join(stateDir, 'fix', teamId, 'repo'),
-        resultBranch: `teamwire-fix/${teamId}`,
-        protocol: command.protocol,
-        ...(command.model ? { model: command.model } : {}),
-        ...(command.contextWindow === undefined ? {} : { contextWindow: command.contextWindow }),
-        report: path.resolve(io.cwd, command.report),
-        ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
-        ...(command.maxMembers === undefined ? {} : { maxMembers: command.maxMembers }),
-        ...(command.web ? { web: true } : {}),
-        ...(command.approve ? { approve: command.approve } : {}),
-      };
-    },
+    create: () => newFixSettings(command, io, location),
   });
-  const format = FORMATS[settings.protocol];
-  const models = teamModels(settings.model, () => ({
-    lead: createPolicyModel({
-      role: 'fix-lead',
-      format,
-      displayDir: path.relative(io.cwd, settings.dir) || '.',
-      memberLimit: settings.maxMembers,
-      paceMs: command.paceMs,
-    }),
-    reviewer: createPolicyModel({
-      role: 'fix-reviewer',
-      format,
-      conflictFile: settings.conflictFile,
-      paceMs: command.paceMs,
-    }),
-  }));
   // a resumed team keeps asking as it was started, unless the command line says otherwise
   const approve = command.approve ?? settings.approve;
   const approvals = approve === undefined ? undefined : terminalApprovals(io);
+  return runFixTeam(command, io, location, settings, {
+    approve,
+    approvals,
+    hooks: combineHooks(reviewWebHooks(command, io), approvals),
+  });
+}
+
+/** The settings of a new fix team: its scratch clone lives under `--state-dir` on this machine. */
+async function newFixSettings(
+  command: FixCommand,
+  io: AppIo,
+  location: TeamLocation,
+): Promise<FixSettings> {
+  const dir = path.resolve(io.cwd, command.dir);
+  const { stateDir, teamId } = location;
+  return {
+    version: 1,
+    job: 'fix',
+    dir,
+    base: await resolveBase(dir),
+    repo: path.join(stateDir, 'fix', teamId, 'repo'),
+    resultBranch: `teamwire-fix/${teamId}`,
+    protocol: command.protocol,
+    ...(command.model ? { model: command.model } : {}),
+    ...(command.contextWindow === undefined ? {} : { contextWindow: command.contextWindow }),
+    report: path.resolve(io.cwd, command.report),
+    ...(command.conflictFile ? { conflictFile: command.conflictFile } : {}),
+    ...(command.maxMembers === undefined ? {} : { maxMembers: command.maxMembers }),
+    ...(command.web ? { web: true } : {}),
+    ...(command.approve ? { approve: command.approve } : {}),
+  };
+}
+
+/**
+ * A fix kept in PostgreSQL: its settings in the app's table, the team in the store. With
+ * `--workers` this process runs only the lead and starts worker processes for the reviewers; a
+ * reviewer runs only on a process that reaches the scratch repository (the placement's
+ * capability of its git worktrees), so its worktree is made where the repository is.
+ */
+async function runFixInPostgres(command: FixCommand, url: string, io: AppIo): Promise<FixSummary> {
+  const location = teamLocation(command, io);
+  const { teamId } = location;
+  const db = await PgTeamDatabase.open({
+    url,
+    env: io.env,
+    processId: `main-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+  });
+  try {
+    let settings: FixSettings;
+    if (command.resume) {
+      settings = await db.loadSettings(teamId, FixSettings);
+    } else {
+      settings = await newFixSettings(command, io, location);
+      await db.saveSettings(teamId, settings);
+    }
+    const workers = command.workers;
+    const store = await db.openStore(teamId, {
+      lead: true,
+      agentTypes: workers === undefined ? 'all' : [],
+    });
+    const hooks = combineHooks(
+      multiProcessHooks({
+        command,
+        io,
+        db,
+        log: store.log,
+        teamId,
+        url,
+        summarySubject: FIX_SUMMARY_SUBJECT,
+      }),
+      reviewWebHooks(command, io),
+    );
+    return await runFixTeam(command, io, location, settings, {
+      store: {
+        log: store.log,
+        transcripts: store.transcripts,
+        where: db.where,
+        url: redactUrl(url),
+        // a killed process holds the lead until its lease runs out
+        leadWaitMs: 3 * db.settings.leaseMs + 1000,
+        close: () => store.close(),
+      },
+      hooks,
+    });
+  } finally {
+    await db.end();
+  }
+}
+
+/** Runs a fix team (in a JSONL folder, or in the store given) and sums it up. */
+async function runFixTeam(
+  command: FixCommand,
+  io: AppIo,
+  location: TeamLocation,
+  settings: FixSettings,
+  extra: {
+    store?: OpenedStore;
+    hooks?: RunHooks | undefined;
+    approve?: FixSettings['approve'] | undefined;
+    approvals?: ReturnType<typeof terminalApprovals> | undefined;
+  },
+): Promise<FixSummary> {
+  const { teamId } = location;
   const summary = await runTeam({
     command: command.web ? { ...command, plain: true } : command,
-    hooks: combineHooks(reviewWebHooks(command, io), approvals),
+    hooks: extra.hooks,
     io,
     location,
     settingsFile: SETTINGS_FILE,
@@ -162,73 +239,22 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
         base: settings.base,
         resultBranch: settings.resultBranch,
       });
-      return {
-        format,
-        agents: createAgentRegistry([
-          {
-            type: 'lead',
-            description: 'Plans the fix, merges the branches, writes the report.',
-            systemPrompt: FIX_LEAD_PROMPT,
-            model: models.lead,
-            tools: [
-              ...fixReadTools(),
-              mergeTool({
-                repo: settings.repo,
-                teamId,
-                base: settings.base,
-                resultBranch: settings.resultBranch,
-              }),
-              report,
-            ],
-            maxSteps: 1000,
-            // offline, the fix team keeps its whole conversation: its policies read it all back
-            ...withContext(contextBudget(settings, 'keep')),
-          },
-          {
-            type: 'fixer',
-            description: 'Writes and commits one folder’s review notes in its own worktree.',
-            systemPrompt: FIX_REVIEWER_PROMPT,
-            model: models.reviewer,
-            tools: [
-              ...fixReadTools(),
-              ...fixWriteTools({
-                base: settings.base,
-                repo: settings.repo,
-                approve: approve !== undefined,
-              }),
-            ],
-            ...(approve === undefined
-              ? {}
-              : {
-                  approval: {
-                    approver: 'host',
-                    ...(approve.expiresInMs === undefined
-                      ? {}
-                      : { expiresInMs: approve.expiresInMs }),
-                  },
-                }),
-            maxSteps: 40,
-            isolation: 'worktree',
-            ...withContext(contextBudget(settings, 'keep')),
-          },
-          ...(settings.web === true || command.web !== undefined ? [OPERATOR_AGENT] : []),
-        ]),
-        lead: { agentType: 'lead', description: 'Leads the fix.' },
-        ...(settings.maxMembers === undefined
-          ? {}
-          : { limits: { maxMembers: settings.maxMembers } }),
-        // each reviewer claims the task it was spawned for, never another one
-        idleClaim: false,
-        cwd: settings.repo,
-        workspaces: createGitWorkspaces({ repoDir: settings.repo, base: settings.base }),
-      };
+      return fixTeamSetup(settings, {
+        teamId,
+        cwd: io.cwd,
+        paceMs: command.paceMs,
+        report,
+        approve: extra.approve,
+        web: command.web !== undefined,
+      });
     },
+    store: extra.store,
   });
   const { interrupted, reportWritten } = summary;
   const worktrees = interrupted ? [] : await keptWorktrees(settings);
   if (reportWritten && !interrupted) await appendWorktrees(settings.report, worktrees);
   // a folder whose commit was refused for good is work the run did not do
-  const refused = interrupted ? [] : (approvals?.refused() ?? []);
+  const refused = interrupted ? [] : (extra.approvals?.refused() ?? []);
   return {
     ...summary,
     missing: [...summary.missing, ...refused.map(refusedLine)],
@@ -239,6 +265,106 @@ export async function runFix(command: FixCommand, io: AppIo): Promise<FixSummary
     worktrees,
   };
 }
+
+/** What {@link fixTeamSetup} needs besides the settings. */
+export interface FixTeamSetupOptions {
+  teamId: string;
+  /** The directory the lead's display paths are relative to. */
+  cwd: string;
+  paceMs: number;
+  /** The lead's `write_report` tool (never called in a worker, which does not run the lead). */
+  report: AgentTool;
+  approve?: FixSettings['approve'] | undefined;
+  web?: boolean | undefined;
+  /** The scratch repository's workspaces; default `createGitWorkspaces` of `settings.repo`. */
+  workspaces?: WorkspaceProvider | undefined;
+}
+
+/**
+ * What a fix team is opened with, the same in every process of it (the main one and its
+ * workers): the lead and `fixer` types, one worktree per fixer from the scratch repository, whose
+ * provider names the repository's placement capability, so in a team spread over processes a
+ * fixer runs only on a process that reaches the repository.
+ */
+export function fixTeamSetup(settings: FixSettings, options: FixTeamSetupOptions) {
+  const format = FORMATS[settings.protocol];
+  const models = teamModels(settings.model, () => ({
+    lead: createPolicyModel({
+      role: 'fix-lead',
+      format,
+      displayDir: path.relative(options.cwd, settings.dir) || '.',
+      memberLimit: settings.maxMembers,
+      paceMs: options.paceMs,
+    }),
+    reviewer: createPolicyModel({
+      role: 'fix-reviewer',
+      format,
+      conflictFile: settings.conflictFile,
+      paceMs: options.paceMs,
+    }),
+  }));
+  const { approve, teamId } = options;
+  return {
+    format,
+    agents: createAgentRegistry([
+      {
+        type: 'lead',
+        description: 'Plans the fix, merges the branches, writes the report.',
+        systemPrompt: FIX_LEAD_PROMPT,
+        model: models.lead,
+        tools: [
+          ...fixReadTools(),
+          mergeTool({
+            repo: settings.repo,
+            teamId,
+            base: settings.base,
+            resultBranch: settings.resultBranch,
+          }),
+          options.report,
+        ],
+        maxSteps: 1000,
+        // offline, the fix team keeps its whole conversation: its policies read it all back
+        ...withContext(contextBudget(settings, 'keep')),
+      },
+      {
+        type: FIXER_AGENT_TYPE,
+        description: 'Writes and commits one folder’s review notes in its own worktree.',
+        systemPrompt: FIX_REVIEWER_PROMPT,
+        model: models.reviewer,
+        tools: [
+          ...fixReadTools(),
+          ...fixWriteTools({
+            base: settings.base,
+            repo: settings.repo,
+            approve: approve !== undefined,
+          }),
+        ],
+        ...(approve === undefined
+          ? {}
+          : {
+              approval: {
+                approver: 'host',
+                ...(approve.expiresInMs === undefined ? {} : { expiresInMs: approve.expiresInMs }),
+              },
+            }),
+        maxSteps: 40,
+        isolation: 'worktree' as const,
+        ...withContext(contextBudget(settings, 'keep')),
+      },
+      ...(settings.web === true || options.web === true ? [OPERATOR_AGENT] : []),
+    ]),
+    lead: { agentType: 'lead', description: 'Leads the fix.' },
+    ...(settings.maxMembers === undefined ? {} : { limits: { maxMembers: settings.maxMembers } }),
+    // each reviewer claims the task it was spawned for, never another one
+    idleClaim: false,
+    cwd: settings.repo,
+    workspaces:
+      options.workspaces ?? createGitWorkspaces({ repoDir: settings.repo, base: settings.base }),
+  };
+}
+
+/** The agent type of a fix team's reviewers (each in a worktree of its own). */
+export const FIXER_AGENT_TYPE = 'fixer';
 
 /** The member worktrees left in the scratch repository: kept because they hold work. */
 async function keptWorktrees(settings: FixSettings): Promise<FixSummary['worktrees']> {

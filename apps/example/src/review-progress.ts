@@ -15,7 +15,14 @@ export class ReviewProgress {
   private readonly members = new Map<string, Member & { seq: number }>();
   private readonly tasks = new Map<string, Task & { seq: number }>();
 
-  constructor(private readonly leadId: string) {}
+  /**
+   * `summarySubject`: the subject of the lead's summary task, completed once the report is
+   * written (the review's by default; the fix's lead has its own).
+   */
+  constructor(
+    private readonly leadId: string,
+    private readonly summarySubject: string = SUMMARY_SUBJECT,
+  ) {}
 
   /** Applies a durable record (again is harmless: an older record never replaces a newer one). */
   apply(record: TeamRecord): void {
@@ -45,7 +52,7 @@ export class ReviewProgress {
   /** The lead completed its summary task: the report is written. */
   get reportDone(): boolean {
     return [...this.tasks.values()].some(
-      (t) => t.subject === SUMMARY_SUBJECT && t.status === 'completed',
+      (t) => t.subject === this.summarySubject && t.status === 'completed',
     );
   }
 

@@ -286,16 +286,19 @@ class Chaos {
  * waiting, once the report is written, for the reviewers in other processes to retire.
  */
 export function multiProcessHooks(options: {
-  command: ReviewCommand;
+  /** The review's or the fix's command: `--workers`, `--chaos` (review only), `--plain`, `--pace`. */
+  command: Pick<ReviewCommand, 'workers' | 'plain' | 'paceMs'> & { chaos?: boolean | undefined };
   io: AppIo;
   db: PgTeamDatabase;
   log: TeamLog;
   teamId: string;
   url: string;
+  /** The subject of the lead's summary task (default the review's). */
+  summarySubject?: string | undefined;
 }): RunHooks {
   const { command, io, db, teamId, url } = options;
   // the lead's member id is the team id
-  const progress = new ReviewProgress(teamId);
+  const progress = new ReviewProgress(teamId, options.summarySubject);
   let fleet: WorkerFleet | undefined;
   let chaos: Chaos | undefined;
   let observer: TeamObserver | undefined;
