@@ -49,8 +49,8 @@ export interface WorkspaceProvider {
   readonly capability?: string | undefined;
   /**
    * Whether this process reaches the place the workspaces live in (the repository is on this
-   * machine): the runtime declares {@link capability} for the process only when this resolves
-   * true. Default: true. A rejection counts as false.
+   * machine): asked once when the team opens, the runtime declares {@link capability} for the
+   * process only when this resolves true. Default: true. A rejection counts as false.
    */
   reachable?(): Promise<boolean>;
   /**
