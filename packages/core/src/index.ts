@@ -34,12 +34,16 @@ export { TeamError, TeamErrorCode } from './errors.js';
 export * from './hub/index.js';
 export {
   AGENT_TYPE_MAX,
+  HANDOVER_WAIT_MS,
   isWithinTextLimit,
   MEMBER_COLOR_MAX,
   MEMBER_DESCRIPTION_MAX,
   MEMBER_ERROR_MAX,
   MEMBER_PROVIDER_MAX,
   MESSAGE_SUMMARY_MAX,
+  REBALANCE_HOLD_LOOKS,
+  REBALANCE_MARGIN,
+  REBALANCE_PERIOD_LOOKS,
   TASK_BLOCKED_BY_MAX,
   TASK_DESCRIPTION_MAX,
   TASK_PAGE_MAX,
@@ -50,6 +54,14 @@ export {
   WAIT_TIMEOUT_MIN_MS,
   WRITE_SCOPE_MAX,
 } from './limits.js';
+export type {
+  RebalanceLoad,
+  RebalanceLook,
+  RebalanceMember,
+  RebalanceMemory,
+  RebalanceMove,
+} from './placement/rebalance.js';
+export { bestMove, REBALANCE_START, rebalanceStep } from './placement/rebalance.js';
 export * from './policy/index.js';
 export type { AgentEvent, EventSink, MemberStatus, WorkspaceEventAction } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';
