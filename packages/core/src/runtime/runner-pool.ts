@@ -607,7 +607,8 @@ export class RunnerPool {
    * when nothing more is written for it here.
    */
   private async release(memberId: string): Promise<void> {
-    if (!this.runsHere(memberId)) return;
+    // after dispose nothing is written for any member: there is nothing to wait for
+    if (!this.runsHere(memberId) || this.pipeline.closed) return;
     this.releasing.add(memberId);
     const member = this.state.member(memberId);
     if (member !== undefined && this.external.isExternal(member)) return;
