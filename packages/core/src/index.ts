@@ -60,6 +60,7 @@ export type {
   RebalanceMember,
   RebalanceMemory,
   RebalanceMove,
+  RebalanceStep,
 } from './placement/rebalance.js';
 export { bestMove, REBALANCE_START, rebalanceStep } from './placement/rebalance.js';
 export * from './policy/index.js';

@@ -44,6 +44,14 @@ export interface RebalanceMove {
   readonly to: string;
 }
 
+/** What {@link rebalanceStep} answers for one look. */
+export interface RebalanceStep {
+  /** What to remember for the next look. */
+  readonly memory: RebalanceMemory;
+  /** The handover to make now, if any. */
+  readonly move: RebalanceMove | undefined;
+}
+
 /** The memory of a process that has not looked yet: a move needs the full hold first. */
 export const REBALANCE_START: RebalanceMemory = Object.freeze({
   held: 0,
@@ -69,10 +77,7 @@ export const REBALANCE_START: RebalanceMemory = Object.freeze({
  * member back and forth. Of the members that could go to the least loaded target, an idle one is
  * chosen first (it moves at once), then the smallest member id.
  */
-export function rebalanceStep(
-  memory: RebalanceMemory,
-  look: RebalanceLook,
-): { memory: RebalanceMemory; move: RebalanceMove | undefined } {
+export function rebalanceStep(memory: RebalanceMemory, look: RebalanceLook): RebalanceStep {
   const sinceMove = Math.min(REBALANCE_PERIOD_LOOKS, memory.sinceMove + 1);
   const move = bestMove(look);
   if (move === undefined) return { memory: { held: 0, sinceMove }, move: undefined };
