@@ -670,7 +670,9 @@ export class TeamServiceFacade implements TeamService {
   dispose(): Promise<void> {
     if (this.disposed === undefined) {
       // With a placement, members stop at a turn boundary first (the pipeline still open for
-      // their last writes), so the processes that take them over redo nothing.
+      // their last writes), so the processes that take them over redo nothing. Without one, calls
+      // are refused from now on.
+      if (this.placement === undefined) this.pipeline.close();
       this.disposed = this.pool
         .handOverAll()
         .then(() => {
