@@ -345,8 +345,9 @@ export class PostgresPlacement implements MemberPlacement {
 
   /**
    * Asks the runtime to stop every member this process runs at its next turn boundary, waiting at
-   * most {@link HANDOVER_WAIT_MS}; a member still in its turn then is lost here anyway (the
-   * runtime says so), and its turn is redone by the process that takes it.
+   * most {@link HANDOVER_WAIT_MS}; a member still in its turn then is lost here anyway, and its
+   * turn is redone by the process that takes it. (`team.dispose()` does this wait itself, before,
+   * and reports a member it could not wait for.)
    */
   async #releaseAll(): Promise<void> {
     const release = this.#listener?.release;

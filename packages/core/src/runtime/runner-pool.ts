@@ -579,20 +579,12 @@ export class RunnerPool {
 
   /** This process no longer runs `memberId`: its runner stops, writing nothing more. */
   private lose(memberId: string): void {
-    const released = this.releasing.delete(memberId);
+    this.releasing.delete(memberId);
     this.external.lost(memberId);
     const runner = this.runners.get(memberId);
     if (runner === undefined) return;
     this.runners.delete(memberId);
     if (runner === this.leadRunner) this.leadRunner = undefined;
-    if (released && runner.busy) {
-      // handed over before its turn ended (the wait was bounded): the new process redoes the turn
-      this.events.publish(runner.name, {
-        type: 'error',
-        code: 'TIMEOUT',
-        message: `${runner.name} was handed to another process before its turn ended: the turn is redone there`,
-      });
-    }
     void runner.stop(
       new TeamError('NOT_PLACED_HERE', `${runner.name} now runs in another process of this team`, {
         details: { memberId },
