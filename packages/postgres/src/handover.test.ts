@@ -131,7 +131,9 @@ describePg('handing members over between processes', () => {
     return new Map(rows.rows.map((row) => [row.member_id, row.process_id]));
   }
 
-  it('on SIGTERM a worker lets the running turn end, and the survivor takes the member at once, redoing nothing', async () => {
+  it('on SIGTERM a worker lets the running turn end, and the survivor takes the member at once, redoing nothing', {
+    timeout: 60_000,
+  }, async () => {
     // A lease far longer than the test: a takeover can only come from the handover.
     const lease = 120_000;
     const here = await openHere(lease, 'all');
@@ -173,8 +175,11 @@ describePg('handing members over between processes', () => {
     expect(ids).toHaveLength(3);
   });
 
-  it('a worker that joins late gets members, and none moves back and forth after', async () => {
-    const lease = 600;
+  it('a worker that joins late gets members, and none moves back and forth after', {
+    timeout: 120_000,
+  }, async () => {
+    // long enough that no heartbeat stall of a loaded machine outlasts it
+    const lease = 1_500;
     const here = await openHere(lease, 'all');
     for (const name of ['alice', 'bob', 'carol', 'dave']) {
       await here.team.spawnTeammate(here.team.lead, {
@@ -201,7 +206,7 @@ describePg('handing members over between processes', () => {
         );
       },
       'the teammates spreading over both processes',
-      30_000,
+      60_000,
     );
     const settled = JSON.stringify([...(await placements())].sort());
     expect((await spread()).get('worker-b')).toBe(2);

@@ -314,7 +314,6 @@ export class PostgresPlacement implements MemberPlacement {
       // Members stop at their next turn boundary first, heartbeats going on meanwhile, so the
       // processes that take them over redo nothing; the wait is bounded by core's HANDOVER_WAIT_MS.
       this.#draining = true;
-      await this.#moving;
       await this.#releaseAll();
       this.#stop.abort();
       this.#unlisten?.();
@@ -351,16 +350,18 @@ export class PostgresPlacement implements MemberPlacement {
    */
   async #releaseAll(): Promise<void> {
     const release = this.#listener?.release;
-    if (release === undefined || this.#paused || this.#tokens.size === 0) return;
+    if (release === undefined || this.#paused) return;
     const members = [...this.#tokens.keys()];
     const pending = new Set(members);
-    const released = Promise.allSettled(
-      members.map((memberId) =>
+    // a handover under way ends first (or within the same bound)
+    const released = Promise.allSettled([
+      this.#moving,
+      ...members.map((memberId) =>
         release(memberId).then(() => {
           pending.delete(memberId);
         }),
       ),
-    );
+    ]);
     const bound = new AbortController();
     await Promise.race([released, sleep(HANDOVER_WAIT_MS, bound.signal)]);
     bound.abort();
