@@ -69,8 +69,8 @@ async function main(): Promise<number> {
 }
 
 /**
- * A worker stops quietly on SIGTERM or Ctrl-C (its reviewers go back to the other processes at
- * once), and when the process that started it dies (its stdin closes); a second signal ends it at
+ * A worker stops quietly on SIGTERM or Ctrl-C (its reviewers end the turns they are in, then go
+ * back to the other processes at once), and when the process that started it dies (its stdin closes); a second signal ends it at
  * once.
  */
 async function worker(

@@ -20,7 +20,8 @@ import { WORKER_PROCESS_ID_ENV } from './workers.js';
  * team kept in PostgreSQL (a review's, or a fix's where the scratch repository is), never its lead. The store's placement gives it the reviewers it runs
  * (and moves them to other workers if it dies); it prints a line per turn (errors on stderr) and
  * exits once the review is done (the report written, every reviewer retired, as the log says) or
- * on SIGTERM / Ctrl-C.
+ * on SIGTERM / Ctrl-C, after its reviewers ended the turns they were in and were handed to the
+ * other processes (`dispose`).
  */
 
 export type WorkerCommand = Extract<Command, { command: 'worker' }>;

@@ -34,6 +34,7 @@ export { TeamError, TeamErrorCode } from './errors.js';
 export * from './hub/index.js';
 export {
   AGENT_TYPE_MAX,
+  HANDOVER_WAIT_MS,
   isWithinTextLimit,
   MEMBER_COLOR_MAX,
   MEMBER_DESCRIPTION_MAX,
@@ -43,6 +44,9 @@ export {
   PLACEMENT_CAPABILITIES_MAX,
   PLACEMENT_CAPABILITY_MAX_BYTES,
   PLACEMENT_CAPABILITY_PATTERN,
+  REBALANCE_HOLD_LOOKS,
+  REBALANCE_MARGIN,
+  REBALANCE_PERIOD_LOOKS,
   TASK_BLOCKED_BY_MAX,
   TASK_DESCRIPTION_MAX,
   TASK_PAGE_MAX,
@@ -62,6 +66,15 @@ export {
   unmetRequirements,
   willingToRun,
 } from './placement/eligibility.js';
+export type {
+  RebalanceLoad,
+  RebalanceLook,
+  RebalanceMember,
+  RebalanceMemory,
+  RebalanceMove,
+  RebalanceStep,
+} from './placement/rebalance.js';
+export { bestMove, REBALANCE_START, rebalanceStep } from './placement/rebalance.js';
 export * from './policy/index.js';
 export type { AgentEvent, EventSink, MemberStatus, WorkspaceEventAction } from './ports/events.js';
 export { noopEventSink } from './ports/events.js';

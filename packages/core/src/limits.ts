@@ -105,3 +105,18 @@ export const PLACEMENT_CAPABILITIES_MAX = 32;
  * name of printable ASCII without spaces (letters, digits and `._-/@+=:`).
  */
 export const PLACEMENT_CAPABILITY_PATTERN = /^[a-z][a-z0-9-]{0,31}:[A-Za-z0-9._\-/@+=:]+$/;
+/**
+ * Rebalancing (see `placement/rebalance.ts`): a process hands a member to another only when it
+ * runs more than this many members more than that process, so two processes whose loads differ
+ * by one never trade a member back and forth.
+ */
+export const REBALANCE_MARGIN = 1;
+/** Rebalancing: an uneven placement must be seen in this many consecutive looks before a move. */
+export const REBALANCE_HOLD_LOOKS = 3;
+/** Rebalancing: a process hands over at most one member per this many looks. */
+export const REBALANCE_PERIOD_LOOKS = 6;
+/**
+ * How long (ms) a process that is being closed waits, by default, for its members' turns to end
+ * before it hands them over anyway (their running turns are then aborted and redone elsewhere).
+ */
+export const HANDOVER_WAIT_MS = 30_000;

@@ -174,6 +174,12 @@ export class TeamChecker {
       .filter((message) => this.#state.member(message.targetId)?.phase === 'active');
   }
 
+  /** Tasks not completed yet (pending or in progress), from the last check: the drain waits for them. */
+  openTasks() {
+    if (this.#state === undefined) return [];
+    return this.#state.listTasks({ status: ['pending', 'in_progress'] });
+  }
+
   /** Acknowledged ids whose message is still pending for a live member. */
   pendingAcknowledged() {
     return this.pendingForLive().filter((message) => this.#acked.has(message.id));

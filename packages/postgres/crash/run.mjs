@@ -4,15 +4,19 @@
 // once); about every third fault, pg_terminate_backend of every connection of a random worker
 // (its pool and its LISTEN client) without killing it; about every sixth, SIGSTOP of a random
 // worker for 1-3 leases, then SIGCONT: it wakes up believing it still runs members that others
-// took over meanwhile, and must be fenced. After every fault the database is checked
+// took over meanwhile, and must be fenced. About every tenth fault (on top of those) is a worker
+// leaving with SIGTERM: it must hand its members over at their turn boundaries (no turn cut: the
+// runtime's TIMEOUT error fails the run) and exit 0; a new worker joins in its slot, and the
+// placement rebalances members onto it. After every fault the database is checked
 // (crash/checks.mjs): the log folds strictly; no transcript holds a message twice or holds one not
 // queued for its member; every acknowledged send is queued; no member was written for by two
 // processes with one fence token, nor by an older token after a newer one; every in-progress task
 // has one owner, a live member. At the end the workers drain the mailbox and stop cleanly, and
-// every acknowledged send must be delivered exactly once and be in its target's transcript once.
+// every acknowledged send must be delivered exactly once and be in its target's transcript once;
+// the drain also waits for every task to be completed (liveness), within --drain-ms.
 //
 //   node crash/run.mjs [--kills N] [--seed S] [--min-ms 20] [--max-ms 800] [--lease-ms 600]
-//                      [--workers 3] [--teammates 4] [--cut-every 3] [--pause-every 6]
+//                      [--workers 3] [--teammates 4] [--cut-every 3] [--pause-every 6] [--term-every 10]
 //                      [--kills-per-team 250] [--drain-ms 120000] [--snapshot-every 50]
 //                      [--url postgres://...] [--keep] [--quiet]
 //
@@ -23,6 +27,8 @@
 // --lease-ms: the store's leaseMs: how soon a killed worker's members are taken over.
 // --cut-every N: each fault is a connection cut with chance 1/N (0: no cuts).
 // --pause-every N: each fault is a SIGSTOP of 1-3 leases with chance 1/N (0: no pauses).
+// --term-every N: before each fault, with chance 1/N, a ready worker leaves with SIGTERM and a new
+//   one joins in its slot (0: none). These come on top of the kills.
 // --kills-per-team: a long run is split into teams of this many kills (team crash-pg-team-<n>),
 //   each ending with its own drain and final check, so that a worker's start (it reads the whole
 //   log) and a check cost the same at kill 5000 as at kill 50.
@@ -82,6 +88,7 @@ try {
     'cut-every': { type: 'string' },
     'kills-per-team': { type: 'string' },
     'pause-every': { type: 'string' },
+    'term-every': { type: 'string' },
     'drain-ms': { type: 'string' },
     'snapshot-every': { type: 'string' },
     url: { type: 'string' },
@@ -103,6 +110,8 @@ const workerCount = integer('workers', args.workers ?? 3, 1);
 const teammates = integer('teammates', args.teammates ?? 4, 1);
 const cutEvery = integer('cut-every', args['cut-every'] ?? 3, 0);
 const pauseEvery = integer('pause-every', args['pause-every'] ?? 6, 0);
+const termEvery = integer('term-every', args['term-every'] ?? 10, 0);
+const termChance = termEvery === 0 ? 0 : 1 / termEvery;
 const cutChance = cutEvery === 0 ? 0 : 1 / cutEvery;
 const pauseChance = pauseEvery === 0 ? 0 : 1 / pauseEvery;
 if (cutChance + pauseChance >= 1) {
@@ -119,7 +128,8 @@ const quiet = args.quiet === true;
 const replay =
   `node crash/run.mjs --kills ${kills} --seed ${seed} --min-ms ${minMs} --max-ms ${maxMs}` +
   ` --lease-ms ${leaseMs} --workers ${workerCount} --teammates ${teammates}` +
-  ` --cut-every ${cutEvery} --pause-every ${pauseEvery} --kills-per-team ${perTeam}` +
+  ` --cut-every ${cutEvery} --pause-every ${pauseEvery} --term-every ${termEvery}` +
+  ` --kills-per-team ${perTeam}` +
   ` --snapshot-every ${snapshotEvery}`;
 
 const rng = createRng(seed);
@@ -132,6 +142,9 @@ const totals = {
   backendsCut: 0,
   pauses: 0,
   pausedMs: 0,
+  terms: 0,
+  termMs: 0,
+  maxTermMs: 0,
   processes: 0,
   checks: 0,
   timedChecks: 0,
@@ -215,6 +228,9 @@ console.log(
   `  faults: ${totals.kills} SIGKILLs, ${totals.cuts} connection cuts (${totals.backendsCut} backends terminated), ${totals.pauses} pauses (${(totals.pausedMs / 1000).toFixed(1)} s stopped) over ${workerCount} workers and ${totals.teams} team(s); ${totals.processes} worker processes, ready ${(totals.readyMs / Math.max(1, totals.readies)).toFixed(0)} ms after start on average (${totals.maxReadyMs} ms at most)`,
 );
 console.log(
+  `  leaves: ${totals.terms} workers left with SIGTERM mid-run (${(totals.termMs / Math.max(1, totals.terms)).toFixed(0)} ms on average, ${totals.maxTermMs} ms at most), each handing its members over at their turn boundaries (no turn cut), a new worker joining each time`,
+);
+console.log(
   `  checks: ${totals.checks} database checks, ${(totals.checkMs / Math.max(1, totals.timedChecks)).toFixed(1)} ms on average, ${totals.maxCheckMs} ms at most; drains ${(totals.drainMs / 1000).toFixed(1)} s`,
 );
 console.log(
@@ -226,7 +242,9 @@ console.log(
 console.log(
   `  transcripts: ${c.transcriptRows} rows, ${c.transcriptMessages} team messages, no message twice or split over appends; ${c.compactions} compactions`,
 );
-console.log(`  tasks: ${c.tasks}, revisions contiguous, never two owners`);
+console.log(
+  `  tasks: ${c.tasks}, revisions contiguous, never two owners, all completed by the end of each drain`,
+);
 console.log(
   `  snapshots: ${c.snapshots} checked, each restored plus the records after it equal to the strict fold; ${c.contexts ?? 0} members' loadContext folded to what load folds to, from ${c.contextEntries ?? 0} of their ${c.transcriptEntries ?? 0} entries`,
 );
@@ -265,6 +283,22 @@ async function runTeam(number, killsHere) {
   // ---------------------------------------------------------------------- faults
   for (let killed = 0; killed < killsHere; ) {
     await sleep(rng.int(minMs, maxMs));
+    if (termChance > 0 && rng.next() < termChance) {
+      const slot = rng.int(0, workerCount - 1);
+      const leaving = workers[slot];
+      if (leaving.ready) {
+        const t0 = Date.now();
+        await leaveWorker(leaving);
+        const ms = Date.now() - t0;
+        totals.terms++;
+        totals.termMs += ms;
+        totals.maxTermMs = Math.max(totals.maxTermMs, ms);
+        startWorker(slot);
+        where = `fault ${++totals.faults} (SIGTERM ${totals.terms}: ${leaving.processId} left in ${ms} ms, a new worker joins) of team ${number}`;
+        await check();
+        continue;
+      }
+    }
     const roll = rng.next();
     const cut = roll < cutChance;
     const pause = !cut && roll < cutChance + pauseChance;
@@ -318,10 +352,17 @@ async function runTeam(number, killsHere) {
       lastSeq = checker.lastSeq;
       stillSince = Date.now();
     }
-    if (pending.length === 0 && Date.now() - stillSince >= QUIET_MS) break;
+    const open = checker.openTasks();
+    if (pending.length === 0 && open.length === 0 && Date.now() - stillSince >= QUIET_MS) break;
     if (Date.now() - drainStarted > drainMs) {
       const acked = checker.pendingAcknowledged();
       const first = pending[0];
+      if (pending.length === 0 && open.length > 0) {
+        const task = open[0];
+        fail(where, [
+          `the drain did not finish within ${drainMs} ms: ${open.length} task(s) not completed, first ${task.id} (${task.status}${task.ownerId === undefined ? '' : `, owned by ${checker.state.member(task.ownerId)?.name}`})`,
+        ]);
+      }
       fail(where, [
         `the drain did not finish within ${drainMs} ms: ${pending.length} message(s) pending for live members (${acked.length} acknowledged)` +
           (first === undefined
@@ -527,6 +568,15 @@ async function killWorker(slot) {
   );
   await w.exited;
   clearTimeout(timer);
+}
+
+/**
+ * A worker leaves during the run: SIGTERM (after SIGCONT if it was paused); it must exit 0, its
+ * members handed over at their turn boundaries (a cut turn shows as a TIMEOUT error event).
+ */
+async function leaveWorker(w) {
+  resumeWorker(w);
+  await stopWorker(w);
 }
 
 /** SIGTERM: the worker disposes its team, closes its store and must exit 0. */

@@ -16,7 +16,9 @@
 // refused as expected (FENCED, NOT_PLACED_HERE, ...); {type: 'broke', message} before exiting with
 // code 3 when the team service broke (STORE_CLOSED). IPC from the driver: {type: 'drain'} (no new
 // work: host sends stop, teammates only finish tasks they were given), {type: 'nudge', targets}
-// (the lead's process wakes members whose mail waits). SIGTERM disposes the team, closes the store
+// (the lead's process wakes members whose mail waits). SIGTERM disposes the team (its members stop
+// at their next turn boundary and go to the other workers at once; a turn that does not end within
+// HANDOVER_MS is reported by the runtime as a TIMEOUT error, which fails the run), closes the store
 // and exits 0. Anything unexplained (an uncaught error, a refusal the team should never give)
 // exits 2.
 
@@ -51,6 +53,8 @@ const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi
 const MAX_TEAMMATES_EVER = 24;
 /** How long closing may take when the service broke or on SIGTERM, before exiting anyway. */
 const CLOSE_TIMEOUT_MS = 15_000;
+/** How long SIGTERM waits for the members' turns to end before handing them over anyway. */
+const HANDOVER_MS = 10_000;
 
 let args;
 try {
@@ -376,6 +380,7 @@ try {
     lead: { agentType: LEAD_TYPE },
     events,
     idleClaim: { intervalMs: 100 },
+    handoverTimeoutMs: HANDOVER_MS,
   });
 } catch (error) {
   // A cut while opening: the store does not retry its first connection (STORE_UNAVAILABLE), and

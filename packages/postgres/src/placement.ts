@@ -10,7 +10,17 @@ import type {
   PlacementListener,
   PlacementView,
 } from '@teamwire/core';
-import { canHost, checkCapabilities, TeamError, unmetRequirements } from '@teamwire/core';
+import {
+  canHost,
+  checkCapabilities,
+  HANDOVER_WAIT_MS,
+  REBALANCE_START,
+  type RebalanceMember,
+  type RebalanceMemory,
+  rebalanceStep,
+  TeamError,
+  unmetRequirements,
+} from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { describeError, execute, isTransient, reconnectBackoff, sleep } from './connection.js';
@@ -195,6 +205,12 @@ export class PostgresPlacement implements MemberPlacement {
   #changeQueued = false;
   /** A look is under way: the view waits for its end. */
   #looking = false;
+  /** What the rebalancing rule remembers between looks (see core's `rebalanceStep`). */
+  #rebalance: RebalanceMemory = REBALANCE_START;
+  /** A handover to another process under way (one at a time). */
+  #moving: Promise<void> | undefined;
+  /** Set by `close`: members are being handed over, nothing more is claimed or moved. */
+  #draining = false;
 
   constructor(options: {
     pool: pg.Pool;
@@ -328,6 +344,10 @@ export class PostgresPlacement implements MemberPlacement {
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      // Members stop at their next turn boundary first, heartbeats going on meanwhile, so the
+      // processes that take them over redo nothing; the wait is bounded by core's HANDOVER_WAIT_MS.
+      this.#draining = true;
+      await this.#releaseAll();
       this.#stop.abort();
       this.#unlisten?.();
       clearTimeout(this.#tickTimer);
@@ -346,9 +366,39 @@ export class PostgresPlacement implements MemberPlacement {
          )
          DELETE FROM ${t.processes} WHERE team_id = $1 AND process_id = $2`,
         [this.#teamId, this.#processId],
-      ).catch(() => undefined); // unreachable: the others take over once the lease runs out
+      ).then(
+        // the others look at once instead of at their next heartbeat
+        () => this.#doorbell?.announceReport(),
+        () => undefined, // unreachable: the others take over once the lease runs out
+      );
     })();
     return this.#closing;
+  }
+
+  /**
+   * Asks the runtime to stop every member this process runs at its next turn boundary, waiting at
+   * most {@link HANDOVER_WAIT_MS}; a member still in its turn then is lost here anyway, and its
+   * turn is redone by the process that takes it. (`team.dispose()` does this wait itself, before,
+   * and reports a member it could not wait for.)
+   */
+  async #releaseAll(): Promise<void> {
+    const release = this.#listener?.release;
+    if (release === undefined || this.#paused) return;
+    const members = [...this.#tokens.keys()];
+    const pending = new Set(members);
+    // a handover under way ends first (or within the same bound)
+    const released = Promise.allSettled([
+      this.#moving,
+      ...members.map((memberId) =>
+        release(memberId).then(() => {
+          pending.delete(memberId);
+        }),
+      ),
+    ]);
+    const bound = new AbortController();
+    await Promise.race([released, sleep(HANDOVER_WAIT_MS, bound.signal)]);
+    bound.abort();
+    for (const memberId of pending) this.#lose(memberId);
   }
 
   /** How a write for `memberId` must be fenced. */
@@ -651,7 +701,7 @@ export class PostgresPlacement implements MemberPlacement {
 
     for (const candidate of candidates) {
       const { memberId } = candidate;
-      if (this.#stop.signal.aborted || this.#paused) return;
+      if (this.#stop.signal.aborted || this.#paused || this.#draining) break;
       const pinned = candidate.pinned === true;
       if (!(pinned || canHost(this.#runs, candidate)) || this.#tokens.has(memberId)) continue;
       const row = rows.get(memberId);
@@ -688,7 +738,89 @@ export class PostgresPlacement implements MemberPlacement {
       this.#tokens.set(memberId, token);
       this.#notify('acquired', memberId);
     }
+    if (this.#stop.signal.aborted || this.#paused) return;
     this.#observed = { rows, live: live.rows, candidates };
+    this.#considerRebalance(live.rows, mine, candidates);
+  }
+
+  /**
+   * Applies core's rebalancing rule to this look (loads as counted, this process's own as it is
+   * after its claims) and starts the handover it decides. The lead and pinned members stay.
+   */
+  #considerRebalance(
+    live: readonly ProcessRow[],
+    mine: number,
+    candidates: readonly PlacementCandidate[],
+  ): void {
+    if (this.#listener?.release === undefined || this.#draining || this.#moving !== undefined) {
+      return;
+    }
+    const me = this.#processId;
+    const movable: RebalanceMember[] = [];
+    for (const candidate of candidates) {
+      if (candidate.isLead || candidate.pinned === true || !this.#tokens.has(candidate.memberId)) {
+        continue;
+      }
+      movable.push({
+        memberId: candidate.memberId,
+        targets: live
+          .filter((row) => row.process_id !== me && canHost(hostOf(row), candidate))
+          .map((row) => row.process_id),
+        busy: this.#activity.get(candidate.memberId) === 'running',
+      });
+    }
+    const processes = live.map((row) => ({
+      processId: row.process_id,
+      members: row.process_id === me ? mine : row.members,
+    }));
+    if (!processes.some((row) => row.processId === me)) {
+      processes.push({ processId: me, members: mine });
+    }
+    const step = rebalanceStep(this.#rebalance, { self: me, processes, movable });
+    this.#rebalance = step.memory;
+    if (step.move !== undefined) this.#handOver(step.move.memberId, step.move.to);
+  }
+
+  /**
+   * Hands `memberId` to process `to`: once the runtime stopped it at a turn boundary, its row is
+   * given to `to` (a new token) if this process still holds it and `to` is alive; `to` takes it on
+   * its next look, which the notice makes at once. If the row could not be given, this process
+   * keeps the member (the runtime hears `acquired` again).
+   */
+  #handOver(memberId: string, to: string): void {
+    const release = this.#listener?.release;
+    if (release === undefined) return;
+    this.#moving = (async () => {
+      let moved = false;
+      try {
+        await release(memberId);
+        const token = this.#tokens.get(memberId);
+        if (token === undefined || this.#stop.signal.aborted || this.#paused) return;
+        const t = this.#tables;
+        const given = await execute(
+          this.#pool,
+          `UPDATE ${t.placements} pl
+              SET process_id = $4, token = nextval($5::regclass), placed_at = now()
+            WHERE pl.team_id = $1 AND pl.member_id = $2 AND pl.process_id = $3 AND pl.token = $6
+              AND EXISTS (
+                    SELECT 1 FROM ${t.processes} p
+                     WHERE p.team_id = $1 AND p.process_id = $4
+                       AND p.heartbeat_at > now() - $7 * interval '1 millisecond')`,
+          [this.#teamId, memberId, this.#processId, to, t.tokens, token, this.#leaseMs],
+        );
+        moved = (given.rowCount ?? 0) > 0;
+      } catch {
+        // kept: the row is still this process's
+      } finally {
+        this.#moving = undefined;
+      }
+      if (moved) {
+        this.#lose(memberId);
+        this.#doorbell?.announceReport();
+      } else if (this.#tokens.has(memberId) && !this.#draining) {
+        this.#notify('acquired', memberId);
+      }
+    })();
   }
 
   /** Takes `memberId` if it is free, its process dead, or this process's own; its new token. */

@@ -202,8 +202,10 @@ export async function openPostgresTeamStore(
       close() {
         closing ??= (async () => {
           const results = await Promise.allSettled([log.close(), transcripts.close()]);
+          // the placement's last notice (its members are free) goes out before the doorbell closes
           results.push(
-            ...(await Promise.allSettled([placement.close(), bell.close()])),
+            ...(await Promise.allSettled([placement.close()])),
+            ...(await Promise.allSettled([bell.close()])),
             ...(await Promise.allSettled([release(pool, ownPool, hooks)])),
           );
           for (const result of results) if (result.status === 'rejected') throw result.reason;

@@ -27,6 +27,15 @@ export interface PlacementListener {
   /** This process no longer runs `memberId`: its runner stops and nothing more is written for it. */
   lost(memberId: string): void;
   /**
+   * The placement wants to hand `memberId` to another process (rebalancing, or this process
+   * closing): resolves once its runner reached a turn boundary and stopped, so nothing more is
+   * written for it and nothing it did is redone elsewhere. A running turn finishes first; a member
+   * that is idle or waits for an approval stops at once. Until the placement answers with `lost`
+   * (handed over) or `acquired` (kept after all), the member is not revived here. Optional for the
+   * placement to call: one that never does hands members over only when a process dies or closes.
+   */
+  release?(memberId: string): Promise<void>;
+  /**
    * The placement's {@link MemberPlacement.view} changed (a member moved, a process came or went,
    * a process reported new activity): statuses derived from it may differ now.
    */
@@ -123,7 +132,10 @@ export interface MemberPlacement {
   view?(): PlacementView;
   /**
    * Stops placing and hands back the members this process runs, so another process takes them
-   * over at once instead of after a timeout. Idempotent.
+   * over at once instead of after a timeout: each at its next turn boundary (through
+   * {@link PlacementListener.release}), waiting at most `HANDOVER_WAIT_MS`, after which the rest
+   * are handed back anyway (a turn cut short is redone by the process that takes the member).
+   * Idempotent.
    */
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import { isAbsolute } from 'node:path';
 import type { Clock, IdSource } from '../clock.js';
 import { systemClock, ulidIdSource } from '../clock.js';
 import { TeamError } from '../errors.js';
+import { HANDOVER_WAIT_MS } from '../limits.js';
 import { defaultTeamPolicy } from '../policy/index.js';
 import type { EventSink } from '../ports/events.js';
 import { noopEventSink } from '../ports/events.js';
@@ -115,6 +116,13 @@ export interface OpenTeamOptions {
   context?: ContextBudget;
   /** How long `dispose` waits for in-flight work before it returns (default 10000 ms). */
   disposeTimeoutMs?: number;
+  /**
+   * With a placement (a team spread over processes): how long `dispose` waits for the members this
+   * process runs to reach a turn boundary before it hands them to other processes anyway (their
+   * turns are then aborted and redone there). Default `HANDOVER_WAIT_MS` (30000); a non-negative
+   * integer.
+   */
+  handoverTimeoutMs?: number;
   /**
    * Members of external agent types (run by a client, e.g. over MCP): their presence timeouts,
    * and whether this process serves them. Without a placement every member is served here; with
@@ -291,6 +299,7 @@ function assemble(
     contextBudget:
       options.context === undefined ? undefined : resolveContextBudget(options.context, 'openTeam'),
     disposeTimeoutMs: options.disposeTimeoutMs ?? 10_000,
+    handoverTimeoutMs: handoverBound(options.handoverTimeoutMs),
     pipeline,
     credentials,
     workspaces,
@@ -382,6 +391,18 @@ function guardedSink(sink: EventSink): EventSink {
       }
     },
   };
+}
+
+function handoverBound(value: number | undefined): number {
+  if (value === undefined) return HANDOVER_WAIT_MS;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `openTeam: handoverTimeoutMs is a non-negative integer of ms, got ${String(value).slice(0, 40)}`,
+      { details: { handoverTimeoutMs: String(value).slice(0, 40) } },
+    );
+  }
+  return value;
 }
 
 function repeatedFailureBound(value: number | undefined): number {

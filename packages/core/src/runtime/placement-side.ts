@@ -29,6 +29,8 @@ export interface PlacementSideOptions {
   acquired(memberId: string): void;
   /** This process no longer runs `memberId`. */
   lost(memberId: string): void;
+  /** Stop `memberId` at its next turn boundary, for a handover (see `PlacementListener.release`). */
+  release(memberId: string): Promise<void>;
   /** The view changed: statuses and progress derived from it may differ. */
   changed?: (() => void) | undefined;
 }
@@ -72,6 +74,7 @@ export class PlacementSide {
       listener: {
         acquired: (memberId) => this.options.acquired(memberId),
         lost: (memberId) => this.options.lost(memberId),
+        release: (memberId) => this.options.release(memberId),
         changed: () => this.options.changed?.(),
       },
     });

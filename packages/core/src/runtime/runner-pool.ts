@@ -57,6 +57,8 @@ export interface RunnerPoolOptions {
   /** The team's context budget (an agent definition's `context` overrides it). */
   contextBudget: ResolvedContextBudget | undefined;
   disposeTimeoutMs: number;
+  /** How long {@link RunnerPool.handOverAll} waits for turn boundaries (ms). */
+  handoverTimeoutMs: number;
   pipeline: CommitPipeline;
   credentials: Credentials;
   workspaces: MemberWorkspaces;
@@ -117,6 +119,10 @@ export class RunnerPool {
   /** Revivals of members this process acquired, one after another. */
   private acquiring: Promise<void> = Promise.resolve();
   private acquireError: unknown;
+  /** Members the placement is handing over: not revived here until it answers (`lost`/`acquired`). */
+  private readonly releasing = new Set<string>();
+  /** Set by {@link handOverAll}: this process is closing, no member is revived any more. */
+  private handingOver = false;
 
   constructor(private readonly options: RunnerPoolOptions) {
     this.teamId = options.teamId;
@@ -168,8 +174,13 @@ export class RunnerPool {
       serveExternal: options.serveExternal,
       requires: (member) => options.workspaces.requirements(member),
       capabilities: () => options.workspaces.declared(),
-      acquired: (memberId) => this.acquired(memberId),
+      acquired: (memberId) => {
+        // the placement keeps a member it was handing over (or gives one back)
+        this.releasing.delete(memberId);
+        this.acquired(memberId);
+      },
       lost: (memberId) => this.lose(memberId),
+      release: (memberId) => this.release(memberId),
       changed: options.placementChanged,
     });
     this.external = new ExternalMembers(
@@ -182,7 +193,11 @@ export class RunnerPool {
       isRevivable: (memberId) => {
         const member = this.state.member(memberId);
         return (
-          member?.phase === 'active' && !this.external.isExternal(member) && this.runsHere(memberId)
+          member?.phase === 'active' &&
+          !this.external.isExternal(member) &&
+          this.runsHere(memberId) &&
+          !this.handingOver &&
+          !this.releasing.has(memberId)
         );
       },
       createRunner: (memberId, resumeTasks) => this.createRunner(memberId, resumeTasks),
@@ -525,7 +540,7 @@ export class RunnerPool {
 
   /** Revives `memberId` (in turn with other acquisitions) if it runs here and has work. */
   private acquired(memberId: string): void {
-    if (!this.runsHere(memberId) || this.runners.get(memberId)?.live) return;
+    if (this.handingOver || !this.runsHere(memberId) || this.runners.get(memberId)?.live) return;
     this.acquiring = this.acquiring.then(() =>
       this.acquire(memberId).catch((error: unknown) => {
         this.acquireError ??= error;
@@ -567,6 +582,7 @@ export class RunnerPool {
 
   /** This process no longer runs `memberId`: its runner stops, writing nothing more. */
   private lose(memberId: string): void {
+    this.releasing.delete(memberId);
     this.external.lost(memberId);
     const runner = this.runners.get(memberId);
     if (runner === undefined) return;
@@ -578,6 +594,59 @@ export class RunnerPool {
       }),
     );
     this.runnerChanged();
+  }
+
+  /**
+   * The placement hands `memberId` to another process: its runner ends at its next turn boundary
+   * (at once when it is parked) and is not revived here until the placement answers. Resolves
+   * when nothing more is written for it here.
+   */
+  private async release(memberId: string): Promise<void> {
+    // after dispose nothing is written for any member: there is nothing to wait for
+    if (!this.runsHere(memberId) || this.pipeline.closed) return;
+    this.releasing.add(memberId);
+    const member = this.state.member(memberId);
+    if (member !== undefined && this.external.isExternal(member)) return;
+    const runner = this.runners.get(memberId);
+    if (runner === undefined) return;
+    await runner.handOver(
+      new TeamError('NOT_PLACED_HERE', `${runner.name} moves to another process of this team`, {
+        details: { memberId },
+      }),
+    );
+    if (this.runners.get(memberId) === runner) {
+      this.runners.delete(memberId);
+      if (runner === this.leadRunner) this.leadRunner = undefined;
+    }
+    this.runnerChanged();
+  }
+
+  /**
+   * This process is closing: every member it runs stops at its next turn boundary, waiting at most
+   * `timeoutMs`; then (or at once) the members can be handed to other processes, and none is
+   * revived here any more. A member whose turn did not end in time is named in an `error` event
+   * (`TIMEOUT`): its turn is aborted by `stopAll` and redone by the process that takes it over.
+   */
+  async handOverAll(timeoutMs = this.options.handoverTimeoutMs): Promise<void> {
+    if (!this.placing.placed || this.pipeline.closed) return;
+    this.handingOver = true;
+    const members = [...this.runners.keys()];
+    const released = Promise.allSettled(members.map((memberId) => this.release(memberId)));
+    let cancel = () => {};
+    const bound = new Promise<'late'>((resolve) => {
+      cancel = this.clock.setTimer(timeoutMs, () => resolve('late'));
+    });
+    const outcome = await Promise.race([released, bound]);
+    cancel();
+    if (outcome !== 'late') return;
+    for (const runner of this.runners.values()) {
+      if (!runner.live) continue;
+      this.events.publish(runner.name, {
+        type: 'error',
+        code: 'TIMEOUT',
+        message: `${runner.name} did not reach a turn boundary within ${timeoutMs} ms of closing: it is handed over anyway, and its turn is redone by the process that takes it`,
+      });
+    }
   }
 
   private reportReviveFailure(memberId: string, error: unknown): void {

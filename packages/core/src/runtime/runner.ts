@@ -110,6 +110,8 @@ export class AgentRunner {
   private owned = new Set<string>();
   private readonly failures: RepeatedFailureGuard;
   private stopping = false;
+  /** Set by {@link handOver}: the loop ends at its next turn boundary. */
+  private handingOver = false;
   /** Why host prompts still waiting are refused once the loop ends (default `DISPOSED`). */
   private stopReason: TeamError | undefined;
   private turnAbort: AbortController | undefined;
@@ -309,6 +311,19 @@ export class AgentRunner {
     return this.loopDone ?? Promise.resolve();
   }
 
+  /**
+   * Ends the loop at its next turn boundary: a running turn finishes (its records and transcript
+   * written), a parked member (idle, or waiting for an approval) stops at once; then nothing more
+   * is written, so another process can take the member over without redoing anything. `reason` is
+   * what waiting host prompts are refused with. Resolves when the loop ended.
+   */
+  handOver(reason: TeamError): Promise<void> {
+    this.stopReason ??= reason;
+    this.handingOver = true;
+    if (this.wake !== undefined) this.notify();
+    return this.loopDone ?? Promise.resolve();
+  }
+
   /** Queues a host prompt for the lead; resolves with the outcome of the turn it starts. */
   prompt(content: ContentBlock[]): Promise<TurnOutcome> {
     if (!this.live || this.stopping) {
@@ -327,7 +342,7 @@ export class AgentRunner {
   // ------------------------------------------------------------------ loop
 
   private async loop(): Promise<void> {
-    while (!this.stopping) {
+    while (!this.stopping && !this.handingOver) {
       const work = this.nextWork();
       if (work === undefined) {
         await this.park();

@@ -365,7 +365,9 @@ export interface TeamService {
   /**
    * Stops every runner (running turns are aborted), waits for in-flight appends (bounded by
    * `disposeTimeoutMs`) and refuses further calls with `DISPOSED`. The ports are not closed: their
-   * owner closes them.
+   * owner closes them. In a team spread over processes (a placement), the members this process
+   * runs are first stopped at their next turn boundary (bounded by `handoverTimeoutMs`; the
+   * service still takes calls meanwhile) and handed to the other processes at once.
    */
   dispose(): Promise<void>;
 }

@@ -669,13 +669,22 @@ export class TeamServiceFacade implements TeamService {
 
   dispose(): Promise<void> {
     if (this.disposed === undefined) {
-      this.pipeline.close();
-      this.disposed = this.pool.stopAll().then(async () => {
-        this.waiters.finishAll();
-        this.pool.releaseIdleWaiters();
-        await this.placement?.close();
-        await this.snapshots.close();
-      });
+      // With a placement, members stop at a turn boundary first (the pipeline still open for
+      // their last writes), so the processes that take them over redo nothing. Without one, calls
+      // are refused from now on.
+      if (this.placement === undefined) this.pipeline.close();
+      this.disposed = this.pool
+        .handOverAll()
+        .then(() => {
+          this.pipeline.close();
+          return this.pool.stopAll();
+        })
+        .then(async () => {
+          this.waiters.finishAll();
+          this.pool.releaseIdleWaiters();
+          await this.placement?.close();
+          await this.snapshots.close();
+        });
     }
     return this.disposed;
   }
