@@ -9,6 +9,7 @@ import {
   messageBytes,
   transcriptContext,
 } from '../transcript-context.js';
+import { type TurnEndReply, turnEndReply } from './idle-notice.js';
 
 /**
  * Reads what a member's conversation is rebuilt from: `loadContext` when the store has it (the
@@ -50,6 +51,10 @@ export class Conversation {
   private sizes: number[];
   private total = 0;
   private readonly deliveredIds = new Set<string>();
+  /** The reply the durable transcript ends with, when it ends with one (see `turnEndReply`). */
+  private endReply: TurnEndReply | undefined;
+  /** The `at` of the last entry written or loaded. */
+  private lastAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly memberId: string,
@@ -61,6 +66,8 @@ export class Conversation {
     private readonly options: ConversationOptions = {},
   ) {
     for (const entry of entries) this.index(entry.message);
+    this.endReply = turnEndReply(entries);
+    this.lastAt = entries.at(-1)?.at ?? Number.NEGATIVE_INFINITY;
     this.context = transcriptContext(entries);
     this.sizes = this.context.map(messageBytes);
     for (const size of this.sizes) this.total += size;
@@ -159,13 +166,26 @@ export class Conversation {
 
   private async write(messages: readonly ChatMessage[]): Promise<void> {
     this.guard();
-    const at = this.clock.now();
+    // Each write is stamped after the one before, whatever the clock says (a clock that stands
+    // still, a process whose clock is behind the one that wrote before it): a reply is named by its
+    // member and its time (see `idleNoticeId`).
+    const at = Math.max(this.clock.now(), this.lastAt + 1);
+    this.lastAt = at;
     const entries: TranscriptEntry[] = messages.map((message) => ({
       schemaVersion: TRANSCRIPT_SCHEMA_VERSION,
       at,
       message,
     }));
     await this.store.append({ memberId: this.memberId, entries });
+    if (entries.length > 0) this.endReply = turnEndReply(entries);
+  }
+
+  /**
+   * The reply the durable transcript ends with, when its last entry is one (an assistant message
+   * asking for no tool): what the member's idle notice reports, and what `idleNoticeId` names.
+   */
+  lastReply(): TurnEndReply | undefined {
+    return this.endReply;
   }
 
   private push(message: ChatMessage): void {

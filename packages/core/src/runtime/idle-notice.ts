@@ -1,6 +1,7 @@
-import type { ChatMessage } from '../chat.js';
+import { createHash } from 'node:crypto';
+import type { ChatMessage, TranscriptEntry } from '../chat.js';
 import type { ContentBlock } from '../content.js';
-import { textContent } from '../content.js';
+import { contentText, textContent } from '../content.js';
 import { textLength, utf8Length } from '../limits.js';
 
 /**
@@ -22,6 +23,64 @@ export function truncationMarker(omitted: number, memberName: string, home: CutT
         ? `full error in list_members (${memberName}'s failure)`
         : `full list in ${memberName}'s workspace (git status)`;
   return `\n… [truncated: ${omitted} more characters; ${where}]`;
+}
+
+/** A reply that ended a member's turn, as its transcript holds it. */
+export interface TurnEndReply {
+  /** When the transcript entry was written (its `at`). */
+  readonly at: number;
+  /** The reply's text. */
+  readonly text: string;
+}
+
+/**
+ * The reply that ends `entries`, when their last entry is one: an assistant message asking for
+ * no tool, not a rendering of team mail. Undefined for anything else (a turn still open, mail
+ * not yet answered, an empty transcript).
+ */
+export function turnEndReply(entries: readonly TranscriptEntry[]): TurnEndReply | undefined {
+  const last = entries.at(-1);
+  if (last === undefined) return undefined;
+  const { message } = last;
+  if (message.role !== 'assistant' || message.toolCalls.length > 0 || message.source) {
+    return undefined;
+  }
+  return { at: last.at, text: contentText(message.content) };
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * The id of the idle notice that reports the turn `memberId` ended with `reply`: the same in
+ * every process (ULID-shaped: the reply's time, then 80 bits of a SHA-256 of member, time and
+ * text), so a notice the member's old process wrote is recognised by the process that takes the
+ * member over (a message id is queued once in a team's life), and one it never wrote is written
+ * there exactly once.
+ */
+export function idleNoticeId(memberId: string, reply: TurnEndReply): string {
+  let time = '';
+  let at = Math.max(0, Math.floor(reply.at));
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[at % 32] + time;
+    at = Math.floor(at / 32);
+  }
+  const digest = createHash('sha256')
+    .update(`${memberId}\n${reply.at}\n${reply.text}`, 'utf8')
+    .digest();
+  let random = '';
+  // 16 characters of 5 bits: the first 10 bytes of the digest
+  let bits = 0;
+  let value = 0;
+  for (let i = 0; i < 10; i++) {
+    value = (value << 8) | (digest[i] as number);
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      random += CROCKFORD[(value >> bits) & 31];
+    }
+    value &= (1 << bits) - 1;
+  }
+  return time + random;
 }
 
 /** UTF-8 bytes of the JSON of `value`, measured as the mailbox measures a message. */

@@ -142,31 +142,36 @@ export function deliveredRecords(host: MailHost, messages: readonly QueuedMessag
  * Tells the lead `member` is idle, with `text` (the turn's last text, or why it stopped), unless
  * a notice from it is still undelivered (the lead holds at most one per teammate). A text too
  * long for one message is cut to fit, with a marker saying where the rest is: a long reply must
- * reach the lead, never make the teammate fail.
+ * reach the lead, never make the teammate fail. `id`: the notice's own id (see `idleNoticeId`);
+ * nothing is written when a message of that id was ever queued.
  */
 export async function queueIdleNotice(
   host: MailHost,
   member: Member,
   text: string,
   home: CutTextHome,
+  id?: string,
 ): Promise<void> {
   const { state } = host;
   const leadId = state.leadId;
   if (leadId === undefined || !state.isLive(member.id)) return;
+  if (id !== undefined && state.wasQueued(id)) return;
   const holding = state
     .pending(leadId)
     .some((m) => m.kind === 'idle_notification' && m.senderId === member.id);
   if (holding) return;
   host.guard();
   await host.commit(member, () => {
-    const notice = idleNoticeRecord(host, member, text, home);
+    // decided again at commit time: another process may have written this notice meanwhile
+    if (id !== undefined && state.wasQueued(id)) return [];
+    const notice = idleNoticeRecord(host, member, text, home, id);
     return notice === undefined ? [] : [notice];
   });
 }
 
 /**
  * The `idle_notification` record from live `member` to the lead carrying `text`, cut to fit (see
- * {@link queueIdleNotice}), applied to the state and not yet committed: the caller commits it
+ * {@link queueIdleNotice}; `id` when the notice has one of its own, see `idleNoticeId`), applied to the state and not yet committed: the caller commits it
  * (the runtime's feed routes it once durable). Undefined when the team has no lead or the member is not live.
  */
 export function idleNoticeRecord(
@@ -174,12 +179,13 @@ export function idleNoticeRecord(
   member: Member,
   text: string,
   home: CutTextHome,
+  id?: string,
 ): MessageQueuedRecord | undefined {
   const { state } = host;
   const leadId = state.leadId;
   if (leadId === undefined || !state.isLive(member.id)) return undefined;
   const draft: QueuedMessage = {
-    id: host.ids.next(),
+    id: id ?? host.ids.next(),
     senderId: member.id,
     senderName: member.name,
     targetId: leadId,

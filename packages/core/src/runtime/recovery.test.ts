@@ -114,8 +114,10 @@ describe('recovery on the in-memory stores', () => {
       ids: 'b',
     });
     await b.service.idle();
-    // Nothing woke bob at open.
-    expect(stores?.loads.get(bobId)).toBeUndefined();
+    // Nothing woke bob at open: his transcript was read once, to see that the lead heard of his
+    // last reply, and no runner started.
+    expect(stores?.loads.get(bobId)).toBe(1);
+    expect(b.model.requests('bob')).toHaveLength(0);
     expect(b.service.listMembers(b.service.lead).find((m) => m.name === 'bob')?.status).toBe(
       'inactive',
     );
@@ -132,7 +134,7 @@ describe('recovery on the in-memory stores', () => {
       'accepted',
     ]);
     await b.service.idle();
-    expect(stores?.loads.get(bobId)).toBe(1);
+    expect(stores?.loads.get(bobId)).toBe(2);
     const ids = messageIdsIn(memory.transcripts.raw(bobId));
     expect(ids.slice(1)).toEqual(sent.map((s) => s.messageId));
     expect(b.sink.errors()).toEqual([]);
@@ -221,7 +223,7 @@ describe('recovery on the in-memory stores', () => {
     });
     await b.service.idle();
     expect(b.sink.errors()).toEqual([]);
-    const revived = names.filter((n) => stores?.loads.has(b.memberId(n)));
+    const revived = names.filter((n) => b.model.requests(n).length > 0);
     // alice resumes task-1; two more teammates take task-2 and task-3; dave stays asleep.
     expect(revived).toEqual(['alice', 'bob', 'carol']);
     const turns = b.sink.events.flatMap((e) =>
@@ -277,5 +279,85 @@ describe('recovery on the in-memory stores', () => {
     expect(b.service.listMembers(b.service.lead).find((m) => m.name === 'bob')?.status).toBe(
       'retired',
     );
+  });
+
+  it('tells the lead of a reply whose idle notice its process never wrote, once, whoever reopens', async () => {
+    const memory = memoryStores();
+    let stores: CrashableStores | undefined;
+    // The "process" dies right after bob's reply is durable, before its idle notice is.
+    const a = await openHarness({
+      memory,
+      wrap: (m) => {
+        stores = crashableStores(m.log, m.transcripts, ({ entries }) =>
+          entries.some(
+            (e) =>
+              e.message.role === 'assistant' &&
+              e.message.toolCalls.length === 0 &&
+              !e.message.source &&
+              e.at >= 0 &&
+              describeMessage(e.message) === 'assistant: Ready.',
+          ),
+        );
+        return stores;
+      },
+      scripts: { lead: notedLead, bob: [{ text: 'Ready.' }] },
+    });
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'bob',
+      description: 'helps',
+      prompt: 'Hi bob.',
+      agentType: 'worker',
+    });
+    await stores?.crashed;
+    const bobId = a.memberId('bob');
+    const notices = () =>
+      memory.log
+        .records()
+        .flatMap((r) =>
+          r.type === 'message.queued' &&
+          r.message.kind === 'idle_notification' &&
+          r.message.senderId === bobId
+            ? [r.message]
+            : [],
+        );
+    expect(notices()).toEqual([]);
+
+    const b = await openHarness({ memory, scripts: { lead: notedLead, bob: ready }, ids: 'b' });
+    await b.service.idle();
+    expect(b.sink.errors()).toEqual([]);
+    expect(notices()).toHaveLength(1);
+    expect(JSON.stringify(notices()[0]?.content)).toContain('Ready.');
+    // bob was not asked again: the notice comes from his transcript, not from a new turn
+    expect(b.model.requests('bob')).toHaveLength(0);
+    await b.service.dispose();
+
+    const c = await openHarness({ memory, scripts: { lead: notedLead, bob: ready }, ids: 'c' });
+    await c.service.idle();
+    expect(notices()).toHaveLength(1);
+    await c.service.dispose();
+  });
+
+  it('does not repeat an idle notice its process wrote when the team reopens', async () => {
+    const memory = memoryStores();
+    const a = await openHarness({ memory, scripts: { lead: notedLead, bob: ready } });
+    await spawnIdle(a, 'bob');
+    const bobId = a.memberId('bob');
+    const count = () =>
+      memory.log
+        .records()
+        .filter(
+          (r) =>
+            r.type === 'message.queued' &&
+            r.message.kind === 'idle_notification' &&
+            r.message.senderId === bobId,
+        ).length;
+    expect(count()).toBe(1);
+    await a.service.dispose();
+
+    const b = await openHarness({ memory, scripts: { lead: notedLead, bob: ready }, ids: 'b' });
+    await b.service.idle();
+    expect(b.sink.errors()).toEqual([]);
+    expect(count()).toBe(1);
+    await b.service.dispose();
   });
 });

@@ -23,6 +23,8 @@ import type { ResolvedContextBudget } from './context-budget.js';
 import { conversationMessages, forkSeed, loadTranscript } from './conversation.js';
 import type { Credentials } from './credentials.js';
 import { ExternalMembers, type ExternalPresenceOptions } from './external-members.js';
+import { idleNoticeId, turnEndReply } from './idle-notice.js';
+import { queueIdleNotice } from './mail-delivery.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
 import { PlacementSide } from './placement-side.js';
 import { AgentRunner } from './runner.js';
@@ -116,6 +118,9 @@ export class RunnerPool {
   private readonly planTools = createPlanTools();
   private leadRunner: AgentRunner | undefined;
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
+  /** Idle-notice checks (see {@link settleIdleNotice}) queued and not finished. */
+  private settlingNotices = 0;
+  private settling: Promise<void> = Promise.resolve();
   /** Revivals of members this process acquired, one after another. */
   private acquiring: Promise<void> = Promise.resolve();
   private acquireError: unknown;
@@ -576,8 +581,43 @@ export class RunnerPool {
     const hasMail = this.state.pending(memberId).some((m) => m.delivery === 'wakeup');
     const canClaim =
       this.idleClaimIntervalMs !== undefined && this.state.listTasks({ ready: true }).length > 0;
-    if (!hasMail && taskIds.length === 0 && !canClaim) return;
+    if (!hasMail && taskIds.length === 0 && !canClaim) {
+      this.settleIdleNotice(member);
+      return;
+    }
     this.waker.wake(memberId, taskIds);
+  }
+
+  /**
+   * A teammate with nothing to do whose transcript ends with a reply the lead may never have been
+   * told of: its process stopped (a crash, a lost lease) after the reply was durable and before
+   * its idle notice was. The notice is written now under the id the reply names
+   * (`idleNoticeId`), which the old process used too, so it reaches the lead once whichever
+   * process writes it, and the team does not wait forever on a teammate that finished. Checks run
+   * one at a time, off the open path; `idle()` waits for them.
+   */
+  private settleIdleNotice(member: Member): void {
+    if (member.id === this.state.leadId || this.external.isExternal(member)) return;
+    this.settlingNotices++;
+    this.settling = this.settling
+      .then(async () => {
+        if (this.pipeline.closed || this.handingOver || !this.runsHere(member.id)) return;
+        if (this.runners.get(member.id)?.live) return; // a live runner tells the lead itself
+        const reply = turnEndReply(await loadTranscript(this.transcripts, member.id));
+        if (reply === undefined || this.runners.get(member.id)?.live) return;
+        const current = this.state.member(member.id) ?? member;
+        const id = idleNoticeId(member.id, reply);
+        await queueIdleNotice(this.context, current, reply.text, 'transcript', id);
+      })
+      .catch((error: unknown) => {
+        // stopped on purpose, or the member moved on: nothing of this process's to tell
+        if (this.pipeline.closed || !this.runsHere(member.id)) return;
+        this.reportReviveFailure(member.id, error);
+      })
+      .finally(() => {
+        this.settlingNotices--;
+        this.runnerChanged();
+      });
   }
 
   /** This process no longer runs `memberId`: its runner stops, writing nothing more. */
@@ -736,6 +776,12 @@ export class RunnerPool {
         ready--;
       }
     }
+    // The others have nothing to do: the lead hears of a reply it may have missed.
+    for (const member of state.members()) {
+      if (member.phase === 'active' && !this.runners.get(member.id)?.live) {
+        this.settleIdleNotice(member);
+      }
+    }
   }
 
   /**
@@ -788,7 +834,7 @@ export class RunnerPool {
   }
 
   private isQuiet(): boolean {
-    if (this.pipeline.busy) return false;
+    if (this.pipeline.busy || this.settlingNotices > 0) return false;
     for (const runner of this.runners.values()) {
       if (!runner.live) continue;
       if (runner.busy) return false;

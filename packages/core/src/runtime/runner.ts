@@ -30,7 +30,7 @@ import {
 import { isWriteFailure } from './commit-pipeline.js';
 import { ContextKeeper, resolveContextBudget } from './context-budget.js';
 import { Conversation, loadTranscript } from './conversation.js';
-import type { CutTextHome } from './idle-notice.js';
+import { type CutTextHome, idleNoticeId } from './idle-notice.js';
 import {
   appendToTranscript,
   deliveredRecords,
@@ -959,8 +959,15 @@ export class AgentRunner {
     });
   }
 
+  /**
+   * Tells the lead this teammate is idle. A turn that ended with a reply gets the notice id that
+   * reply names (`idleNoticeId`), so a process taking the member over before the notice was
+   * durable writes it there, once (see `RunnerPool.settleIdleNotice`).
+   */
   private notifyIdle(text: string, home: CutTextHome): Promise<void> {
-    return queueIdleNotice(this.host, this.member, text, home);
+    const reply = home === 'transcript' ? this.conversation?.lastReply() : undefined;
+    const id = reply === undefined ? undefined : idleNoticeId(this.member.id, reply);
+    return queueIdleNotice(this.host, this.member, text, home, id);
   }
 
   /**

@@ -56,7 +56,7 @@ describe('team tools', () => {
       'tool task_get: {"id":"task-2","subject":"B","status":"pending","blockedBy":["task-1"],"ready":false,"revision":1,"description":"b","creator":"bob","writeScopes":["src/b"]}',
       'tool task_update: {"id":"task-2","subject":"B2","status":"pending","blockedBy":["task-1"],"ready":false,"revision":2}',
       'tool task_update (error): {"error":{"code":"INVALID_ARGUMENT","message":"set_dependencies needs blockedBy (may be [])"}}',
-      'tool send_message: {"messageId":"id-000005","status":"accepted"}',
+      'tool send_message: {"messageId":"id-000004","status":"accepted"}',
     ]);
     // The quiet message waits in the lead's inbox for its next turn.
     expect(h.transcript('lead').some((line) => line.includes('FYI'))).toBe(true);
