@@ -35,6 +35,14 @@ export * from './hub/index.js';
 export {
   AGENT_TYPE_MAX,
   isWithinTextLimit,
+  LIVE_AGENT_NAME_MAX,
+  LIVE_BATCH_BYTES_MAX,
+  LIVE_BATCH_EVENTS_MAX,
+  LIVE_BATCHES_PER_SECOND,
+  LIVE_COALESCE_MS,
+  LIVE_EVENT_BYTES_MAX,
+  LIVE_QUEUE_MAX,
+  LIVE_SEND_QUEUE_MAX,
   MEMBER_COLOR_MAX,
   MEMBER_DESCRIPTION_MAX,
   MEMBER_ERROR_MAX,
@@ -69,6 +77,7 @@ export type {
   PlacementView,
 } from './ports/placement.js';
 export type {
+  LiveChannel,
   SharedTeamLog,
   StoredSnapshot,
   TeamLog,

@@ -1,3 +1,4 @@
+import { LIVE_SEND_QUEUE_MAX } from '@teamwire/core';
 import pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { quoteIdent, reconnectBackoff, sleep } from './connection.js';
@@ -89,10 +90,16 @@ export class Doorbell {
   /** Whether this process wrote an activity report it has not announced yet. */
   #reportUnannounced = false;
   #announcing: Promise<void> | undefined;
+  /** The team's channel for live events, LISTENed on the same connection; see {@link sendLive}. */
+  readonly #liveChannel: string | undefined;
+  readonly #liveListeners = new Set<(payload: string) => void>();
+  /** Live payloads handed to the connection and not yet answered. */
+  #liveInFlight = 0;
 
   constructor(options: {
     config: pg.ClientConfig;
     channel: string;
+    liveChannel?: string | undefined;
     teamId: string;
     processId: string;
     policy: RetryPolicy;
@@ -101,6 +108,7 @@ export class Doorbell {
     this.#pollMs = options.pollMs;
     this.#config = options.config;
     this.#channel = options.channel;
+    this.#liveChannel = options.liveChannel;
     this.#teamId = options.teamId;
     this.#processId = options.processId;
     this.#policy = options.policy;
@@ -165,6 +173,36 @@ export class Doorbell {
     }
   }
 
+  /**
+   * NOTIFYs the team's live channel with `payload` (a batch core's relay encoded and bounded) over
+   * the LISTEN connection, never a connection of the appends. Returns false, sending nothing, when
+   * there is no connection or `LIVE_SEND_QUEUE_MAX` payloads are still in flight: live events are
+   * best-effort and a slow connection must not make them pile up.
+   */
+  sendLive(payload: string): boolean {
+    const client = this.#client;
+    const channel = this.#liveChannel;
+    if (channel === undefined || client === undefined || this.#stop.signal.aborted) return false;
+    if (this.#liveInFlight >= LIVE_SEND_QUEUE_MAX) return false;
+    this.#liveInFlight++;
+    client
+      .query('SELECT pg_notify($1, $2)', [channel, payload])
+      .catch(() => undefined) // a lost connection is handled by the 'error'/'end' listeners
+      .finally(() => {
+        this.#liveInFlight--;
+      });
+    return true;
+  }
+
+  /** Calls `listener` with every payload another connection NOTIFYs on the live channel. */
+  listenLive(listener: (payload: string) => void): () => void {
+    const entry = (payload: string) => listener(payload);
+    this.#liveListeners.add(entry);
+    return () => {
+      this.#liveListeners.delete(entry);
+    };
+  }
+
   /** Calls `listener` on every ring until the returned function is called. */
   listen(listener: (ring: Ring) => void): () => void {
     const entry = (ring: Ring) => listener(ring);
@@ -186,6 +224,7 @@ export class Doorbell {
     this.#stop.abort();
     clearInterval(this.#poll);
     this.#listeners.clear();
+    this.#liveListeners.clear();
     const client = this.#client;
     this.#client = undefined;
     await this.#reconnecting;
@@ -201,6 +240,13 @@ export class Doorbell {
     client.on('error', ended);
     client.on('end', ended);
     client.on('notification', (message) => {
+      if (message.channel === this.#liveChannel && this.#liveChannel !== undefined) {
+        // this connection's own NOTIFY comes back to it: the others are who it was for
+        if (message.processId !== (client as { processID?: number }).processID) {
+          this.#live(message.payload ?? '');
+        }
+        return;
+      }
       if (message.channel !== this.#channel) return;
       const parsed = parseNotice(message.payload);
       if (parsed === undefined) return;
@@ -216,6 +262,9 @@ export class Doorbell {
     try {
       await client.connect();
       await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
+      if (this.#liveChannel !== undefined) {
+        await client.query(`LISTEN ${quoteIdent(this.#liveChannel)}`);
+      }
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -258,6 +307,18 @@ export class Doorbell {
       this.#client = client;
       this.#ring({ kind: 'reconnected' });
       return;
+    }
+  }
+
+  #live(payload: string): void {
+    for (const listener of this.#liveListeners) {
+      try {
+        listener(payload);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
     }
   }
 

@@ -19,6 +19,7 @@ import { CommitPipeline } from './commit-pipeline.js';
 import { type ContextBudget, resolveContextBudget } from './context-budget.js';
 import { Credentials } from './credentials.js';
 import type { ExternalPresenceOptions } from './external-members.js';
+import { type LiveDropReason, LiveRelay, type RemoteMember } from './live-relay.js';
 import { MemberWorkspaces } from './member-workspaces.js';
 import { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';
 import { RunnerPool } from './runner-pool.js';
@@ -77,6 +78,27 @@ export interface OpenTeamOptions {
   };
   /** Where agent events go; defaults to {@link noopEventSink}. */
   events?: EventSink;
+  /**
+   * In a team spread over processes whose log offers a live channel (`log.shared.live`), the live
+   * events of the members this process runs (streamed output, turns, tools, status) are relayed
+   * to the other processes, and theirs are published into `live.sink` with the presence the
+   * team's placement shows (see {@link LiveRelay}). `false` turns the relay off. Default: on.
+   */
+  live?:
+    | false
+    | {
+        /**
+         * Where other processes' live events are published: an observer's sink, such as the event
+         * hub. Default: `events` when it is an event hub (it has `agentStopped`); otherwise they
+         * are published nowhere, since a sink that accounts for this process's work (telemetry
+         * wrapped around the hub) must not take another process's turns as its own: name the hub
+         * here then.
+         */
+        sink?: EventSink | undefined;
+        /** Told about every drop (see {@link LiveDropReason}); for counters. Must not throw. */
+        onDropped?: ((reason: LiveDropReason) => void) | undefined;
+      }
+    | undefined;
   /**
    * Stamps every message queued with its sender's trace context (`QueuedMessage.trace`), e.g. the
    * `traceContext` of `@teamwire/otel`; without it no trace context is asked for or stored.
@@ -247,7 +269,38 @@ function assemble(
   placement: MemberPlacement | undefined,
 ) {
   const { state } = loaded;
-  const events = guardedSink(options.events ?? noopEventSink);
+  const local = guardedSink(options.events ?? noopEventSink);
+  const channel = options.live === false ? undefined : options.log.shared?.live;
+  const liveSink =
+    (options.live === false ? undefined : options.live?.sink) ??
+    (typeof (options.events as { agentStopped?: unknown } | undefined)?.agentStopped === 'function'
+      ? options.events
+      : undefined);
+  const live =
+    channel === undefined
+      ? undefined
+      : new LiveRelay({
+          teamId: options.teamId,
+          channel,
+          sink: liveSink ?? noopEventSink,
+          clock,
+          origin: globalThis.crypto.randomUUID(),
+          runsHere: (name) => {
+            const member = state.memberByName(name);
+            return member !== undefined && (placement?.runsHere(member.id) ?? true);
+          },
+          onDropped: options.live === false ? undefined : options.live?.onDropped,
+        });
+  // the runtime's events reach the local observers, and the other processes through the relay
+  const events: EventSink =
+    live === undefined
+      ? local
+      : {
+          publish(agentName, event) {
+            local.publish(agentName, event);
+            live.offer(agentName, event);
+          },
+        };
   const ids = options.ids ?? ulidIdSource(clock);
   const policy = options.policy ?? defaultTeamPolicy;
   const credentials = new Credentials(state);
@@ -297,7 +350,10 @@ function assemble(
     placement,
     externalPresence: externalPresence(options),
     serveExternal: externalServed(options),
-    placementChanged: () => waiters.recheck(),
+    placementChanged: () => {
+      waiters.recheck();
+      syncLive();
+    },
     gates: options.gates,
   };
   const service = new TeamServiceFacade({
@@ -313,8 +369,20 @@ function assemble(
     waiters,
     placement,
     snapshots,
+    live,
   });
   const { pool } = service;
+  /** Shows the members other processes run, as the team's placement and records show them. */
+  function syncLive(): void {
+    if (live === undefined) return;
+    const remote = new Map<string, RemoteMember>();
+    for (const member of state.members()) {
+      const where = pool.processOf(member.id);
+      if (where === undefined || where.here) continue;
+      remote.set(member.name, { processId: where.processId, status: pool.statusOf(member) });
+    }
+    live.sync(remote);
+  }
   // The one feed, in this order: waiters, then the runners, then snapshots.
   pipeline.follow({ durable: (records) => waiters.push(records) });
   pipeline.follow({
@@ -323,6 +391,7 @@ function assemble(
     broken: (error) => pool.breakDown(error),
   });
   pipeline.follow({ durable: () => snapshots.afterApplied() });
+  if (live !== undefined) pipeline.follow({ durable: () => syncLive() });
   return { service: service as TeamService, pipeline, pool, snapshots };
 }
 
