@@ -141,7 +141,8 @@ describePg('live events across processes on PostgreSQL', () => {
       prompt: 'Hi alice.',
       agentType: 'worker',
     });
-    await eventually(() => observer.hub.isActive('alice'), 'alice active in the observer');
+    await eventually(() => texts(observer.hub, 'alice') === 'alice says 2', "alice's text");
+    expect(observer.hub.isActive('alice')).toBe(true);
     const presence: string[] = [];
     observer.hub.listen(
       (item) => {
@@ -154,8 +155,11 @@ describePg('live events across processes on PostgreSQL', () => {
     await service.dispose();
     await b.store.close();
     await eventually(() => presence.includes('stopped'), 'alice stopped in the observer');
-    const alice = refs.get('alice') as AgentRef;
-    await eventually(() => c.store.placement.runsHere(alice.memberId), 'c to take alice over');
+    const alice = a.service.listMembers(a.service.lead).find((m) => m.name === 'alice');
+    await eventually(
+      () => c.store.placement.runsHere(alice?.memberId ?? ''),
+      'c to take alice over',
+    );
     await a.service.sendMessage(a.service.lead, { to: 'alice', text: 'again' });
     await eventually(
       () => presence.lastIndexOf('started') > presence.indexOf('stopped'),
