@@ -82,7 +82,6 @@ async function relayed(
   const sender = new LiveRelay({
     teamId: team,
     channel: from,
-    sink: createEventHub({ teamId: team }),
     clock: systemClock,
     origin: randomUUID(),
     runsHere: () => true,

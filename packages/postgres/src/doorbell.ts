@@ -70,6 +70,9 @@ export const DEFAULT_POLL_MS = 1000;
  * cluster-wide notification lock until the commit is flushed, so concurrent appends of every
  * team would commit one at a time. Announcements are coalesced: while one is being sent, later
  * appends only raise the seq the next one carries.
+ *
+ * The same connection LISTENs on the team's live channel and sends this process's live batches
+ * there ({@link sendLive}), after any pending announcement: one statement at a time.
  */
 export class Doorbell {
   readonly #config: pg.ClientConfig;
@@ -93,8 +96,8 @@ export class Doorbell {
   /** The team's channel for live events, LISTENed on the same connection; see {@link sendLive}. */
   readonly #liveChannel: string | undefined;
   readonly #liveListeners = new Set<(payload: string) => void>();
-  /** Live payloads handed to the connection and not yet answered. */
-  #liveInFlight = 0;
+  /** Live payloads waiting for the connection, oldest first; sent by the announcing loop. */
+  readonly #liveQueue: string[] = [];
 
   constructor(options: {
     config: pg.ClientConfig;
@@ -151,23 +154,34 @@ export class Doorbell {
   }
 
   async #sendAnnouncements(): Promise<void> {
-    while ((this.#unannounced > 0 || this.#reportUnannounced) && !this.#stop.signal.aborted) {
+    while (
+      (this.#unannounced > 0 || this.#reportUnannounced || this.#liveQueue.length > 0) &&
+      !this.#stop.signal.aborted
+    ) {
       const client = this.#client;
-      // Without a connection, the reconnect will ring everyone anyway.
-      if (client === undefined) return;
+      // Without a connection, the reconnect will ring everyone anyway; live payloads are lost.
+      if (client === undefined) {
+        this.#liveQueue.length = 0;
+        return;
+      }
       let payload: string;
+      let channel = this.#channel;
       if (this.#unannounced > 0) {
         const lastSeq = this.#unannounced;
         this.#unannounced = 0;
         payload = noticePayload({ teamId: this.#teamId, lastSeq, processId: this.#processId });
-      } else {
+      } else if (this.#reportUnannounced) {
         this.#reportUnannounced = false;
         payload = reportPayload(this.#teamId, this.#processId);
+      } else {
+        payload = this.#liveQueue.shift() as string;
+        channel = this.#liveChannel as string;
       }
       try {
-        await client.query('SELECT pg_notify($1, $2)', [this.#channel, payload]);
+        await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
       } catch {
         // The connection is going: its loss is handled by the 'error'/'end' listeners.
+        this.#liveQueue.length = 0;
         return;
       }
     }
@@ -175,22 +189,16 @@ export class Doorbell {
 
   /**
    * NOTIFYs the team's live channel with `payload` (a batch core's relay encoded and bounded) over
-   * the LISTEN connection, never a connection of the appends. Returns false, sending nothing, when
-   * there is no connection or `LIVE_SEND_QUEUE_MAX` payloads are still in flight: live events are
-   * best-effort and a slow connection must not make them pile up.
+   * the LISTEN connection, never a connection of the appends, one statement at a time with the
+   * append notices (which go first). Returns false, sending nothing, when there is no connection
+   * or `LIVE_SEND_QUEUE_MAX` payloads already wait: live events are best-effort and a slow
+   * connection must not make them pile up.
    */
   sendLive(payload: string): boolean {
-    const client = this.#client;
-    const channel = this.#liveChannel;
-    if (channel === undefined || client === undefined || this.#stop.signal.aborted) return false;
-    if (this.#liveInFlight >= LIVE_SEND_QUEUE_MAX) return false;
-    this.#liveInFlight++;
-    client
-      .query('SELECT pg_notify($1, $2)', [channel, payload])
-      .catch(() => undefined) // a lost connection is handled by the 'error'/'end' listeners
-      .finally(() => {
-        this.#liveInFlight--;
-      });
+    if (this.#liveChannel === undefined || this.#client === undefined) return false;
+    if (this.#stop.signal.aborted || this.#liveQueue.length >= LIVE_SEND_QUEUE_MAX) return false;
+    this.#liveQueue.push(payload);
+    this.#startAnnouncing();
     return true;
   }
 

@@ -88,7 +88,7 @@ describePg('live events across processes on PostgreSQL', () => {
       lead: { agentType: 'lead' },
       events: hub,
       idleClaim: false,
-      live: { onDropped },
+      live: { sink: hub, onDropped },
     });
     services.push(service);
     return { store, service, hub };

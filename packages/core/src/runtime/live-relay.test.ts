@@ -263,6 +263,19 @@ describe('LiveRelay: receiving', () => {
   });
 });
 
+describe('LiveRelay: without a sink', () => {
+  it('only sends: it does not listen, and shows no other process’s members', () => {
+    const { relay, clock, wire, published } = makeRelay({ sink: undefined });
+    expect(wire.listeners.size).toBe(0);
+    relay.sync(new Map([['bob', { processId: 'p1', status: 'idle' }]]));
+    relay.offer('alice', { type: 'status', status: 'running' });
+    clock.advance(LIVE_COALESCE_MS);
+    expect(wire.sent).toHaveLength(1);
+    expect(published).toEqual([]);
+    expect(relay.receiving).toBe(false);
+  });
+});
+
 describe('LiveRelay: presence from the placement', () => {
   it('shows a member placed elsewhere, stops it when its process goes, and starts it again on the survivor', () => {
     const clock = createManualClock();

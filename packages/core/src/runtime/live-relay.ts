@@ -107,8 +107,11 @@ export interface LiveRelayOptions {
   teamId: string;
   /** The transport between the team's processes. */
   channel: LiveChannel;
-  /** The local sink (the process's event hub) other processes' events are published into. */
-  sink: EventSink;
+  /**
+   * The local sink (the event hub observers follow) other processes' events are published into.
+   * Without one the relay only sends: it neither listens nor shows other processes' members.
+   */
+  sink?: EventSink | undefined;
   /** Drives the coalescing window and the rate bound. */
   clock: Clock;
   /** Names this relay in its batches, so it ignores its own; unique per process. */
@@ -175,7 +178,15 @@ export class LiveRelay {
 
   constructor(private readonly options: LiveRelayOptions) {
     this.envelopeHead = `{"v":${LIVE_FORMAT_VERSION},"t":${JSON.stringify(options.teamId)},"o":${JSON.stringify(options.origin)},"e":[`;
-    this.unlisten = options.channel.listen((payload) => this.receive(payload));
+    this.unlisten =
+      options.sink === undefined
+        ? () => {}
+        : options.channel.listen((payload) => this.receive(payload));
+  }
+
+  /** True when other processes' events are received (a sink was given). */
+  get receiving(): boolean {
+    return this.options.sink !== undefined;
   }
 
   /** What the relay did so far (a copy). */
@@ -303,7 +314,7 @@ export class LiveRelay {
 
   /** Takes a payload another process sent; publishes its events into the local sink. */
   receive(payload: string): void {
-    if (this.closed) return;
+    if (this.closed || this.options.sink === undefined) return;
     if (typeof payload !== 'string' || utf8Length(payload) > LIVE_BATCH_BYTES_MAX) {
       this.drop('malformed-batch');
       return;
@@ -361,7 +372,7 @@ export class LiveRelay {
    * their runners.
    */
   sync(members: ReadonlyMap<string, RemoteMember>): void {
-    if (this.closed) return;
+    if (this.closed || this.options.sink === undefined) return;
     for (const [name, was] of this.remote) {
       const now = members.get(name);
       if (now === undefined || now.processId !== was.processId) {
@@ -380,9 +391,11 @@ export class LiveRelay {
   }
 
   private stopped(name: string): void {
-    const sink = this.options.sink as EventSink & { agentStopped?: (name: string) => void };
+    const sink = this.options.sink as
+      | (EventSink & { agentStopped?: (name: string) => void })
+      | undefined;
     try {
-      if (typeof sink.agentStopped === 'function') sink.agentStopped(name);
+      if (typeof sink?.agentStopped === 'function') sink.agentStopped(name);
     } catch {
       // observers are best-effort
     }
@@ -390,7 +403,7 @@ export class LiveRelay {
 
   private publish(agent: string, event: AgentEvent): void {
     try {
-      this.options.sink.publish(agent, event);
+      this.options.sink?.publish(agent, event);
     } catch {
       // observers are best-effort
     }

@@ -81,18 +81,18 @@ export interface OpenTeamOptions {
   /**
    * In a team spread over processes whose log offers a live channel (`log.shared.live`), the live
    * events of the members this process runs (streamed output, turns, tools, status) are relayed
-   * to the other processes, and theirs are published into `live.sink` with the presence the
-   * team's placement shows (see {@link LiveRelay}). `false` turns the relay off. Default: on.
+   * to the other processes, and with `live.sink` theirs are published into it with the presence
+   * the team's placement shows (see {@link LiveRelay}). `false` turns the relay off. Default: on,
+   * sending only.
    */
   live?:
     | false
     | {
         /**
-         * Where other processes' live events are published: an observer's sink, such as the event
-         * hub. Default: `events` when it is an event hub (it has `agentStopped`); otherwise they
-         * are published nowhere, since a sink that accounts for this process's work (telemetry
-         * wrapped around the hub) must not take another process's turns as its own: name the hub
-         * here then.
+         * Where other processes' live events are published: the event hub observers (a dashboard)
+         * follow. Without it they are not received. Name it explicitly: a sink that accounts for
+         * this process's own work (a console board, telemetry) must not take another process's
+         * turns as its own, so it is never taken from `events` by default.
          */
         sink?: EventSink | undefined;
         /** Told about every drop (see {@link LiveDropReason}); for counters. Must not throw. */
@@ -271,18 +271,13 @@ function assemble(
   const { state } = loaded;
   const local = guardedSink(options.events ?? noopEventSink);
   const channel = options.live === false ? undefined : options.log.shared?.live;
-  const liveSink =
-    (options.live === false ? undefined : options.live?.sink) ??
-    (typeof (options.events as { agentStopped?: unknown } | undefined)?.agentStopped === 'function'
-      ? options.events
-      : undefined);
   const live =
     channel === undefined
       ? undefined
       : new LiveRelay({
           teamId: options.teamId,
           channel,
-          sink: liveSink ?? noopEventSink,
+          sink: options.live === false ? undefined : options.live?.sink,
           clock,
           origin: globalThis.crypto.randomUUID(),
           runsHere: (name) => {
@@ -374,7 +369,7 @@ function assemble(
   const { pool } = service;
   /** Shows the members other processes run, as the team's placement and records show them. */
   function syncLive(): void {
-    if (live === undefined) return;
+    if (live === undefined || !live.receiving) return;
     const remote = new Map<string, RemoteMember>();
     for (const member of state.members()) {
       const where = pool.processOf(member.id);
