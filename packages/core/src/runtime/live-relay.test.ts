@@ -108,13 +108,7 @@ describe('LiveRelay: sending', () => {
     const { relay, clock, wire } = makeRelay();
     const piece = 'a'.repeat(1000);
     for (let i = 0; i < 10; i++) relay.offer('alice', { type: 'model.text-delta', text: piece });
-    relay.offer('alice', {
-      type: 'tool.result',
-      toolCallId: 'c',
-      toolName: 'read',
-      isError: false,
-      text: 'b'.repeat(LIVE_EVENT_BYTES_MAX),
-    });
+    relay.offer('alice', { type: 'custom', name: 'blob', data: 'b'.repeat(LIVE_EVENT_BYTES_MAX) });
     clock.advance(LIVE_COALESCE_MS);
     const events = wire.sent.flatMap((payload) => decode(payload).e);
     const text = events.map(([, event]) => (event as { text: string }).text).join('');
@@ -127,6 +121,40 @@ describe('LiveRelay: sending', () => {
       expect(utf8Length(payload)).toBeLessThanOrEqual(LIVE_BATCH_BYTES_MAX);
     }
     expect(relay.stats().dropped.oversized).toBe(1);
+  });
+
+  it('cuts the long text of a tool result or a turn’s end to fit, rather than dropping the event', () => {
+    const { relay, clock, wire } = makeRelay();
+    const long = 'é€😀x'.repeat(LIVE_EVENT_BYTES_MAX); // 1 to 4 bytes a character, pairs too
+    relay.offer('alice', {
+      type: 'tool.result',
+      toolCallId: 'c1',
+      toolName: 'read',
+      isError: false,
+      text: long,
+    });
+    relay.offer('alice', { type: 'turn.end', stopReason: 'end_turn', steps: 1, text: long });
+    relay.offer('alice', { type: 'turn.end', stopReason: 'end_turn', steps: 1, text: 'short' });
+    clock.advance(LIVE_COALESCE_MS);
+    const events = wire.sent.flatMap((payload) => decode(payload).e);
+    expect(events).toHaveLength(3);
+    for (const item of events) {
+      expect(utf8Length(JSON.stringify(item))).toBeLessThanOrEqual(LIVE_EVENT_BYTES_MAX);
+    }
+    const [result, end, short] = events.map(([, event]) => event) as unknown as [
+      { text: string; toolCallId: string },
+      { text: string },
+      { text: string },
+    ];
+    expect(result.toolCallId).toBe('c1');
+    for (const cut of [result.text, end.text]) {
+      expect(cut.endsWith('…')).toBe(true);
+      expect(long.startsWith(cut.slice(0, -1))).toBe(true);
+      // most of the room is used
+      expect(utf8Length(cut)).toBeGreaterThan(LIVE_EVENT_BYTES_MAX / 2);
+    }
+    expect(short.text).toBe('short');
+    expect(relay.stats().dropped.oversized).toBe(0);
   });
 
   it('sends at most LIVE_BATCHES_PER_SECOND batches in any second; the rest wait their turn', () => {

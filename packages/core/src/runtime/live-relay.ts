@@ -91,6 +91,34 @@ function liveEvent(value: unknown): AgentEvent | undefined {
   return value as AgentEvent;
 }
 
+/** What a text cut to fit the event bound ends with. */
+const CUT_MARK = '…';
+
+/**
+ * `event` with its long `text` cut so that `[agent, event]` fits `LIVE_EVENT_BYTES_MAX`, for the
+ * events whose text only repeats what observers have (a turn's last text, streamed already) or
+ * what the model reads (a tool's result): dropping them instead would leave a remote observer's
+ * view of the turn or the tool unfinished. A cut text ends with `…`. Costs O(the bound), however
+ * long the text. Other events are returned as they are.
+ */
+function fitted(agent: string, event: AgentEvent): AgentEvent {
+  if (event.type !== 'tool.result' && event.type !== 'turn.end') return event;
+  const head = event.text.slice(0, LIVE_EVENT_BYTES_MAX);
+  const room = LIVE_EVENT_BYTES_MAX - utf8Length(JSON.stringify([agent, { ...event, text: '' }]));
+  if (head === event.text && utf8Length(JSON.stringify(head)) - 2 <= room) return event;
+  const markBytes = utf8Length(CUT_MARK);
+  let keep = Math.max(0, room - markBytes);
+  for (;;) {
+    let text = head.slice(0, keep);
+    // never split a surrogate pair
+    if ((text.charCodeAt(text.length - 1) & 0xfc00) === 0xd800) text = text.slice(0, -1);
+    if (keep === 0 || utf8Length(JSON.stringify(text)) - 2 + markBytes <= room) {
+      return { ...event, text: `${text}${CUT_MARK}` };
+    }
+    keep = Math.floor(keep * 0.8);
+  }
+}
+
 /** One event waiting to be sent, with its JSON once known. */
 interface Queued {
   agent: string;
@@ -143,7 +171,8 @@ export interface RemoteMember {
  * dropped and counted) for `LIVE_COALESCE_MS`, during which consecutive text (or reasoning) deltas
  * of one member merge into one event; then they go in batches of at most `LIVE_BATCH_EVENTS_MAX`
  * events and `LIVE_BATCH_BYTES_MAX` bytes, at most `LIVE_BATCHES_PER_SECOND` batches in any
- * second. An event over `LIVE_EVENT_BYTES_MAX` is dropped and counted. A received payload is
+ * second. The long text of a `tool.result` or `turn.end` is cut to fit `LIVE_EVENT_BYTES_MAX`; any
+ * other event over it is dropped and counted. A received payload is
  * validated: an oversized or malformed batch, or a malformed event in it, is dropped and counted,
  * never thrown.
  *
@@ -222,7 +251,7 @@ export class LiveRelay {
     }
     let json: string;
     try {
-      json = JSON.stringify([agent, event]);
+      json = JSON.stringify([agent, fitted(agent, event)]);
     } catch {
       this.drop('oversized');
       return;
