@@ -198,6 +198,7 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
   if (placement !== undefined) {
     checkPort(placement, 'placement', ['start', 'runsHere', 'candidatesChanged', 'close']);
   }
+  checkLive(options.live);
   if (options.cwd !== undefined && (typeof options.cwd !== 'string' || !isAbsolute(options.cwd))) {
     throw new TeamError('INVALID_ARGUMENT', 'openTeam needs an absolute path as cwd', {
       details: { option: 'cwd' },
@@ -388,6 +389,25 @@ function assemble(
   pipeline.follow({ durable: () => snapshots.afterApplied() });
   if (live !== undefined) pipeline.follow({ durable: () => syncLive() });
   return { service: service as TeamService, pipeline, pool, snapshots };
+}
+
+/** Refuses a `live` option that is neither `false` nor `{ sink?, onDropped? }` of the right kinds. */
+function checkLive(live: OpenTeamOptions['live']): void {
+  if (live === undefined || live === false) return;
+  const sink = (live as { sink?: unknown } | null)?.sink;
+  const onDropped = (live as { onDropped?: unknown } | null)?.onDropped;
+  if (
+    typeof live !== 'object' ||
+    live === null ||
+    (sink !== undefined && typeof (sink as { publish?: unknown } | null)?.publish !== 'function') ||
+    (onDropped !== undefined && typeof onDropped !== 'function')
+  ) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      'live must be false or { sink?: an EventSink, onDropped?: a function }',
+      { details: { option: 'live' } },
+    );
+  }
 }
 
 /** Which external members this process claims, as a predicate over names. */
