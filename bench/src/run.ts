@@ -4,6 +4,7 @@ import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
 import type { Bench, BenchContext } from './context.js';
 import { durableMessagingBench } from './durable-messaging.js';
 import { eventHubBench } from './event-hub.js';
+import { liveEventsBench } from './live-events.js';
 import { opCostBench } from './op-cost.js';
 import { postgresBench } from './postgres.js';
 import { POSTGRES_TEAMMATE_ENV, runPostgresTeammate } from './postgres-teammate.js';
@@ -32,6 +33,7 @@ export const BENCHES: readonly Bench[] = [
   tokenEconomyBench,
   postgresBench,
   telemetryBench,
+  liveEventsBench,
 ];
 
 interface CliOptions {

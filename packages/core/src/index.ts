@@ -36,6 +36,14 @@ export {
   AGENT_TYPE_MAX,
   HANDOVER_WAIT_MS,
   isWithinTextLimit,
+  LIVE_AGENT_NAME_MAX,
+  LIVE_BATCH_BYTES_MAX,
+  LIVE_BATCH_EVENTS_MAX,
+  LIVE_BATCHES_PER_SECOND,
+  LIVE_COALESCE_MS,
+  LIVE_EVENT_BYTES_MAX,
+  LIVE_QUEUE_MAX,
+  LIVE_SEND_QUEUE_MAX,
   MEMBER_COLOR_MAX,
   MEMBER_DESCRIPTION_MAX,
   MEMBER_ERROR_MAX,
@@ -94,6 +102,7 @@ export type {
   PlacementView,
 } from './ports/placement.js';
 export type {
+  LiveChannel,
   SharedTeamLog,
   StoredSnapshot,
   TeamLog,

@@ -120,3 +120,26 @@ export const REBALANCE_PERIOD_LOOKS = 6;
  * before it hands them over anyway (their running turns are then aborted and redone elsewhere).
  */
 export const HANDOVER_WAIT_MS = 30_000;
+/**
+ * Live events relayed between the processes of a team (see `LiveChannel`): one batch's wire text
+ * is at most this many UTF-8 bytes, so it fits a PostgreSQL `NOTIFY` payload (8000 bytes) with
+ * room to spare. A larger batch received from another process is dropped and counted.
+ */
+export const LIVE_BATCH_BYTES_MAX = 7168;
+/** One relayed event (its JSON) is at most this many UTF-8 bytes; a larger one is dropped and counted. */
+export const LIVE_EVENT_BYTES_MAX = 4096;
+/** A relayed batch holds at most this many events. */
+export const LIVE_BATCH_EVENTS_MAX = 64;
+/**
+ * How long a process gathers live events before it sends them as a batch (ms): consecutive text
+ * deltas of one member within it are merged into one event.
+ */
+export const LIVE_COALESCE_MS = 50;
+/** Batches a process sends per second at most; events beyond wait in the queue. */
+export const LIVE_BATCHES_PER_SECOND = 40;
+/** Live events a process holds waiting to be sent; one more is dropped and counted. */
+export const LIVE_QUEUE_MAX = 512;
+/** Batches a live channel holds while one is in flight; one more is dropped. */
+export const LIVE_SEND_QUEUE_MAX = 8;
+/** An agent name in a relayed batch has 1 to this many characters (a member or display name). */
+export const LIVE_AGENT_NAME_MAX = 128;

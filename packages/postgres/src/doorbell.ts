@@ -1,3 +1,4 @@
+import { LIVE_SEND_QUEUE_MAX } from '@teamwire/core';
 import pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { quoteIdent, reconnectBackoff, sleep } from './connection.js';
@@ -69,6 +70,9 @@ export const DEFAULT_POLL_MS = 1000;
  * cluster-wide notification lock until the commit is flushed, so concurrent appends of every
  * team would commit one at a time. Announcements are coalesced: while one is being sent, later
  * appends only raise the seq the next one carries.
+ *
+ * The same connection LISTENs on the team's live channel and sends this process's live batches
+ * there ({@link sendLive}), after any pending announcement: one statement at a time.
  */
 export class Doorbell {
   readonly #config: pg.ClientConfig;
@@ -89,10 +93,16 @@ export class Doorbell {
   /** Whether this process wrote an activity report it has not announced yet. */
   #reportUnannounced = false;
   #announcing: Promise<void> | undefined;
+  /** The team's channel for live events, LISTENed on the same connection; see {@link sendLive}. */
+  readonly #liveChannel: string | undefined;
+  readonly #liveListeners = new Set<(payload: string) => void>();
+  /** Live payloads waiting for the connection, oldest first; sent by the announcing loop. */
+  readonly #liveQueue: string[] = [];
 
   constructor(options: {
     config: pg.ClientConfig;
     channel: string;
+    liveChannel?: string | undefined;
     teamId: string;
     processId: string;
     policy: RetryPolicy;
@@ -101,6 +111,7 @@ export class Doorbell {
     this.#pollMs = options.pollMs;
     this.#config = options.config;
     this.#channel = options.channel;
+    this.#liveChannel = options.liveChannel;
     this.#teamId = options.teamId;
     this.#processId = options.processId;
     this.#policy = options.policy;
@@ -143,26 +154,61 @@ export class Doorbell {
   }
 
   async #sendAnnouncements(): Promise<void> {
-    while ((this.#unannounced > 0 || this.#reportUnannounced) && !this.#stop.signal.aborted) {
+    while (
+      (this.#unannounced > 0 || this.#reportUnannounced || this.#liveQueue.length > 0) &&
+      !this.#stop.signal.aborted
+    ) {
       const client = this.#client;
-      // Without a connection, the reconnect will ring everyone anyway.
-      if (client === undefined) return;
+      // Without a connection, the reconnect will ring everyone anyway; live payloads are lost.
+      if (client === undefined) {
+        this.#liveQueue.length = 0;
+        return;
+      }
       let payload: string;
+      let channel = this.#channel;
       if (this.#unannounced > 0) {
         const lastSeq = this.#unannounced;
         this.#unannounced = 0;
         payload = noticePayload({ teamId: this.#teamId, lastSeq, processId: this.#processId });
-      } else {
+      } else if (this.#reportUnannounced) {
         this.#reportUnannounced = false;
         payload = reportPayload(this.#teamId, this.#processId);
+      } else {
+        payload = this.#liveQueue.shift() as string;
+        channel = this.#liveChannel as string;
       }
       try {
-        await client.query('SELECT pg_notify($1, $2)', [this.#channel, payload]);
+        await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
       } catch {
         // The connection is going: its loss is handled by the 'error'/'end' listeners.
+        this.#liveQueue.length = 0;
         return;
       }
     }
+  }
+
+  /**
+   * NOTIFYs the team's live channel with `payload` (a batch core's relay encoded and bounded) over
+   * the LISTEN connection, never a connection of the appends, one statement at a time with the
+   * append notices (which go first). Returns false, sending nothing, when there is no connection
+   * or `LIVE_SEND_QUEUE_MAX` payloads already wait: live events are best-effort and a slow
+   * connection must not make them pile up.
+   */
+  sendLive(payload: string): boolean {
+    if (this.#liveChannel === undefined || this.#client === undefined) return false;
+    if (this.#stop.signal.aborted || this.#liveQueue.length >= LIVE_SEND_QUEUE_MAX) return false;
+    this.#liveQueue.push(payload);
+    this.#startAnnouncing();
+    return true;
+  }
+
+  /** Calls `listener` with every payload another connection NOTIFYs on the live channel. */
+  listenLive(listener: (payload: string) => void): () => void {
+    const entry = (payload: string) => listener(payload);
+    this.#liveListeners.add(entry);
+    return () => {
+      this.#liveListeners.delete(entry);
+    };
   }
 
   /** Calls `listener` on every ring until the returned function is called. */
@@ -186,6 +232,7 @@ export class Doorbell {
     this.#stop.abort();
     clearInterval(this.#poll);
     this.#listeners.clear();
+    this.#liveListeners.clear();
     const client = this.#client;
     this.#client = undefined;
     await this.#reconnecting;
@@ -201,6 +248,13 @@ export class Doorbell {
     client.on('error', ended);
     client.on('end', ended);
     client.on('notification', (message) => {
+      if (message.channel === this.#liveChannel && this.#liveChannel !== undefined) {
+        // this connection's own NOTIFY comes back to it: the others are who it was for
+        if (message.processId !== (client as { processID?: number }).processID) {
+          this.#live(message.payload ?? '');
+        }
+        return;
+      }
       if (message.channel !== this.#channel) return;
       const parsed = parseNotice(message.payload);
       if (parsed === undefined) return;
@@ -216,6 +270,9 @@ export class Doorbell {
     try {
       await client.connect();
       await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
+      if (this.#liveChannel !== undefined) {
+        await client.query(`LISTEN ${quoteIdent(this.#liveChannel)}`);
+      }
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -258,6 +315,18 @@ export class Doorbell {
       this.#client = client;
       this.#ring({ kind: 'reconnected' });
       return;
+    }
+  }
+
+  #live(payload: string): void {
+    for (const listener of this.#liveListeners) {
+      try {
+        listener(payload);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
     }
   }
 

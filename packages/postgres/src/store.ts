@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { MemberPlacement, SnapshotPolicy, TeamLog, TranscriptStore } from '@teamwire/core';
+import type {
+  LiveChannel,
+  MemberPlacement,
+  SnapshotPolicy,
+  TeamLog,
+  TranscriptStore,
+} from '@teamwire/core';
 import { backoffDelay, checkCapabilities, resolveSnapshotPolicy, TeamError } from '@teamwire/core';
 import pg from 'pg';
 import type { ReconnectOptions, RetryPolicy } from './connection.js';
@@ -7,6 +13,7 @@ import { ConnectError, describeServer, execute, isTransient, unavailable } from 
 import { DEFAULT_POLL_MS, Doorbell } from './doorbell.js';
 import { storageError } from './errors.js';
 import { checkId } from './limits.js';
+import { doorbellLiveChannel, liveChannelOf } from './live.js';
 import { PostgresTeamLog } from './log.js';
 import type { PlacementRuns, ResolvedRuns } from './placement.js';
 import { PostgresPlacement } from './placement.js';
@@ -151,6 +158,7 @@ export async function openPostgresTeamStore(
         doorbell = new Doorbell({
           config: { ...pool.options, application_name: applicationName },
           channel: tables.channel,
+          liveChannel: liveChannelOf(schema, teamId),
           teamId,
           processId,
           policy: settings.reconnect,
@@ -186,6 +194,8 @@ export async function openPostgresTeamStore(
     });
     const context = { pool, tables, teamId, processId, policy: settings.reconnect, placement };
     const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq, settings.snapshots);
+    // The log's shared side gains the live channel here, beside the doorbell it shares.
+    (log.shared as { live?: LiveChannel }).live = doorbellLiveChannel(bell);
     const transcripts = new PostgresTranscriptStore(context);
     let closing: Promise<void> | undefined;
     return {

@@ -133,4 +133,30 @@ export interface SharedTeamLog {
   onAppended(listener: () => void): () => void;
   /** Which members this process runs; `openTeam` uses it unless given its own. */
   readonly placement?: MemberPlacement | undefined;
+  /**
+   * Carries live events (streamed output, turns, tools, status) between the processes of the
+   * team, which the log does not hold. `openTeam` relays through it when present; see
+   * {@link LiveChannel}.
+   */
+  readonly live?: LiveChannel | undefined;
+}
+
+/**
+ * A best-effort broadcast between the processes of one team, for events that are not durable.
+ * It moves opaque text only: core's relay (`openTeam`) decides what goes, gathers and bounds the
+ * batches, encodes them (a versioned format it validates on receipt, at most
+ * `LIVE_BATCH_BYTES_MAX` bytes) and drops what a process sent itself. A payload may be lost (a
+ * dropped connection, a full queue), never altered.
+ */
+export interface LiveChannel {
+  /**
+   * Hands one encoded batch to every other process of the team. Returns at once and never throws:
+   * false when the batch cannot be sent (no connection, too many in flight) and was dropped.
+   */
+  send(payload: string): boolean;
+  /**
+   * Calls `listener` with every payload another process sent on this team's channel, as received
+   * (it may be malformed: the relay validates it). Returns an unsubscribe.
+   */
+  listen(listener: (payload: string) => void): () => void;
 }

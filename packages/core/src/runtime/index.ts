@@ -34,6 +34,13 @@ export {
   INBOX_PAGE_DEFAULT,
   INBOX_PAGE_MAX,
 } from './external-members.js';
+export type {
+  LiveDropReason,
+  LiveRelayOptions,
+  LiveRelayStats,
+  RemoteMember,
+} from './live-relay.js';
+export { isLiveEventType, LIVE_FORMAT_VERSION, LiveRelay } from './live-relay.js';
 export type { OpenTeamOptions } from './open-team.js';
 export { openTeam } from './open-team.js';
 export { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';

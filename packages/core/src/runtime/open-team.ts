@@ -20,6 +20,7 @@ import { CommitPipeline } from './commit-pipeline.js';
 import { type ContextBudget, resolveContextBudget } from './context-budget.js';
 import { Credentials } from './credentials.js';
 import type { ExternalPresenceOptions } from './external-members.js';
+import { type LiveDropReason, LiveRelay, type RemoteMember } from './live-relay.js';
 import { MemberWorkspaces } from './member-workspaces.js';
 import { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';
 import { RunnerPool } from './runner-pool.js';
@@ -78,6 +79,27 @@ export interface OpenTeamOptions {
   };
   /** Where agent events go; defaults to {@link noopEventSink}. */
   events?: EventSink;
+  /**
+   * In a team spread over processes whose log offers a live channel (`log.shared.live`), the live
+   * events of the members this process runs (streamed output, turns, tools, status) are relayed
+   * to the other processes, and with `live.sink` theirs are published into it with the presence
+   * the team's placement shows (see {@link LiveRelay}). `false` turns the relay off. Default: on,
+   * sending only.
+   */
+  live?:
+    | false
+    | {
+        /**
+         * Where other processes' live events are published: the event hub observers (a dashboard)
+         * follow. Without it they are not received. Name it explicitly: a sink that accounts for
+         * this process's own work (a console board, telemetry) must not take another process's
+         * turns as its own, so it is never taken from `events` by default.
+         */
+        sink?: EventSink | undefined;
+        /** Told about every drop (see {@link LiveDropReason}); for counters. Must not throw. */
+        onDropped?: ((reason: LiveDropReason) => void) | undefined;
+      }
+    | undefined;
   /**
    * Stamps every message queued with its sender's trace context (`QueuedMessage.trace`), e.g. the
    * `traceContext` of `@teamwire/otel`; without it no trace context is asked for or stored.
@@ -184,6 +206,7 @@ export async function openTeam(options: OpenTeamOptions): Promise<TeamService> {
   if (placement !== undefined) {
     checkPort(placement, 'placement', ['start', 'runsHere', 'candidatesChanged', 'close']);
   }
+  checkLive(options.live);
   if (options.cwd !== undefined && (typeof options.cwd !== 'string' || !isAbsolute(options.cwd))) {
     throw new TeamError('INVALID_ARGUMENT', 'openTeam needs an absolute path as cwd', {
       details: { option: 'cwd' },
@@ -255,7 +278,33 @@ function assemble(
   placement: MemberPlacement | undefined,
 ) {
   const { state } = loaded;
-  const events = guardedSink(options.events ?? noopEventSink);
+  const local = guardedSink(options.events ?? noopEventSink);
+  const channel = options.live === false ? undefined : options.log.shared?.live;
+  const live =
+    channel === undefined
+      ? undefined
+      : new LiveRelay({
+          teamId: options.teamId,
+          channel,
+          sink: options.live === false ? undefined : options.live?.sink,
+          clock,
+          origin: globalThis.crypto.randomUUID(),
+          runsHere: (name) => {
+            const member = state.memberByName(name);
+            return member !== undefined && (placement?.runsHere(member.id) ?? true);
+          },
+          onDropped: options.live === false ? undefined : options.live?.onDropped,
+        });
+  // the runtime's events reach the local observers, and the other processes through the relay
+  const events: EventSink =
+    live === undefined
+      ? local
+      : {
+          publish(agentName, event) {
+            local.publish(agentName, event);
+            live.offer(agentName, event);
+          },
+        };
   const ids = options.ids ?? ulidIdSource(clock);
   const policy = options.policy ?? defaultTeamPolicy;
   const credentials = new Credentials(state);
@@ -306,7 +355,10 @@ function assemble(
     placement,
     externalPresence: externalPresence(options),
     serveExternal: externalServed(options),
-    placementChanged: () => waiters.recheck(),
+    placementChanged: () => {
+      waiters.recheck();
+      syncLive();
+    },
     gates: options.gates,
   };
   const service = new TeamServiceFacade({
@@ -322,8 +374,20 @@ function assemble(
     waiters,
     placement,
     snapshots,
+    live,
   });
   const { pool } = service;
+  /** Shows the members other processes run, as the team's placement and records show them. */
+  function syncLive(): void {
+    if (live === undefined || !live.receiving) return;
+    const remote = new Map<string, RemoteMember>();
+    for (const member of state.members()) {
+      const where = pool.processOf(member.id);
+      if (where === undefined || where.here) continue;
+      remote.set(member.name, { processId: where.processId, status: pool.statusOf(member) });
+    }
+    live.sync(remote);
+  }
   // The one feed, in this order: waiters, then the runners, then snapshots.
   pipeline.follow({ durable: (records) => waiters.push(records) });
   pipeline.follow({
@@ -332,7 +396,27 @@ function assemble(
     broken: (error) => pool.breakDown(error),
   });
   pipeline.follow({ durable: () => snapshots.afterApplied() });
+  if (live !== undefined) pipeline.follow({ durable: () => syncLive() });
   return { service: service as TeamService, pipeline, pool, snapshots };
+}
+
+/** Refuses a `live` option that is neither `false` nor `{ sink?, onDropped? }` of the right kinds. */
+function checkLive(live: OpenTeamOptions['live']): void {
+  if (live === undefined || live === false) return;
+  const sink = (live as { sink?: unknown } | null)?.sink;
+  const onDropped = (live as { onDropped?: unknown } | null)?.onDropped;
+  if (
+    typeof live !== 'object' ||
+    live === null ||
+    (sink !== undefined && typeof (sink as { publish?: unknown } | null)?.publish !== 'function') ||
+    (onDropped !== undefined && typeof onDropped !== 'function')
+  ) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      'live must be false or { sink?: an EventSink, onDropped?: a function }',
+      { details: { option: 'live' } },
+    );
+  }
 }
 
 /** Which external members this process claims, as a predicate over names. */

@@ -34,6 +34,7 @@ import {
 import type { ChangeWaiters } from './change-waiters.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import type { Credentials } from './credentials.js';
+import type { LiveRelay } from './live-relay.js';
 import { bindMemberService } from './member-service.js';
 import type { RunnerPool } from './runner-pool.js';
 import type {
@@ -98,6 +99,8 @@ export interface TeamServiceParts {
   placement?: MemberPlacement | undefined;
   /** Finishes its write in flight on dispose, before the caller closes the log. */
   snapshots: SnapshotScheduler;
+  /** Relays live events between the team's processes; sends what it holds and stops on dispose. */
+  live?: LiveRelay | undefined;
 }
 
 /**
@@ -119,6 +122,7 @@ export class TeamServiceFacade implements TeamService {
   private readonly waiters: ChangeWaiters;
   private readonly placement: MemberPlacement | undefined;
   private readonly snapshots: SnapshotScheduler;
+  private readonly live: LiveRelay | undefined;
   private readonly views = new Map<string, MemberTeamService>();
   private readonly gates: TeamGates | undefined;
   private disposed: Promise<void> | undefined;
@@ -135,6 +139,7 @@ export class TeamServiceFacade implements TeamService {
     this.waiters = parts.waiters;
     this.placement = parts.placement;
     this.snapshots = parts.snapshots;
+    this.live = parts.live;
     this.gates = parts.gates;
   }
 
@@ -682,6 +687,8 @@ export class TeamServiceFacade implements TeamService {
         .then(async () => {
           this.waiters.finishAll();
           this.pool.releaseIdleWaiters();
+          // the runners' last events go out before the members are handed back
+          this.live?.close();
           await this.placement?.close();
           await this.snapshots.close();
         });
