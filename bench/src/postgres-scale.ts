@@ -374,7 +374,7 @@ export const postgresScaleBench: Bench = {
       const stall =
         stuck === 0
           ? 'every teammate went idle after its spawn prompt'
-          : `${stuck} of ${teammates} teammates never sent the idle notice of their first turn (their reply is in their transcript, no error was reported; none went idle for ${STALL_MS / 1000} s), so round trips go to the ${ready.length} others`;
+          : `${stuck} of ${teammates} teammates never sent the idle notice of their first turn (none went idle for ${STALL_MS / 1000} s after the others), so round trips go to the ${ready.length} others: placement moved them to another process right after that turn, the old process's notice was refused (FENCED) and the new owner has nothing to tell the lead`;
       const note = `lead (its own process) -> teammate in one of ${PROCESSES} forked processes -> lead, sequential, one PostgreSQL team log shared by ${PROCESSES + 1} processes; placed ${placed}; ${exchanges} round trips after ${warmups} warm-ups; ${watch.idle()} teammates idle ${spawnSeconds.toFixed(1)} s after the first spawn; ${stall}`;
       const p50 = percentile(measured, 0.5);
       const p99 = percentile(measured, 0.99);
