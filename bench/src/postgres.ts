@@ -341,6 +341,43 @@ async function bareOptimistic(
 }
 
 /**
+ * A team write queue without the store, at its best: each connection takes the team's turn
+ * (`BEGIN`, a transaction-scoped advisory lock on the team, the rows after the last it saw: one
+ * round trip), then inserts `last + 1` and commits (a second round trip), so no attempt is ever
+ * refused; the lock serializes the turns. The ceiling of any design in which each process decides
+ * its own records against the latest log: one record per commit, one commit at a time.
+ */
+async function bareTurns(
+  scratch: Scratch,
+  clients: readonly pg.Client[],
+  team: string,
+  perClient: number,
+  text: string,
+  processId: string,
+): Promise<number> {
+  const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
+  const start = now();
+  await Promise.all(
+    clients.map(async (client) => {
+      let last = 0;
+      for (let k = 0; k < perClient; k++) {
+        const results = (await client.query(
+          `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended(${literal(team)}, 0));
+           SELECT seq, record FROM ${scratch.bareTable}
+            WHERE team_id = ${literal(team)} AND seq > ${last} ORDER BY seq`,
+        )) as unknown as pg.QueryResult<{ seq: string }>[];
+        last = Number(results[2]?.rows.at(-1)?.seq ?? last) + 1;
+        await client.query(
+          `INSERT INTO ${scratch.bareTable} (team_id, seq, record, process_id, batch_id)
+           VALUES (${literal(team)}, ${last}, ${literal(text)}, ${literal(processId)}, ${literal(randomUUID())}); COMMIT`,
+        );
+      }
+    }),
+  );
+  return (clients.length * perClient * 1000) / (now() - start);
+}
+
+/**
  * `warmups + repeats` rounds of every side, in an order that rotates and flips from round to
  * round (so a slow drift of the machine hits all sides alike); warm-up rounds not kept. Each
  * side returns a rate; the result holds each side's rates.
@@ -725,6 +762,24 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
           processId,
           scratch.channel,
         ),
+      turns: (round) =>
+        bareTurns(
+          scratch,
+          clients,
+          `${team}-t${round}`,
+          sizes.perStore,
+          bareTexts[0] as string,
+          processId,
+        ),
+      serial: (round) =>
+        bareInserts(
+          scratch,
+          [clients[0] as pg.Client],
+          `${team}-s${round}`,
+          slice(round),
+          none,
+          processId,
+        ),
     });
     const perAppend = conflicts / Math.max(1, appends);
     const perStatement = (used - appends) / Math.max(1, conflicts);
@@ -754,6 +809,15 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
         ratioOf: 'store / bare optimistic',
         ratio: median(rates.subject) / median(rates.optimistic),
         note: 'how much of the gap to bare INSERTs is racing for one counter (any optimistic writer pays it) and how much is the store',
+      }),
+      turns: figure({
+        bench: BENCH,
+        name: 'bare turn-taking, 16 connections (diagnostic)',
+        subject: { label: 'bare turns', value: median(rates.turns), unit: 'rows/s' },
+        baseline: { label: 'bare INSERTs', value: median(rates.bare), unit: 'rows/s' },
+        ratioOf: 'turns / bare',
+        ratio: median(rates.turns) / median(rates.bare),
+        note: `a team write queue at its best, without the store: each of 16 connections takes the team's turn (BEGIN, advisory lock on the team, the rows after the last it saw), inserts the next seq and commits, never refused; one connection inserting the same rows alone, one after the other: ${formatRate(median(rates.serial))} rows/s (${(median(rates.serial) / median(rates.bare)).toFixed(2)}x). Writers that each decide their own records against the log commit one record at a time whichever way they queue: this row and the lone writer bound them, far below 16 connections whose commits share WAL flushes`,
       }),
       notify: figure({
         bench: BENCH,
@@ -1119,7 +1183,7 @@ export const postgresBench: Bench = {
       figures.push(await singleWriter(scratch, sizes, say));
       figures.push(await oneProcessCallers(scratch, sizes, say));
       const many = await sixteenStores(scratch, sizes, say);
-      figures.push(many.figure, many.conflicts, many.optimistic, many.notify);
+      figures.push(many.figure, many.conflicts, many.optimistic, many.turns, many.notify);
       figures.push(...(await crossProcess(scratch, sizes, say)));
     } finally {
       await scratch.cleanup();

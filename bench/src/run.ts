@@ -7,6 +7,7 @@ import { eventHubBench } from './event-hub.js';
 import { liveEventsBench } from './live-events.js';
 import { opCostBench } from './op-cost.js';
 import { postgresBench } from './postgres.js';
+import { POSTGRES_SCALE_ENV, postgresScaleBench, runScaleProcess } from './postgres-scale.js';
 import { POSTGRES_TEAMMATE_ENV, runPostgresTeammate } from './postgres-teammate.js';
 import { replayBench } from './replay.js';
 import {
@@ -32,6 +33,7 @@ export const BENCHES: readonly Bench[] = [
   scaleBench,
   tokenEconomyBench,
   postgresBench,
+  postgresScaleBench,
   telemetryBench,
   liveEventsBench,
 ];
@@ -197,9 +199,16 @@ async function main(): Promise<number> {
   return failures.length > 0 ? 1 : 0;
 }
 
-if (process.env[POSTGRES_TEAMMATE_ENV] === '1') {
-  // The other process of the `postgres` benchmark's cross-process delivery, forked by it.
-  runPostgresTeammate().then(
+const child =
+  process.env[POSTGRES_TEAMMATE_ENV] === '1'
+    ? runPostgresTeammate
+    : process.env[POSTGRES_SCALE_ENV] === '1'
+      ? runScaleProcess
+      : undefined;
+if (child !== undefined) {
+  // The other process of the `postgres` benchmark's cross-process delivery, or one of the
+  // teammate processes of `postgres-scale`, forked by them.
+  child().then(
     (code) => {
       process.exitCode = code;
       if (process.connected) process.disconnect();
