@@ -124,6 +124,9 @@ export const serveCommand: CliCommand = {
         lead: { agentType: lead.agentType },
         cwd: io.cwd,
         events: telemetry.events(hub),
+        // members running in other processes of a shared team: their live output and presence
+        // reach the page too (telemetry counts only this process's own work)
+        live: { sink: hub },
         ...telemetry.teamOptions,
         // every external member's client connects here: the MCP members and the person at the
         // dashboard, spawned as the operator on the page's first action
