@@ -243,6 +243,11 @@ export class TaskBoard {
       }
     }
     if (previous !== undefined && sameSet(previous, seen)) return undefined;
+    // A cycle through this task needs a task blocked by it: its last edge ends here. A new task,
+    // or one nothing depends on (most of a board), closes none, so no walk of its blockers is due.
+    // Every task such a walk reaches is non-deleted (a blocker is never deleted while named), so
+    // the index of non-deleted dependents answers exactly.
+    if ((this.dependents.get(taskId)?.size ?? 0) === 0) return undefined;
     const cycle = this.findPath(blockedBy, taskId);
     if (cycle !== undefined) {
       return {
