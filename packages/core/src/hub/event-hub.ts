@@ -291,9 +291,10 @@ class Hub implements EventHub {
 
   private dispatch(item: HubEvent | HubPresenceEvent): void {
     const subscribers = this.subscribers;
+    const isEvent = item.type === 'event';
     for (let i = 0; i < subscribers.length; i++) {
       const subscriber = subscribers[i] as Subscription;
-      if (!matches(subscriber.filter, item)) continue;
+      if (!(isEvent && subscriber.allEvents) && !matches(subscriber.filter, item)) continue;
       try {
         subscriber.push(item);
       } catch (error) {

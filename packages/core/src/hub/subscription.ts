@@ -57,8 +57,26 @@ const QUEUE_KEPT_CAPACITY = 1024;
  * consumer. Pulls are serialized, so concurrent `next()` calls see items in order.
  */
 export class Subscription implements HubSubscription {
-  readonly filter: ItemFilter;
+  // The fields `push` reads come first, so they share the object's first cache lines.
+  /** `filter.allEvents`, kept on the subscription so publish reads one object per subscriber. */
+  readonly allEvents: boolean;
+  private isClosed = false;
+  /** Set by the hub's close: deliver what is buffered, then end. */
+  private ending = false;
+  private count = 0;
   private readonly bufferSize: number;
+  private head = 0;
+  private mask = QUEUE_MIN_CAPACITY - 1;
+  /**
+   * The live queue: a ring whose capacity is a power of two, grown by doubling as items arrive
+   * (never past the first power of two that holds `bufferSize`) and let go of once drained while
+   * large. Its slots are reused from one publish to the next, so a steady stream allocates nothing.
+   */
+  private slots: (LiveItem | undefined)[] = new Array<LiveItem | undefined>(QUEUE_MIN_CAPACITY);
+  private wake: (() => void) | undefined;
+  private pendingLost = 0;
+  private totalLost = 0;
+  readonly filter: ItemFilter;
   private readonly teamId: string;
   private readonly log: TeamLog | undefined;
   private readonly onError: (error: unknown) => void;
@@ -66,21 +84,6 @@ export class Subscription implements HubSubscription {
   private prelude: PreludeEntry[] | undefined;
   private resolved: HubItem[] | undefined;
   private preludeIndex = 0;
-  /**
-   * The live queue: a ring whose capacity is a power of two, grown by doubling as items arrive
-   * (never past the first power of two that holds `bufferSize`) and let go of once drained while
-   * large. Its slots are reused from one publish to the next, so a steady stream allocates nothing.
-   */
-  private slots: (LiveItem | undefined)[] = new Array<LiveItem | undefined>(QUEUE_MIN_CAPACITY);
-  private mask = QUEUE_MIN_CAPACITY - 1;
-  private head = 0;
-  private count = 0;
-  private pendingLost = 0;
-  private totalLost = 0;
-  private isClosed = false;
-  /** Set by the hub's close: deliver what is buffered, then end. */
-  private ending = false;
-  private wake: (() => void) | undefined;
   private tail: Promise<unknown> = Promise.resolve();
   private readonly replayAbort = new AbortController();
 
@@ -94,6 +97,7 @@ export class Subscription implements HubSubscription {
     detach: (subscription: Subscription) => void;
   }) {
     this.filter = options.filter;
+    this.allEvents = options.filter.allEvents;
     this.bufferSize = options.bufferSize;
     this.teamId = options.teamId;
     this.log = options.log;
