@@ -80,9 +80,13 @@ interface Plan {
   reopen: boolean;
 }
 
-const MIX_LABEL: Record<LogMix, string> = { tasks: 'task mix', chat: 'chat mix' };
+const MIX_LABEL: Record<LogMix, string> = {
+  tasks: 'task mix',
+  chat: 'chat mix',
+  board: 'board mix',
+};
 
-/** Every size for both mixes; the informational rows of the chat mix stop at 10^5. */
+/** Every size for every mix; the informational rows of the chat and board mixes stop at 10^5. */
 function plansFor(quick: boolean): Plan[] {
   const sizes = quick
     ? [
@@ -94,7 +98,7 @@ function plansFor(quick: boolean): Plan[] {
         { size: 100_000, repeats: 5, warmups: 1 },
         { size: 1_000_000, repeats: 3, warmups: 1 },
       ];
-  return (['tasks', 'chat'] as const).flatMap((mix) =>
+  return (['tasks', 'chat', 'board'] as const).flatMap((mix) =>
     sizes.map((size) => {
       const extras = mix === 'tasks' || size.size <= 100_000;
       return { mix, ...size, foldOnly: extras, reopen: extras };
@@ -110,7 +114,7 @@ function plansFor(quick: boolean): Plan[] {
  */
 export const replayBench: Bench = {
   name: 'replay',
-  title: 'foldTeam over 10^4..10^6-record logs vs bare JSON.parse of the same lines',
+  title: 'foldTeam over 10^4..10^6-record logs of three mixes vs bare JSON.parse of the same lines',
   async run({ quick, log: say }) {
     const plans = plansFor(quick);
     const figures: Figure[] = [];
@@ -122,7 +126,8 @@ export const replayBench: Bench = {
       const records = stats.records;
       const mib = log.bytes.length / 2 ** 20;
       const messages = stats.byType['message.queued'] + stats.byType['message.delivered'];
-      const mixNote = `${Math.round((100 * messages) / records)}% message records, ${stats.members} members, ${stats.tasks} tasks, ${Math.round(log.bytes.length / records)} bytes per line`;
+      const taskShare = Math.round((100 * stats.byType.task) / records);
+      const mixNote = `${Math.round((100 * messages) / records)}% message records, ${taskShare}% task records, ${stats.members} members, ${stats.tasks} tasks, ${Math.round(log.bytes.length / records)} bytes per line`;
       say(`replay: ${records} records, ${mib.toFixed(1)} MiB; parse+validate+fold vs parse`);
       const current = log;
       const full = await pairedRuns({

@@ -28,10 +28,12 @@ export interface LogStats {
 
 /**
  * What a generated log is made of: `tasks`, a small team working through the task board (about
- * ten records per task, messages of a few hundred ASCII characters), or `chat`, a large team that
- * mostly talks (long message bodies with non-ASCII text and JSON escapes, few tasks).
+ * ten records per task, messages of a few hundred ASCII characters), `chat`, a large team that
+ * mostly talks (long message bodies with non-ASCII text and JSON escapes, few tasks), or `board`,
+ * a large team with a high turnover that coordinates through the board alone (tasks with several
+ * blockers, reassigned and reopened; only control mail).
  */
-export type LogMix = 'tasks' | 'chat';
+export type LogMix = 'tasks' | 'chat' | 'board';
 
 /** Options of {@link generateTeamLog}. */
 export interface GenerateOptions {
@@ -40,9 +42,12 @@ export interface GenerateOptions {
   /** The record mix (default `tasks`). */
   mix?: LogMix;
   seed?: number;
-  /** Live teammates at any time (default 6 for `tasks`, 16 for `chat`). */
+  /** Live teammates at any time (default 6 for `tasks`, 16 for `chat`, 48 for `board`). */
   teammates?: number;
-  /** Work cycles a teammate serves before it is retired and replaced (default 1000). */
+  /**
+   * Work cycles between two retirements (default 1000; 20 for `board`, where one teammate is
+   * retired and replaced every 20 cycles).
+   */
   cyclesPerTeammate?: number;
 }
 
@@ -74,6 +79,7 @@ export function generateTeamLog(
   onRecord: (record: TeamRecord) => void,
 ): LogStats {
   if (options.mix === 'chat') return generateChatLog(options, onRecord);
+  if (options.mix === 'board') return generateBoardLog(options, onRecord);
   const random = createRandom(options.seed ?? 0x7ea3);
   let time = Date.UTC(2026, 0, 5, 9, 0, 0);
   const clock: Clock = { now: () => time, setTimer: () => () => {} };
@@ -443,6 +449,231 @@ function generateChatLog(
   }
   while (pending.length > 0) deliverOldest();
   return stats;
+}
+
+/** Non-deleted tasks the `board` mix keeps on its board (old completed ones are deleted). */
+const BOARD_TASKS = 200;
+/** Tasks the `board` mix's lead keeps filed ahead of the work. */
+const BOARD_BACKLOG = 6;
+/** Recently created tasks a new `board` task may be blocked by. */
+const BLOCKER_WINDOW = 12;
+
+/**
+ * The `board` mix: a team of `teammates` (default 48, limits raised to hold them) that
+ * coordinates through the task board and sends no chat. A cycle: the lead files a task blocked
+ * by zero to three of the last dozen tasks (most by at least one), and sometimes rewires the
+ * blockers of a pending one (`set_dependencies`); the oldest open task goes to a teammate, by a
+ * claim or by the lead's `reassign`; it is often reassigned to another teammate, or released by
+ * its owner and claimed by another, before its owner completes it; some completed tasks are
+ * reopened and completed again; the worker's idle notification (empty) is queued and delivered.
+ * Every `cyclesPerTeammate` cycles (default 20) a teammate is retired (its shutdown request
+ * queued and delivered) and a new one spawned with a one-sentence brief, so the roster ends up
+ * holding thousands of retired members. The oldest completed task is deleted whenever more than 200
+ * are on the board, after the lead drops it from the blockers of the tasks that still name it. Tasks are worked in creation order, so a task's blockers are
+ * complete when its turn comes; the log ends between cycles with no mail pending and every task
+ * completed or deleted.
+ */
+function generateBoardLog(
+  options: GenerateOptions,
+  onRecord: (record: TeamRecord) => void,
+): LogStats {
+  const random = createRandom(options.seed ?? 0xb0a2);
+  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
+  const clock: Clock = { now: () => time, setTimer: () => () => {} };
+  const ids = createUlidLike(random, () => time);
+  const teammateCount = options.teammates ?? 48;
+  const state = new TeamState({
+    teamId: BENCH_TEAM_ID,
+    clock,
+    limits: { maxMembers: teammateCount + 1 },
+  });
+  const stats: LogStats = {
+    records: 0,
+    bytes: 0,
+    byType: noRecords(),
+    members: 0,
+    tasks: 0,
+    messages: 0,
+  };
+  const emit = (record: TeamRecord) => {
+    stats.records++;
+    stats.byType[record.type]++;
+    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
+    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
+    if (record.type === 'message.queued') stats.messages++;
+    time += random.int(5, 4000);
+    onRecord(record);
+  };
+  const leadId = BENCH_TEAM_ID;
+  for (const record of state.createLead({
+    id: leadId,
+    agentType: LEAD_TYPE,
+    provider: 'scripted:scripted-1',
+    description: 'Plans the work and reviews what the team hands in.',
+  })) {
+    emit(record);
+  }
+  const sendAndDeliver = (
+    from: string,
+    to: string,
+    kind: 'message' | 'idle_notification' | 'shutdown_request',
+    text: string,
+  ) => {
+    const record = state.queueMessage({
+      id: ids.next(),
+      senderId: from,
+      targetId: to,
+      kind,
+      delivery: 'wakeup',
+      content: text === '' ? [] : textContent(text),
+    });
+    emit(record);
+    emit(state.markDelivered({ messageId: record.message.id }));
+  };
+  let spawned = 0;
+  const spawn = (): Member => {
+    spawned++;
+    const id = ids.next();
+    emit(
+      state.spawnMember(leadId, {
+        id,
+        name: `builder-${spawned}`,
+        description: `Builds and tests area ${spawned % 13}.`,
+        agentType: WORKER_TYPE,
+        provider: 'scripted:scripted-1',
+        context: 'fresh',
+        color: COLORS[spawned % COLORS.length] as string,
+      }),
+    );
+    sendAndDeliver(leadId, id, 'message', `Take tasks from the board in area ${spawned % 13}.`);
+    emit(state.setMemberPhase(id, 'active'));
+    return state.member(id) as Member;
+  };
+  const teammates: Member[] = [];
+  for (let i = 0; i < teammateCount; i++) teammates.push(spawn());
+  const cyclesPerTeammate = options.cyclesPerTeammate ?? 20;
+  /** Tasks not yet worked on, oldest first. */
+  const open: string[] = [];
+  /** Tasks created lately, newest last: the blockers new tasks choose from. */
+  const recent: string[] = [];
+  const completed: string[] = [];
+  /** Tasks not deleted, in creation order. */
+  const onBoard = new Set<string>();
+  const other = (member: Member) => {
+    let next = random.pick(teammates);
+    while (next.id === member.id) next = random.pick(teammates);
+    return next;
+  };
+  let cycle = 0;
+  while (stats.records < options.records || open.length > 0) {
+    cycle++;
+    if (cycle % cyclesPerTeammate === 0) {
+      const leaving = teammates.shift() as Member;
+      sendAndDeliver(leadId, leaving.id, 'shutdown_request', '');
+      for (const record of state.releaseTasksOf(leaving.id)) emit(record);
+      emit(state.setMemberPhase(leaving.id, 'retired'));
+      teammates.push(spawn());
+    }
+    while (open.length < BOARD_BACKLOG && stats.records < options.records) {
+      const candidates = recent.filter((id) => state.task(id)?.status !== 'deleted');
+      const blockedBy: string[] = [];
+      for (let n = random.chance(0.8) ? random.int(1, 3) : 0; n > 0; n--) {
+        const blocker = random.pick(candidates);
+        if (blocker !== undefined && !blockedBy.includes(blocker)) blockedBy.push(blocker);
+      }
+      const created = state.createTask(leadId, {
+        subject: prose(random, random.int(20, 70)).slice(0, 200),
+        description: prose(random, random.int(40, 240)),
+        blockedBy,
+        writeScopes: random.chance(0.5) ? [random.pick(SCOPES)] : [],
+      });
+      emit(created);
+      onBoard.add(created.task.id);
+      open.push(created.task.id);
+      recent.push(created.task.id);
+      if (recent.length > BLOCKER_WINDOW) recent.shift();
+    }
+    // Now and then the lead rewires the blockers of a waiting task, to tasks older than it.
+    if (open.length > 1 && random.chance(0.3)) {
+      const rewired = random.pick(open.slice(1));
+      const older = recent.filter(
+        (id) => taskNumber(id) < taskNumber(rewired) && state.task(id)?.status !== 'deleted',
+      );
+      const blockedBy: string[] = [];
+      for (let n = random.int(0, 3); n > 0 && older.length > 0; n--) {
+        const blocker = random.pick(older);
+        if (!blockedBy.includes(blocker)) blockedBy.push(blocker);
+      }
+      emit(
+        state.updateTask(leadId, {
+          taskId: rewired,
+          action: { type: 'set_dependencies', blockedBy },
+        }),
+      );
+    }
+    const taskId = open.shift() as string;
+    let owner = random.pick(teammates);
+    emit(
+      random.chance(0.5)
+        ? state.updateTask(owner.id, { taskId, action: { type: 'claim' } })
+        : state.updateTask(leadId, { taskId, action: { type: 'reassign', ownerId: owner.id } }),
+    );
+    for (let moves = random.chance(0.6) ? random.int(1, 3) : 0; moves > 0; moves--) {
+      const next = other(owner);
+      if (random.chance(0.7)) {
+        emit(state.updateTask(leadId, { taskId, action: { type: 'reassign', ownerId: next.id } }));
+      } else {
+        emit(state.updateTask(owner.id, { taskId, action: { type: 'release' } }));
+        emit(state.updateTask(next.id, { taskId, action: { type: 'claim' } }));
+      }
+      owner = next;
+    }
+    emit(state.updateTask(owner.id, { taskId, action: { type: 'complete' } }));
+    if (random.chance(0.1)) {
+      emit(state.updateTask(leadId, { taskId, action: { type: 'reopen' } }));
+      emit(state.updateTask(owner.id, { taskId, action: { type: 'complete' } }));
+    }
+    sendAndDeliver(owner.id, leadId, 'idle_notification', '');
+    completed.push(taskId);
+    while (state.taskCount() > BOARD_TASKS) {
+      deleteUnblocking(state, leadId, completed, onBoard, emit);
+    }
+  }
+  return stats;
+}
+
+/**
+ * Deletes the oldest completed task; first, the lead drops it from the blockers of every task
+ * that still depends on it (`set_dependencies`), as a lead clearing finished work does.
+ */
+function deleteUnblocking(
+  state: TeamState,
+  leadId: string,
+  completed: string[],
+  onBoard: Set<string>,
+  emit: (record: TeamRecord) => void,
+): void {
+  const taskId = completed.shift() as string;
+  onBoard.delete(taskId);
+  for (const id of onBoard) {
+    const dependent = state.task(id);
+    if (dependent === undefined || !dependent.blockedBy.includes(taskId)) continue;
+    emit(
+      state.updateTask(leadId, {
+        taskId: dependent.id,
+        action: {
+          type: 'set_dependencies',
+          blockedBy: dependent.blockedBy.filter((id) => id !== taskId),
+        },
+      }),
+    );
+  }
+  emit(state.updateTask(leadId, { taskId, action: { type: 'delete' } }));
+}
+
+/** The number of a `task-<n>` id. */
+function taskNumber(id: string): number {
+  return Number(id.slice('task-'.length));
 }
 
 /** A generated log as JSONL bytes, exactly as the JSONL store keeps it on disk. */

@@ -4,7 +4,13 @@ import type { AgentEvent, MemberStatus } from '../ports/events.js';
 import type { TeamLog } from '../ports/team-log.js';
 import { DisplayNames } from './display-names.js';
 import { Ring } from './ring.js';
-import { type ItemFilter, matches, type PreludeEntry, Subscription } from './subscription.js';
+import {
+  type ItemFilter,
+  itemFilter,
+  matches,
+  type PreludeEntry,
+  Subscription,
+} from './subscription.js';
 import type {
   AgentPresence,
   DisplayNameLease,
@@ -45,6 +51,8 @@ interface AgentState {
   evicted: Ring<EvictedEvent>;
   /** The highest seq of this agent the hub no longer remembers at all (0: none). */
   horizon: number;
+  /** The skeleton `evicted` last let go of, reused for the next one. */
+  spare: EvictedEvent | undefined;
 }
 
 interface Listener {
@@ -155,7 +163,18 @@ class Hub implements EventHub {
       );
       return;
     }
-    this.serialize(() => this.doPublish(agentName, event));
+    if (this.dispatching) {
+      this.deferred.push(() => this.doPublish(agentName, event));
+      return;
+    }
+    // The common case of `serialize`, without a closure per event.
+    this.dispatching = true;
+    try {
+      this.doPublish(agentName, event);
+    } catch (error) {
+      this.report(error);
+    }
+    this.runDeferred();
   }
 
   agentStopped(agentName: string): void {
@@ -176,11 +195,16 @@ class Hub implements EventHub {
       return;
     }
     this.dispatching = true;
+    this.guarded(change);
+    this.runDeferred();
+  }
+
+  /** Runs what listeners deferred during a dispatch, then ends the dispatch. */
+  private runDeferred(): void {
     try {
-      this.guarded(change);
       for (let i = 0; i < this.deferred.length; i++) this.guarded(this.deferred[i]!);
     } finally {
-      this.deferred = [];
+      if (this.deferred.length > 0) this.deferred = [];
       this.dispatching = false;
     }
   }
@@ -211,9 +235,15 @@ class Hub implements EventHub {
     state.events++;
     const out = state.ring.push(item);
     if (out !== undefined) {
-      const logSeq = out.event.type === 'record' ? out.event.record.seq : 0;
-      const forgotten = state.evicted.push({ seq: out.seq, at: out.at, logSeq });
+      // Once the evicted ring is full too, each push returns the skeleton it forgot; that object
+      // holds the next one, so a long stream allocates no skeletons.
+      const skeleton = state.spare ?? { seq: 0, at: 0, logSeq: 0 };
+      skeleton.seq = out.seq;
+      skeleton.at = out.at;
+      skeleton.logSeq = out.event.type === 'record' ? out.event.record.seq : 0;
+      const forgotten = state.evicted.push(skeleton);
       if (forgotten !== undefined) state.horizon = forgotten.seq;
+      state.spare = forgotten;
     }
     if (event.type === 'record' && event.record.type === 'member') {
       this.memberNames.add(event.record.member.name);
@@ -235,6 +265,7 @@ class Hub implements EventHub {
         ring: new Ring(this.historySize),
         evicted: new Ring(this.resumeWindow),
         horizon: 0,
+        spare: undefined,
       };
       this.agents.set(name, state);
     }
@@ -259,14 +290,18 @@ class Hub implements EventHub {
   }
 
   private dispatch(item: HubEvent | HubPresenceEvent): void {
-    for (const subscriber of this.subscribers) {
-      if (!matches(subscriber.filter, item)) continue;
+    const subscribers = this.subscribers;
+    const isEvent = item.type === 'event';
+    for (let i = 0; i < subscribers.length; i++) {
+      const subscriber = subscribers[i] as Subscription;
+      if (!(isEvent && subscriber.allEvents) && !matches(subscriber.filter, item)) continue;
       try {
         subscriber.push(item);
       } catch (error) {
         this.report(error);
       }
     }
+    if (this.listeners.length === 0) return;
     for (const listener of this.listeners) {
       if (listener.removed || !matches(listener.filter, item)) continue;
       try {
@@ -292,11 +327,11 @@ class Hub implements EventHub {
     if (fromSeq !== undefined && afterSeq !== undefined) {
       throw new TeamError('INVALID_ARGUMENT', 'pass fromSeq or afterSeq, not both');
     }
-    const filter: ItemFilter = {
-      agents: agentFilter(options.agent),
-      events: options.events ?? true,
-      presence: options.presence ?? false,
-    };
+    const filter = itemFilter(
+      agentFilter(options.agent),
+      options.events ?? true,
+      options.presence ?? false,
+    );
     const selected =
       filter.agents === undefined
         ? [...this.agents.values()]
@@ -400,11 +435,11 @@ class Hub implements EventHub {
     if (this.isClosed) throw new TeamError('DISPOSED', 'the event hub is closed');
     const entry: Listener = {
       fn: listener,
-      filter: {
-        agents: agentFilter(options.agent),
-        events: options.events ?? true,
-        presence: options.presence ?? false,
-      },
+      filter: itemFilter(
+        agentFilter(options.agent),
+        options.events ?? true,
+        options.presence ?? false,
+      ),
       removed: false,
     };
     this.listeners = [...this.listeners, entry];

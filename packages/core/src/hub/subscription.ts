@@ -25,15 +25,31 @@ export interface ItemFilter {
   agents: ReadonlySet<string> | undefined;
   events: boolean;
   presence: boolean;
+  /** `events` with no agent filter: every event passes (the check publish makes most). */
+  allEvents: boolean;
+}
+
+/** The filter of a subscriber or listener; `agents` undefined means every agent. */
+export function itemFilter(
+  agents: ReadonlySet<string> | undefined,
+  events: boolean,
+  presence: boolean,
+): ItemFilter {
+  return { agents, events, presence, allEvents: events && agents === undefined };
 }
 
 /** True when `item` (a live event or transition) passes `filter`. */
 export function matches(filter: ItemFilter, item: LiveItem): boolean {
+  if (item.type === 'event' && filter.allEvents) return true;
   if (item.type === 'event' ? !filter.events : !filter.presence) return false;
   return filter.agents === undefined || filter.agents.has(item.agent);
 }
 
 const DONE: IteratorResult<HubItem> = { done: true, value: undefined };
+/** Slots a live queue starts with (a power of two). */
+const QUEUE_MIN_CAPACITY = 16;
+/** The largest live queue kept once drained; a larger one is released (a power of two). */
+const QUEUE_KEPT_CAPACITY = 1024;
 
 /**
  * One subscriber: a prelude (snapshot, history, log replay) followed by a bounded live queue.
@@ -41,8 +57,26 @@ const DONE: IteratorResult<HubItem> = { done: true, value: undefined };
  * consumer. Pulls are serialized, so concurrent `next()` calls see items in order.
  */
 export class Subscription implements HubSubscription {
-  readonly filter: ItemFilter;
+  // The fields `push` reads come first, so they share the object's first cache lines.
+  /** `filter.allEvents`, kept on the subscription so publish reads one object per subscriber. */
+  readonly allEvents: boolean;
+  private isClosed = false;
+  /** Set by the hub's close: deliver what is buffered, then end. */
+  private ending = false;
+  private count = 0;
   private readonly bufferSize: number;
+  private head = 0;
+  private mask = QUEUE_MIN_CAPACITY - 1;
+  /**
+   * The live queue: a ring whose capacity is a power of two, grown by doubling as items arrive
+   * (never past the first power of two that holds `bufferSize`) and let go of once drained while
+   * large. Its slots are reused from one publish to the next, so a steady stream allocates nothing.
+   */
+  private slots: (LiveItem | undefined)[] = new Array<LiveItem | undefined>(QUEUE_MIN_CAPACITY);
+  private wake: (() => void) | undefined;
+  private pendingLost = 0;
+  private totalLost = 0;
+  readonly filter: ItemFilter;
   private readonly teamId: string;
   private readonly log: TeamLog | undefined;
   private readonly onError: (error: unknown) => void;
@@ -50,14 +84,6 @@ export class Subscription implements HubSubscription {
   private prelude: PreludeEntry[] | undefined;
   private resolved: HubItem[] | undefined;
   private preludeIndex = 0;
-  private queue: (LiveItem | undefined)[] = [];
-  private queueHead = 0;
-  private pendingLost = 0;
-  private totalLost = 0;
-  private isClosed = false;
-  /** Set by the hub's close: deliver what is buffered, then end. */
-  private ending = false;
-  private wake: (() => void) | undefined;
   private tail: Promise<unknown> = Promise.resolve();
   private readonly replayAbort = new AbortController();
 
@@ -71,6 +97,7 @@ export class Subscription implements HubSubscription {
     detach: (subscription: Subscription) => void;
   }) {
     this.filter = options.filter;
+    this.allEvents = options.filter.allEvents;
     this.bufferSize = options.bufferSize;
     this.teamId = options.teamId;
     this.log = options.log;
@@ -89,7 +116,7 @@ export class Subscription implements HubSubscription {
   }
 
   get buffered(): number {
-    return this.queue.length - this.queueHead;
+    return this.count;
   }
 
   /**
@@ -99,36 +126,70 @@ export class Subscription implements HubSubscription {
    */
   push(item: LiveItem): void {
     if (this.isClosed || this.ending) return;
-    if (this.buffered >= this.bufferSize) this.dropOne();
-    this.queue.push(item);
+    if (this.count >= this.bufferSize) {
+      const oldest = this.head;
+      if (this.slots[oldest]?.type === 'presence') this.dropOne();
+      else {
+        // The common overflow: the oldest item is an event, and it goes.
+        this.slots[oldest] = undefined;
+        this.head = (oldest + 1) & this.mask;
+        this.count--;
+        this.pendingLost++;
+        this.totalLost++;
+      }
+    } else if (this.count === this.slots.length) this.grow();
+    this.slots[(this.head + this.count) & this.mask] = item;
+    this.count++;
     const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
+    if (wake !== undefined) {
+      this.wake = undefined;
+      wake();
+    }
   }
 
+  /** Doubles the ring, laying its items out from slot 0. */
+  private grow(): void {
+    const slots = new Array<LiveItem | undefined>(this.slots.length * 2);
+    for (let i = 0; i < this.count; i++) slots[i] = this.slots[(this.head + i) & this.mask];
+    this.slots = slots;
+    this.mask = slots.length - 1;
+    this.head = 0;
+  }
+
+  /** Drops the oldest agent event (the oldest item when only presence is queued). */
   private dropOne(): void {
-    let index = this.queueHead;
-    while (index < this.queue.length && this.queue[index]?.type === 'presence') index++;
-    if (index >= this.queue.length) index = this.queueHead;
-    if (index === this.queueHead) this.shift();
-    else this.queue.splice(index, 1);
+    let offset = 0;
+    while (
+      offset < this.count &&
+      this.slots[(this.head + offset) & this.mask]?.type === 'presence'
+    ) {
+      offset++;
+    }
+    if (offset >= this.count) offset = 0;
+    // Moves the items before the dropped one up by a slot, keeping their order.
+    for (let i = offset; i > 0; i--) {
+      this.slots[(this.head + i) & this.mask] = this.slots[(this.head + i - 1) & this.mask];
+    }
+    this.shift();
     this.pendingLost++;
     this.totalLost++;
   }
 
-  /** Takes the head of the live queue, compacting the array once its dead prefix dominates. */
+  /** Takes the head of the live queue; a large ring is let go of once drained. */
   private shift(): LiveItem {
-    const item = this.queue[this.queueHead] as LiveItem;
-    this.queue[this.queueHead] = undefined;
-    this.queueHead++;
-    if (this.queueHead === this.queue.length) {
-      this.queue = [];
-      this.queueHead = 0;
-    } else if (this.queueHead >= 1024 && this.queueHead * 2 >= this.queue.length) {
-      this.queue = this.queue.slice(this.queueHead);
-      this.queueHead = 0;
-    }
+    const item = this.slots[this.head] as LiveItem;
+    this.slots[this.head] = undefined;
+    this.head = (this.head + 1) & this.mask;
+    this.count--;
+    if (this.count === 0 && this.slots.length > QUEUE_KEPT_CAPACITY) this.resetQueue();
     return item;
+  }
+
+  private resetQueue(): void {
+    this.slots = new Array<LiveItem | undefined>(QUEUE_MIN_CAPACITY);
+    this.mask = QUEUE_MIN_CAPACITY - 1;
+    this.head = 0;
+    this.count = 0;
   }
 
   /** Called by the hub's close: the consumer still gets what is queued, then `done`. */
@@ -142,8 +203,7 @@ export class Subscription implements HubSubscription {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
-    this.queue = [];
-    this.queueHead = 0;
+    this.resetQueue();
     this.prelude = undefined;
     this.resolved = undefined;
     this.replayAbort.abort();
@@ -187,7 +247,7 @@ export class Subscription implements HubSubscription {
         this.pendingLost = 0;
         return { done: false, value: gap };
       }
-      if (this.queueHead < this.queue.length) {
+      if (this.count > 0) {
         return { done: false, value: this.shift() };
       }
       if (this.ending) {

@@ -98,6 +98,8 @@ export class Approvals {
 
   /** The refusals in a row of `gate` for a task or member. */
   gateCount(gate: GateName, id: string): number {
+    // Asked for every completed task and idle notification; most teams never had a refusal.
+    if (this.counts.size === 0) return 0;
     return this.counts.get(countKey(gate, id)) ?? 0;
   }
 

@@ -565,6 +565,29 @@ describe('set_dependencies', () => {
       update(team, LEAD, three, { type: 'set_dependencies', blockedBy: [two, one] }).blockedBy,
     ).toEqual([two, one]);
   });
+
+  it('sees a cycle only through the dependencies a task has now', () => {
+    const { team } = setup();
+    const one = team.task('one');
+    const two = team.task('two', { blockedBy: [one] });
+    const three = team.task('three', { blockedBy: [two] });
+    // two no longer waits for one: one may now wait for three (and so for two)
+    update(team, LEAD, two, { type: 'set_dependencies', blockedBy: [] });
+    expect(
+      update(team, LEAD, one, { type: 'set_dependencies', blockedBy: [three] }).blockedBy,
+    ).toEqual([three]);
+    // and from then on two cannot wait for one again
+    const closed = expectRefused(
+      team,
+      () =>
+        team.state.updateTask(LEAD, {
+          taskId: two,
+          action: { type: 'set_dependencies', blockedBy: [one] },
+        }),
+      'DEPENDENCY_CYCLE',
+    );
+    expect(closed.details).toEqual({ taskId: two, cycle: [two, one, three, two] });
+  });
 });
 
 describe('complete', () => {

@@ -242,8 +242,17 @@ export class TaskBoard {
         };
       }
     }
-    if (previous !== undefined && sameSet(previous, seen)) return undefined;
-    const cycle = this.findPath(blockedBy, taskId);
+    // A cycle through this task needs a task blocked by it: its last edge ends here. A new task,
+    // or one nothing depends on (most of a board), closes none, so no walk of its blockers is due.
+    // Every task such a walk reaches is non-deleted (a blocker is never deleted while named), so
+    // the index of non-deleted dependents answers exactly.
+    if ((this.dependents.get(taskId)?.size ?? 0) === 0) return undefined;
+    // The board is acyclic, so a cycle must take one of the edges this change adds: the walk
+    // starts from the added blockers only (none when blockers are kept or dropped).
+    const added =
+      previous === undefined ? blockedBy : blockedBy.filter((id) => !previous.includes(id));
+    if (added.length === 0) return undefined;
+    const cycle = this.findPath(added, taskId);
     if (cycle !== undefined) {
       return {
         code: 'DEPENDENCY_CYCLE',
@@ -322,6 +331,13 @@ export class TaskBoard {
       this.nextNumber = Math.max(this.nextNumber, taskNumber(task.id) + 1);
     } else if (previous.status !== 'deleted') {
       this.nonDeleted--;
+      // Most revisions keep the blockers (a claim, a completion): the edges stay as they are.
+      if (task.status !== 'deleted' && sameList(previous.blockedBy, task.blockedBy)) {
+        this.tasks.set(task.id, task);
+        this.nonDeleted++;
+        this.indexInProgress(task);
+        return;
+      }
       for (const blocker of previous.blockedBy) this.dependents.get(blocker)?.delete(task.id);
     }
     this.tasks.set(task.id, task);
@@ -336,6 +352,11 @@ export class TaskBoard {
         set.add(task.id);
       }
     }
+    this.indexInProgress(task);
+  }
+
+  /** Keeps `inProgressScoped` in step with a task's new revision. */
+  private indexInProgress(task: Task): void {
     if (task.status === 'in_progress' && task.writeScopes.length > 0) {
       this.inProgressScoped.add(task.id);
     } else {
@@ -495,12 +516,6 @@ export class TaskBoard {
     }
     return undefined;
   }
-}
-
-function sameSet(list: readonly string[], set: ReadonlySet<string>): boolean {
-  if (list.length !== set.size) return false;
-  for (const item of list) if (!set.has(item)) return false;
-  return true;
 }
 
 /** Two lists with the same strings in the same order. */
