@@ -400,9 +400,11 @@ async function runTeam(number, killsHere) {
             : `, first ${first.id} (${first.kind}, ${first.delivery}) for ${checker.state.member(first.targetId)?.name}`),
       ]);
     }
-    // Mail that waits (quiet mail, or a member nobody woke) gets its target nudged.
+    // Mail that waits (quiet mail, or a member nobody woke) gets its target nudged, and so does
+    // the owner of a task in progress (a teammate finishes its tasks on its next drain turn).
     const now = Date.now();
     const targets = new Set(pending.map((m) => m.targetId));
+    for (const task of open) if (task.status === 'in_progress') targets.add(task.ownerId);
     for (const id of waiting.keys()) if (!targets.has(id)) waiting.delete(id);
     for (const id of targets) if (!waiting.has(id)) waiting.set(id, now);
     const due = [...waiting].filter(([, since]) => now - since >= NUDGE_AFTER_MS).map(([id]) => id);

@@ -17,7 +17,7 @@
 // code, message} for every runtime `error` event; {type: 'refused', code} for every host call
 // refused as expected (FENCED, NOT_PLACED_HERE, ...); {type: 'broke', message} before exiting with
 // code 3 when the team service broke (STORE_CLOSED). IPC from the driver: {type: 'drain'} (no new
-// work: host sends stop, teammates only finish tasks they were given), {type: 'nudge', targets}
+// work: host sends stop, teammates only finish the tasks they have in progress), {type: 'nudge', targets}
 // (the lead's process wakes members whose mail waits). SIGTERM disposes the team (its members stop
 // at their next turn boundary and go to the other workers at once; a turn that does not end within
 // HANDOVER_MS is reported by the runtime as a TIMEOUT error, which fails the run), closes the store
