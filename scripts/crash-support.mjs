@@ -92,9 +92,9 @@ function explain(error, args, options) {
 
 /**
  * The scripted team of a crash test: one model for every agent, two calls per turn. The first
- * does the turn's work (completes a claimed task, then seeded random work unless `draining()`: a
- * message, sometimes quiet, and a task created, claimed with a sometimes stale revision,
- * completed or released); the second ends the turn, so its step boundary delivers the mail that
+ * does the turn's work (completes a claimed task, or in the drain every task the teammate has in
+ * progress, then seeded random work unless `draining()`: a message, sometimes quiet, and a task
+ * created, claimed with a sometimes stale revision, completed or released); the second ends the turn, so its step boundary delivers the mail that
  * came meanwhile. Tool-call ids carry the process, so a transcript that outlives many processes
  * keeps them unique, as a real provider's would be.
  *
@@ -192,6 +192,18 @@ export function createCrashTeamScripts({
       const calls = [];
       if (turn.reason === 'task-claim' && turn.taskId !== undefined) {
         calls.push({ name: 'task_update', input: { taskId: turn.taskId, action: 'complete' } });
+      } else if (draining() && !isLead) {
+        // Tasks it claimed with its own tool call are resumed only when it is revived: in the
+        // drain, any turn finishes them, so the team can end with every task completed.
+        const service = team();
+        const mine = service.listTasks(service.lead, {
+          ownerId: memberId(agentName),
+          status: 'in_progress',
+          limit: 5,
+        }).tasks;
+        for (const task of mine) {
+          calls.push({ name: 'task_update', input: { taskId: task.id, action: 'complete' } });
+        }
       }
       if (!draining()) calls.push(...work(agentName, isLead));
       if (calls.length === 0) calls.push({ name: 'task_list', input: { limit: 1 } });

@@ -3,15 +3,24 @@
 // and the full-table scans), which hold only once the mailbox was drained.
 //
 //   node crash/check.mjs --schema <s> [--team-id crash-pg-team-1] [--acks <folder>] [--final]
-//                        [--url <url>]
+//                        [--capable 2] [--url <url>]
 //
 // --acks: the folder a run kept; its `<team id>-acks-*.txt` files are read.
+// --capable: the run's --capable (how many slots declared GPU_CAPABILITY; the run's default is
+//   half of its workers, rounded up, 2 of the default 3).
 
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { TeamChecker } from './checks.mjs';
-import { DEFAULT_PG_URL, parseArgs, UsageError } from './shared.mjs';
+import {
+  AGENT_REQUIRES,
+  capabilitiesOf,
+  DEFAULT_PG_URL,
+  defaultCapableSlots,
+  parseArgs,
+  UsageError,
+} from './shared.mjs';
 
 let args;
 try {
@@ -21,8 +30,12 @@ try {
     final: { type: 'boolean' },
     url: { type: 'string' },
     'team-id': { type: 'string' },
+    capable: { type: 'string' },
   });
   if (args.schema === undefined) throw new UsageError('--schema is required');
+  if (args.capable !== undefined && !/^[1-9]\d*$/.test(args.capable)) {
+    throw new UsageError(`--capable must be an integer >= 1, got ${JSON.stringify(args.capable)}`);
+  }
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
   console.error(`crash check: ${error.message}`);
@@ -33,6 +46,7 @@ const pool = new pg.Pool({
   max: 2,
 });
 const teamId = String(args['team-id'] ?? 'crash-pg-team-1');
+const capableSlots = Number(args.capable ?? defaultCapableSlots(3));
 const ackFiles =
   args.acks === undefined
     ? []
@@ -44,6 +58,8 @@ const checker = new TeamChecker({
   schema: String(args.schema),
   teamId,
   ackFiles: () => ackFiles,
+  requires: AGENT_REQUIRES,
+  capabilitiesOf: (processId) => capabilitiesOf(processId, capableSlots),
 });
 // Two checks: the second sees the transcripts of members the first learned of from the log.
 const violations = [...(await checker.check()), ...(await checker.check())];

@@ -3,6 +3,12 @@
 // strict fold). Reads the tables directly (never through a worker or the store under test) and
 // incrementally: each check reads only the rows added since the previous one, so a check after
 // kill 5000 costs what a check after kill 50 does. The final check adds full-table SQL scans.
+//
+// Placement constraints are checked from the same rows: a member whose agent type requires
+// capabilities must only ever be written for (log rows it acts in, its transcript rows) by a
+// process that has every one, must only be placed on such a process in the `placements` rows each
+// check sees, and every process's `processes` row must declare the capabilities the driver gave it.
+// The checker does not ask core which process may host what: it compares the lists itself.
 
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
@@ -24,12 +30,16 @@ function describe(error) {
 /**
  * Follows one team in one schema. `check()` after every fault, `final()` once everything stopped.
  * `ackFiles()` lists every acknowledgement file written so far (one per worker process).
+ * `requires` maps an agent type to the capabilities its members need (absent: none);
+ * `capabilitiesOf(processId)` is what the driver gave that process.
  */
 export class TeamChecker {
   #pool;
   #teamId;
   #t;
   #ackFiles;
+  #requires;
+  #capabilitiesOf;
   /** Set when the log no longer folds: nothing further can be checked. */
   #broken = false;
 
@@ -82,19 +92,36 @@ export class TeamChecker {
     fenceTokens: 0,
     unfencedWrites: 0,
     snapshots: 0,
+    constrainedMembers: 0,
+    constrainedWrites: 0,
+    constrainedPlacements: 0,
+    constrainedHosts: 0,
+    placementRowsSeen: 0,
+    processesChecked: 0,
   };
+
+  // Placement constraints.
+  /** Processes that wrote for a constrained member. */
+  #constrainedHosts = new Set();
+  /** `${memberId}\u0000${token}` of every write and placement row of a constrained member. */
+  #constrainedTokens = new Set();
+  /** Processes whose `processes` row a check compared with what the driver gave them. */
+  #processesChecked = new Set();
 
   /** The newest snapshot checked. */
   #snapshotSeq = 0;
 
-  constructor({ pool, schema, teamId, ackFiles }) {
+  constructor({ pool, schema, teamId, ackFiles, requires = {}, capabilitiesOf = () => [] }) {
     this.#pool = pool;
     this.#teamId = teamId;
     this.#ackFiles = ackFiles;
+    this.#requires = requires;
+    this.#capabilitiesOf = capabilitiesOf;
     this.#t = {
       log: `${ident(schema)}.team_log`,
       transcript: `${ident(schema)}.transcript`,
       placements: `${ident(schema)}.placements`,
+      processes: `${ident(schema)}.processes`,
       snapshots: `${ident(schema)}.team_snapshots`,
     };
   }
@@ -120,6 +147,7 @@ export class TeamChecker {
     const heldNow = await this.#readTranscripts(violations);
     await this.#readLog(violations);
     if (this.#broken) return violations;
+    await this.#checkPlacements(violations);
     await this.#checkSnapshots(violations);
 
     // 2. Transcripts hold only messages queued in the log for that very member.
@@ -316,6 +344,7 @@ export class TeamChecker {
         );
       }
       this.#fenced('transcript', memberId, row.fence, row.process_id, where, violations);
+      this.#hosted(memberId, row.fence, row.process_id, true, `written (${where}) by`, violations);
       if (row.message_id === null) continue;
       const messageId = row.message_id;
       const part = row.message_part;
@@ -409,6 +438,8 @@ export class TeamChecker {
     );
     const delivered = [];
     const records = [];
+    /** [member, token, process, seq] of the rows a member acts in, checked once folded. */
+    const acted = [];
     for (const row of result.rows) {
       const seq = Number(row.seq_text);
       if (seq !== this.#lastSeq + records.length + 1) {
@@ -435,6 +466,7 @@ export class TeamChecker {
       // 4. No member run by two processes at once.
       if (row.actor_id !== null) {
         this.#fenced('log', row.actor_id, row.fence, row.process_id, `seq ${seq}`, violations);
+        acted.push([row.actor_id, row.fence, row.process_id, seq]);
       }
     }
     // 1. The log folds, strictly: the first batch with fromRecords, then record by record.
@@ -448,6 +480,11 @@ export class TeamChecker {
       violations.push(`the log does not fold: ${describe(error)}`);
       this.#broken = true;
       return;
+    }
+    // 7. A constrained member acts only in a process that has what it requires (checked after the
+    // fold: a member's first records may come in the same read as the record that added it).
+    for (const [memberId, token, processId, seq] of acted) {
+      this.#hosted(memberId, token, processId, true, `written (log seq ${seq}) by`, violations);
     }
     for (const record of records) {
       if (record.type === 'message.queued') {
@@ -499,6 +536,80 @@ export class TeamChecker {
     if (last === undefined || value >= last.token) {
       this.#lastToken[table].set(memberId, { token: value, where, processId });
     }
+  }
+
+  /** The capabilities `memberId`'s agent type requires (none for an unknown member). */
+  #required(memberId) {
+    const type = this.#state?.member(memberId)?.agentType;
+    return type !== undefined && Object.hasOwn(this.#requires, type) ? this.#requires[type] : [];
+  }
+
+  /**
+   * 7. `processId` wrote for (`written`), or holds the placement of, `memberId` with `token`
+   * (`how` says which row, ending in `by` or `on`): it must have every capability the member's
+   * agent type requires.
+   */
+  #hosted(memberId, token, processId, written, how, violations) {
+    const required = this.#required(memberId);
+    if (required.length === 0) return;
+    this.#constrainedTokens.add(`${memberId}\u0000${token}`);
+    this.counts.constrainedPlacements = this.#constrainedTokens.size;
+    if (written) {
+      this.counts.constrainedWrites++;
+      this.#constrainedHosts.add(processId);
+      this.counts.constrainedHosts = this.#constrainedHosts.size;
+    }
+    const has = this.#capabilitiesOf(processId);
+    const missing = required.filter((capability) => !has.includes(capability));
+    if (missing.length > 0) {
+      violations.push(
+        `${this.#name(memberId)} (requires ${required.join(', ')}) was ${how} ${processId}, which lacks ${missing.join(', ')}`,
+      );
+    }
+  }
+
+  /**
+   * 7. The `placements` rows now: a constrained member is placed only on a process that has what
+   * it requires (rows of members the log has not shown yet are left to the next check). Then the
+   * `processes` rows: each declares the capabilities the driver gave that process, so the
+   * capabilities the checks hold a process to are the ones it has in the database.
+   */
+  async #checkPlacements(violations) {
+    const placed = await this.#pool.query(
+      `SELECT member_id, process_id, token::text AS token FROM ${this.#t.placements}
+        WHERE team_id = $1`,
+      [this.#teamId],
+    );
+    for (const row of placed.rows) {
+      if (this.#required(row.member_id).length === 0) continue;
+      this.counts.placementRowsSeen++;
+      this.#hosted(
+        row.member_id,
+        row.token,
+        row.process_id,
+        false,
+        `placed (placements row, token ${row.token}) on`,
+        violations,
+      );
+    }
+    const processes = await this.#pool.query(
+      `SELECT process_id, capabilities FROM ${this.#t.processes} WHERE team_id = $1`,
+      [this.#teamId],
+    );
+    for (const row of processes.rows) {
+      this.#processesChecked.add(row.process_id);
+      const declared = [...(row.capabilities ?? [])].sort();
+      const given = [...this.#capabilitiesOf(row.process_id)].sort();
+      if (!isDeepStrictEqual(declared, given)) {
+        violations.push(
+          `process ${row.process_id} declares capabilities [${declared.join(', ')}] in its processes row, but was given [${given.join(', ')}]`,
+        );
+      }
+    }
+    this.counts.processesChecked = this.#processesChecked.size;
+    this.counts.constrainedMembers = this.#state
+      .members()
+      .filter((member) => this.#required(member.id).length > 0).length;
   }
 
   /**
@@ -597,6 +708,40 @@ export class TeamChecker {
       violations.push(
         `${this.#name(row.member_id)}'s fence token ${row.fence} was used by ${row.processes.join(', ')}`,
       );
+    }
+    // 7 again, from every row: each process that wrote for a constrained member has what it needs.
+    const constrained = this.#state
+      .members()
+      .filter((member) => this.#required(member.id).length > 0)
+      .map((member) => member.id);
+    if (constrained.length === 0) {
+      violations.push(
+        'no member of an agent type that requires capabilities was added: the placement constraint was not exercised',
+      );
+    } else if (this.counts.constrainedWrites === 0) {
+      violations.push(
+        'nothing was written for a member of an agent type that requires capabilities: the placement constraint was not exercised',
+      );
+    }
+    const writers = await this.#pool.query(
+      `SELECT member_id, process_id, count(*)::int AS n FROM (
+         SELECT actor_id AS member_id, process_id FROM ${t.log}
+          WHERE team_id = $1 AND actor_id = ANY($2::text[])
+         UNION ALL
+         SELECT member_id, process_id FROM ${t.transcript}
+          WHERE team_id = $1 AND member_id = ANY($2::text[])) w
+        GROUP BY member_id, process_id`,
+      [this.#teamId, constrained],
+    );
+    for (const row of writers.rows) {
+      const required = this.#required(row.member_id);
+      const has = this.#capabilitiesOf(row.process_id);
+      const missing = required.filter((capability) => !has.includes(capability));
+      if (missing.length > 0) {
+        violations.push(
+          `${this.#name(row.member_id)} (requires ${required.join(', ')}) has ${row.n} row(s) written by ${row.process_id}, which lacks ${missing.join(', ')}`,
+        );
+      }
     }
     const back = await q(
       `SELECT actor_id, seq, fence::text AS fence, previous::text AS previous FROM (

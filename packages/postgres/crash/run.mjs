@@ -7,16 +7,21 @@
 // took over meanwhile, and must be fenced. About every tenth fault (on top of those) is a worker
 // leaving with SIGTERM: it must hand its members over at their turn boundaries (no turn cut: the
 // runtime's TIMEOUT error fails the run) and exit 0; a new worker joins in its slot, and the
-// placement rebalances members onto it. After every fault the database is checked
+// placement rebalances members onto it. The workers of the first --capable slots (and every worker
+// that replaces one of them) declare the capability GPU_CAPABILITY; half of the teammates are of
+// GPU_TYPE, which requires it, so they may run only there, through every takeover, handover and
+// rebalancing. After every fault the database is checked
 // (crash/checks.mjs): the log folds strictly; no transcript holds a message twice or holds one not
 // queued for its member; every acknowledged send is queued; no member was written for by two
 // processes with one fence token, nor by an older token after a newer one; every in-progress task
-// has one owner, a live member. At the end the workers drain the mailbox and stop cleanly, and
+// has one owner, a live member; every log row a constrained member acts in, every transcript row of
+// it and every placements row of it names a process of a capable slot, and every processes row
+// declares the capabilities its slot was given. At the end the workers drain the mailbox and stop cleanly, and
 // every acknowledged send must be delivered exactly once and be in its target's transcript once;
 // the drain also waits for every task to be completed (liveness), within --drain-ms.
 //
 //   node crash/run.mjs [--kills N] [--seed S] [--min-ms 20] [--max-ms 800] [--lease-ms 600]
-//                      [--workers 3] [--teammates 4] [--cut-every 3] [--pause-every 6] [--term-every 10]
+//                      [--workers 3] [--capable 2] [--teammates 4] [--cut-every 3] [--pause-every 6] [--term-every 10]
 //                      [--kills-per-team 250] [--drain-ms 120000] [--snapshot-every 50]
 //                      [--url postgres://...] [--keep] [--quiet]
 //
@@ -25,6 +30,10 @@
 //   processes' timing still varies, so a replay is likely, not certain, to hit the same state).
 // --min-ms/--max-ms: each fault comes this long after the previous one (and its check).
 // --lease-ms: the store's leaseMs: how soon a killed worker's members are taken over.
+// --capable N (default: half of --workers, rounded up; 1 to --workers): the slots 0 to N-1 are
+//   capable: their workers, restarted or joining ones too, declare GPU_CAPABILITY. A slot is
+//   refilled at once after a kill or a leave and the drain starts once every slot's worker is
+//   ready, so the GPU_TYPE members always get a capable live process back.
 // --cut-every N: each fault is a connection cut with chance 1/N (0: no cuts).
 // --pause-every N: each fault is a SIGSTOP of 1-3 leases with chance 1/N (0: no pauses).
 // --term-every N: before each fault, with chance 1/N, a ready worker leaves with SIGTERM and a new
@@ -56,10 +65,15 @@ import pg from 'pg';
 import { openPostgresTeamStore } from '../dist/index.js';
 import { TeamChecker } from './checks.mjs';
 import {
+  AGENT_REQUIRES,
+  capabilitiesOf,
   createRng,
   DEFAULT_PG_URL,
+  defaultCapableSlots,
   EXIT_SERVICE_BROKE,
   EXPECTED_ERROR_CODES,
+  GPU_CAPABILITY,
+  GPU_TYPE,
   PROCESS_PREFIX,
   parseArgs,
   UsageError,
@@ -84,6 +98,7 @@ try {
     'max-ms': { type: 'string' },
     'lease-ms': { type: 'string' },
     workers: { type: 'string' },
+    capable: { type: 'string' },
     teammates: { type: 'string' },
     'cut-every': { type: 'string' },
     'kills-per-team': { type: 'string' },
@@ -107,6 +122,11 @@ const minMs = integer('min-ms', args['min-ms'] ?? 20, 0);
 const maxMs = integer('max-ms', args['max-ms'] ?? 800, minMs);
 const leaseMs = integer('lease-ms', args['lease-ms'] ?? 600, 30);
 const workerCount = integer('workers', args.workers ?? 3, 1);
+const capableSlots = integer('capable', args.capable ?? defaultCapableSlots(workerCount), 1);
+if (capableSlots > workerCount) {
+  console.error(`crash test: --capable ${capableSlots} exceeds --workers ${workerCount}`);
+  process.exit(2);
+}
 const teammates = integer('teammates', args.teammates ?? 4, 1);
 const cutEvery = integer('cut-every', args['cut-every'] ?? 3, 0);
 const pauseEvery = integer('pause-every', args['pause-every'] ?? 6, 0);
@@ -127,7 +147,7 @@ const quiet = args.quiet === true;
 
 const replay =
   `node crash/run.mjs --kills ${kills} --seed ${seed} --min-ms ${minMs} --max-ms ${maxMs}` +
-  ` --lease-ms ${leaseMs} --workers ${workerCount} --teammates ${teammates}` +
+  ` --lease-ms ${leaseMs} --workers ${workerCount} --capable ${capableSlots} --teammates ${teammates}` +
   ` --cut-every ${cutEvery} --pause-every ${pauseEvery} --term-every ${termEvery}` +
   ` --kills-per-team ${perTeam}` +
   ` --snapshot-every ${snapshotEvery}`;
@@ -209,7 +229,7 @@ try {
 }
 
 console.log(
-  `crash test (PostgreSQL): ${kills} kills, seed ${seed}, ${workerCount} workers, lease ${leaseMs} ms, faults ${minMs}-${maxMs} ms apart, ${perTeam} kills per team, schema ${schema}`,
+  `crash test (PostgreSQL): ${kills} kills, seed ${seed}, ${workerCount} workers (${capableSlots} with ${GPU_CAPABILITY}), lease ${leaseMs} ms, faults ${minMs}-${maxMs} ms apart, ${perTeam} kills per team, schema ${schema}`,
 );
 
 process.on('SIGINT', () => {
@@ -246,6 +266,9 @@ console.log(
   `  tasks: ${c.tasks}, revisions contiguous, never two owners, all completed by the end of each drain`,
 );
 console.log(
+  `  placement constraints: ${c.constrainedMembers} ${GPU_TYPE} members (requiring ${GPU_CAPABILITY}), ${c.constrainedWrites} rows written for them by ${c.constrainedHosts} processes and ${c.constrainedPlacements} placements (fence tokens) of them, ${c.placementRowsSeen} placements rows of them seen by the checks, all on processes of the ${capableSlots} capable slot(s); the processes rows of ${c.processesChecked} processes seen, each declaring what its slot was given`,
+);
+console.log(
   `  snapshots: ${c.snapshots} checked, each restored plus the records after it equal to the strict fold; ${c.contexts ?? 0} members' loadContext folded to what load folds to, from ${c.contextEntries ?? 0} of their ${c.transcriptEntries ?? 0} entries`,
 );
 const refused = [...refusals]
@@ -272,7 +295,14 @@ process.exit(0);
 async function runTeam(number, killsHere) {
   teamId = `crash-pg-team-${number}`;
   ackFiles = [];
-  checker = new TeamChecker({ pool: db, schema, teamId, ackFiles: () => ackFiles });
+  checker = new TeamChecker({
+    pool: db,
+    schema,
+    teamId,
+    ackFiles: () => ackFiles,
+    requires: AGENT_REQUIRES,
+    capabilitiesOf: (processId) => capabilitiesOf(processId, capableSlots),
+  });
   incarnations = new Array(workerCount).fill(0);
   workers = [];
   phase = 'faults';
@@ -370,9 +400,11 @@ async function runTeam(number, killsHere) {
             : `, first ${first.id} (${first.kind}, ${first.delivery}) for ${checker.state.member(first.targetId)?.name}`),
       ]);
     }
-    // Mail that waits (quiet mail, or a member nobody woke) gets its target nudged.
+    // Mail that waits (quiet mail, or a member nobody woke) gets its target nudged, and so does
+    // the owner of a task in progress (a teammate finishes its tasks on its next drain turn).
     const now = Date.now();
     const targets = new Set(pending.map((m) => m.targetId));
+    for (const task of open) if (task.status === 'in_progress') targets.add(task.ownerId);
     for (const id of waiting.keys()) if (!targets.has(id)) waiting.delete(id);
     for (const id of targets) if (!waiting.has(id)) waiting.set(id, now);
     const due = [...waiting].filter(([, since]) => now - since >= NUDGE_AFTER_MS).map(([id]) => id);
@@ -424,6 +456,7 @@ function startWorker(slot) {
     String(teammates),
     '--snapshot-every',
     String(snapshotEvery),
+    ...(slot < capableSlots ? ['--capable'] : []),
   ];
   const child = fork(WORKER, argv, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const w = {
@@ -654,7 +687,7 @@ function fail(at, violations) {
     for (const exit of brokeExits) console.error(`    - ${exit}`);
   }
   console.error(
-    `schema ${schema} kept (psql ${url} -c 'SELECT * FROM ${schema}.team_log ORDER BY seq'; drop it with DROP SCHEMA ${schema} CASCADE); ack files in ${dir}`,
+    `schema ${schema} kept (psql ${url} -c 'SELECT * FROM ${schema}.team_log ORDER BY seq'; drop it with DROP SCHEMA ${schema} CASCADE); ack files in ${dir} (node crash/check.mjs --schema ${schema} --acks ${dir} --capable ${capableSlots})`,
   );
   console.error(`replay: ${replay}`);
   process.exit(1);

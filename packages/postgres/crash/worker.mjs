@@ -4,18 +4,20 @@
 // kills it, cuts its connections, or tells it to drain and stop.
 //
 //   node crash/worker.mjs --url <postgres url> --schema <s> --team-id <id> --slot <n>
-//                         --acks <file> --seed <n> --lease-ms <ms> --teammates <n>
+//                         --acks <file> --seed <n> --lease-ms <ms> --teammates <n> [--capable]
 //
 // Scripted teammates message each other and the lead and create, claim, complete and release
 // tasks; while this process runs the lead, its host code keeps `--teammates` teammates spawned
-// and mails them. Every send that was answered is appended to the acks file, and synced, after the
+// and mails them, half of them (at least one) of the constrained type GPU_TYPE, which requires
+// GPU_CAPABILITY: only a worker started with --capable declares it (`runs.capabilities`), so only
+// such workers may run those members. Every send that was answered is appended to the acks file, and synced, after the
 // answer: the driver then knows exactly which sends the team promised to keep.
 //
 // IPC to the driver: {type: 'ready', processId} once openTeam returned; {type: 'error', agent,
 // code, message} for every runtime `error` event; {type: 'refused', code} for every host call
 // refused as expected (FENCED, NOT_PLACED_HERE, ...); {type: 'broke', message} before exiting with
 // code 3 when the team service broke (STORE_CLOSED). IPC from the driver: {type: 'drain'} (no new
-// work: host sends stop, teammates only finish tasks they were given), {type: 'nudge', targets}
+// work: host sends stop, teammates only finish the tasks they have in progress), {type: 'nudge', targets}
 // (the lead's process wakes members whose mail waits). SIGTERM disposes the team (its members stop
 // at their next turn boundary and go to the other workers at once; a turn that does not end within
 // HANDOVER_MS is reported by the runtime as a TIMEOUT error, which fails the run), closes the store
@@ -38,9 +40,12 @@ import {
 import { CRASH_WINDOW_TOKENS, createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
 import { openPostgresTeamStore } from '../dist/index.js';
 import {
+  AGENT_REQUIRES,
   createRng,
   EXIT_FATAL,
   EXIT_SERVICE_BROKE,
+  GPU_CAPABILITY,
+  GPU_TYPE,
   LEAD_TYPE,
   PROCESS_PREFIX,
   parseArgs,
@@ -68,6 +73,7 @@ try {
     'lease-ms': { type: 'string' },
     teammates: { type: 'string' },
     'snapshot-every': { type: 'string' },
+    capable: { type: 'boolean' },
   });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
@@ -78,6 +84,9 @@ const teamId = String(args['team-id']);
 const processId = `${PROCESS_PREFIX}${args.slot}-${process.pid}`;
 const teammates = Number(args.teammates ?? 4);
 const snapshotEvery = Number(args['snapshot-every'] ?? 50);
+const capabilities = args.capable === true ? [GPU_CAPABILITY] : [];
+/** How many of the teammates are of GPU_TYPE. */
+const gpuTeammates = Math.max(1, Math.floor(teammates / 2));
 const rng = createRng(Number(args.seed ?? 1));
 
 function log(line) {
@@ -236,11 +245,12 @@ async function ensureTeammates() {
       const used = new Set(roster.map((m) => m.name));
       let name;
       for (let i = 0; name === undefined || used.has(name); i++) name = NAMES[i] ?? `mate-${i}`;
+      const gpu = live.filter((m) => m.agentType === GPU_TYPE).length < gpuTeammates;
       const spawned = await team.spawnTeammate(team.lead, {
         name,
-        description: 'A crash-test worker.',
+        description: gpu ? 'A crash-test worker that needs a GPU.' : 'A crash-test worker.',
         prompt: `Hi ${name}, keep busy.`,
-        agentType: WORKER_TYPE,
+        agentType: gpu ? GPU_TYPE : WORKER_TYPE,
       });
       acknowledge(spawned.messageId);
     }
@@ -358,7 +368,7 @@ try {
     teamId,
     connectionString: String(args.url),
     schema: String(args.schema),
-    runs: { lead: true, agentTypes: 'all' },
+    runs: { lead: true, agentTypes: 'all', capabilities },
     leaseMs: Number(args['lease-ms'] ?? 600),
     processId,
     reconnect: { initialDelayMs: 10, maxDelayMs: 250 },
@@ -374,6 +384,12 @@ try {
     agents: createAgentRegistry([
       { type: LEAD_TYPE, systemPrompt: 'You lead the crash-test team.', model },
       { type: WORKER_TYPE, systemPrompt: 'You are a crash-test worker.', model },
+      {
+        type: GPU_TYPE,
+        systemPrompt: 'You are a crash-test worker that needs a GPU.',
+        model,
+        placement: { requires: AGENT_REQUIRES[GPU_TYPE] },
+      },
     ]),
     // A small window, so kills also land while members compact their context.
     context: { windowTokens: CRASH_WINDOW_TOKENS, policy: deterministicSummary({ maxChars: 600 }) },
