@@ -172,6 +172,48 @@ describePg('placement view and activity reports', () => {
     expect(va.view().placed.get('m')).toMatchObject({ activity: 'idle', reportedThrough: 12 });
   });
 
+  it("answers a report of its own members without deriving again what the last look gave: the others' entries are kept as they were", async () => {
+    const options = { leaseMs: NO_HEARTBEAT_LEASE_MS };
+    const a = await scratch.open(TEAM, { ...options, processId: 'process-a' });
+    const b = await scratch.open(TEAM, { ...options, processId: 'process-b' });
+    // A runs m; n joins once B is live too, and goes to whichever process runs the fewest.
+    const team = [teammate('m')];
+    const va = await follow(a, team);
+    team.push(teammate('n'));
+    const vb = await follow(b, team);
+    a.placement.candidatesChanged();
+    const placedN = await vb.until((v) => v.placed.has('n'), 'n placed');
+    const mine = placedN.placed.get('n')?.here === true ? b : a;
+    const view = mine === b ? vb : va;
+    const own = mine === b ? 'n' : 'm';
+    const other = own === 'n' ? 'm' : 'n';
+    await view.until((v) => v.placed.has(other), `${other} seen elsewhere`);
+
+    const before = view.view();
+    const changes = view.changes;
+    mine.placement.report!(activity({ [own]: 'running' }), 3);
+    await view.until((v) => v.placed.get(own)?.activity === 'running', 'the report in the view');
+    const after = view.view();
+    expect(after).not.toBe(before);
+    expect(view.changes).toBe(changes + 1);
+    // the other process's member is the very entry the look gave, not one derived again
+    expect(after.placed.get(other)).toBe(before.placed.get(other));
+    expect(after.placed.get(own)).toEqual({
+      memberId: own,
+      processId: mine === b ? 'process-b' : 'process-a',
+      here: true,
+      activity: 'running',
+      reportedThrough: 3,
+    });
+    expect(after.awaiting).toBe(before.awaiting);
+
+    // the same report again changes nothing: same view, no `changed`
+    mine.placement.report!(activity({ [own]: 'running' }), 3);
+    await Promise.resolve();
+    expect(view.view()).toBe(after);
+    expect(view.changes).toBe(changes + 1);
+  });
+
   it('migrates a version-3 schema: processes get reported_through, null in existing rows', async () => {
     const first = await scratch.open(TEAM);
     await first.close();

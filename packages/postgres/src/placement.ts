@@ -119,6 +119,44 @@ interface Observed {
   readonly candidates: readonly PlacementCandidate[];
 }
 
+/** The part of a view that comes from a look rather than from this process's own report. */
+interface ObservedPart {
+  readonly elsewhere: ReadonlyMap<string, PlacedMember>;
+  readonly awaiting: ReadonlySet<string>;
+  readonly unhostable: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * Whether two views say the same: the same members on the same processes with the same reports,
+ * the same awaiting and unhostable candidates, as many live processes. Compared entry by entry:
+ * no text is built, nothing is sorted.
+ */
+function sameView(a: PlacementView, b: PlacementView): boolean {
+  if (a.liveProcesses !== b.liveProcesses || a.placed.size !== b.placed.size) return false;
+  for (const [memberId, member] of b.placed) {
+    const before = a.placed.get(memberId);
+    if (
+      before === undefined ||
+      before.processId !== member.processId ||
+      before.activity !== member.activity ||
+      before.reportedThrough !== member.reportedThrough
+    ) {
+      return false;
+    }
+  }
+  if (a.awaiting.size !== b.awaiting.size) return false;
+  for (const memberId of b.awaiting) if (!a.awaiting.has(memberId)) return false;
+  const ua = a.unhostable ?? new Map<string, readonly string[]>();
+  const ub = b.unhostable ?? new Map<string, readonly string[]>();
+  if (ua.size !== ub.size) return false;
+  for (const [memberId, unmet] of ub) {
+    const before = ua.get(memberId);
+    if (before === undefined || before.length !== unmet.length) return false;
+    if (unmet.some((capability, i) => before[i] !== capability)) return false;
+  }
+  return true;
+}
+
 const EMPTY_VIEW: PlacementView = Object.freeze({
   placed: new Map<string, PlacedMember>(),
   awaiting: new Set<string>(),
@@ -201,7 +239,8 @@ export class PostgresPlacement implements MemberPlacement {
   #reporting: Promise<void> | undefined;
   #observed: Observed | undefined;
   #view: PlacementView = EMPTY_VIEW;
-  #viewKey = '';
+  /** What the last look gave the view (see `#deriveObserved`), reused while only reports move. */
+  #observedPart: ObservedPart | undefined;
   #changeQueued = false;
   /** A look is under way: the view waits for its end. */
   #looking = false;
@@ -558,7 +597,7 @@ export class PostgresPlacement implements MemberPlacement {
     this.#activityText = text;
     this.#through = through;
     // A report comes from the runtime: it hears `changed` after it returned, not inside the call.
-    this.#refreshView(fromReport);
+    this.#refreshView(fromReport, fromReport);
     this.#scheduleReport();
   }
 
@@ -859,29 +898,66 @@ export class PostgresPlacement implements MemberPlacement {
 
   /**
    * Builds the view from the last look, this process's tokens and its latest report, and tells
-   * the listener when it differs from the previous one (`deferred`: in a microtask).
+   * the listener when it differs from the previous one (`deferred`: in a microtask). `ownOnly`:
+   * only this process's report moved since the last build, so what the look gave (the others'
+   * members, those awaiting a process, the unhostable) is reused as it is rather than derived
+   * again; a report is made on every change of a member's activity, and the look's part grows
+   * with the team.
    */
-  #refreshView(deferred: boolean): void {
+  #refreshView(deferred: boolean, ownOnly = false): void {
     const observed = this.#observed;
     if (observed === undefined || this.#looking) return;
     const me = this.#processId;
-    const placed = new Map<string, PlacedMember>();
     const through = this.#through ?? undefined;
+    const placed = new Map<string, PlacedMember>();
     for (const memberId of this.#tokens.keys()) {
-      const activity = this.#activity.get(memberId);
       placed.set(memberId, {
         memberId,
         processId: me,
         here: true,
-        activity,
+        activity: this.#activity.get(memberId),
         reportedThrough: through,
       });
     }
+    const previous = this.#view;
+    let observedPart = ownOnly ? this.#observedPart : undefined;
+    if (observedPart === undefined) {
+      observedPart = this.#deriveObserved(observed, placed);
+      this.#observedPart = observedPart;
+    }
+    for (const [memberId, member] of observedPart.elsewhere) placed.set(memberId, member);
+    const view: PlacementView = {
+      placed,
+      awaiting: observedPart.awaiting,
+      liveProcesses: observed.live.length,
+      unhostable: observedPart.unhostable,
+    };
+    if (previous !== EMPTY_VIEW && sameView(previous, view)) return;
+    this.#view = Object.freeze(view);
+    if (!deferred) {
+      this.#notifyChanged();
+      return;
+    }
+    if (this.#changeQueued) return;
+    this.#changeQueued = true;
+    queueMicrotask(() => {
+      this.#changeQueued = false;
+      this.#notifyChanged();
+    });
+  }
+
+  /**
+   * The part of the view the last look gives: members other live processes run (those this
+   * process holds a token for left out), candidates awaiting a process, and those none can host.
+   */
+  #deriveObserved(observed: Observed, mine: ReadonlyMap<string, PlacedMember>): ObservedPart {
+    const me = this.#processId;
+    const elsewhere = new Map<string, PlacedMember>();
     for (const row of observed.rows.values()) {
-      if (row.process_id === me || !row.owner_live || placed.has(row.member_id)) continue;
+      if (row.process_id === me || !row.owner_live || mine.has(row.member_id)) continue;
       const activity = isActivity(row.activity) ? row.activity : undefined;
       const reported = row.reported_through === null ? Number.NaN : Number(row.reported_through);
-      placed.set(row.member_id, {
+      elsewhere.set(row.member_id, {
         memberId: row.member_id,
         processId: row.process_id,
         here: false,
@@ -895,7 +971,7 @@ export class PostgresPlacement implements MemberPlacement {
       process.process_id === me ? this.#runs : hostOf(process),
     );
     for (const candidate of observed.candidates) {
-      if (placed.has(candidate.memberId)) continue;
+      if (mine.has(candidate.memberId) || elsewhere.has(candidate.memberId)) continue;
       const someone = observed.live.some((process, i) =>
         process.process_id === me
           ? candidate.pinned === true || canHost(this.#runs, candidate)
@@ -907,32 +983,7 @@ export class PostgresPlacement implements MemberPlacement {
         if (unmet.length > 0) unhostable.set(candidate.memberId, unmet);
       }
     }
-    const key = JSON.stringify([
-      [...placed.values()]
-        .map((m) => [m.memberId, m.processId, m.activity ?? null, m.reportedThrough ?? null])
-        .sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
-      [...awaiting].sort(),
-      observed.live.length,
-      [...unhostable].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
-    ]);
-    if (key === this.#viewKey) return;
-    this.#viewKey = key;
-    this.#view = Object.freeze({
-      placed,
-      awaiting,
-      liveProcesses: observed.live.length,
-      unhostable,
-    });
-    if (!deferred) {
-      this.#notifyChanged();
-      return;
-    }
-    if (this.#changeQueued) return;
-    this.#changeQueued = true;
-    queueMicrotask(() => {
-      this.#changeQueued = false;
-      this.#notifyChanged();
-    });
+    return { elsewhere, awaiting, unhostable };
   }
 
   #notifyChanged(): void {

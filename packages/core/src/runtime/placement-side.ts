@@ -42,8 +42,8 @@ export interface PlacementSideOptions {
  * `acquired` and `lost`. Without a placement every member runs here and nothing is reported.
  */
 export class PlacementSide {
-  /** The last activity reported, as a comparable key. */
-  private reported = '';
+  /** The last activity reported, with the seq that started each member then (0: none). */
+  private reported = new Map<string, { status: MemberActivity; started: number }>();
   /** Per member, the seq of the latest record that started it working (see `noteDurable`). */
   private readonly started = new Map<string, number>();
 
@@ -151,15 +151,28 @@ export class PlacementSide {
   report(activity: ReadonlyMap<string, MemberActivity>): void {
     const placement = this.options.placement;
     if (placement?.report === undefined) return;
-    // A record that started one of these members is in the key: the others hear that this
-    // process has seen it, even when the member's activity looks the same as before.
-    let key = '';
+    // A record that started one of these members is compared too: the others hear that this
+    // process has seen it, even when the member's activity looks the same as before. Entry by
+    // entry, building nothing: the pool asks after every durable record of the team.
+    if (this.sameAsReported(activity)) return;
+    this.reported = new Map();
     for (const [memberId, status] of activity) {
-      key += `${memberId}=${status}@${this.started.get(memberId) ?? 0};`;
+      this.reported.set(memberId, { status, started: this.started.get(memberId) ?? 0 });
     }
-    if (key === this.reported) return;
-    this.reported = key;
     placement.report(activity, this.options.state.lastSeq);
+  }
+
+  /** True when `activity` (and what started its members) is what was last reported. */
+  private sameAsReported(activity: ReadonlyMap<string, MemberActivity>): boolean {
+    const reported = this.reported;
+    if (reported.size !== activity.size) return false;
+    for (const [memberId, status] of activity) {
+      const before = reported.get(memberId);
+      if (before?.status !== status || before.started !== (this.started.get(memberId) ?? 0)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
