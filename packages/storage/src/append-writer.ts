@@ -117,15 +117,7 @@ export class AppendWriter {
     // One turn of the event loop's microtasks lets appends issued together join one group.
     await Promise.resolve();
     while (this.#queue.length > 0 && !this.#failure) {
-      const group: Batch[] = [];
-      let size = 0;
-      while (this.#queue.length > 0) {
-        const next = this.#queue[0]!;
-        if (group.length > 0 && size + next.bytes.length > MAX_GROUP_BYTES) break;
-        this.#queue.shift();
-        group.push(next);
-        size += next.bytes.length;
-      }
+      const group = this.#takeGroup();
       const bytes = group.length === 1 ? group[0]!.bytes : Buffer.concat(group.map((b) => b.bytes));
       const start = this.#length;
       try {
@@ -144,6 +136,21 @@ export class AppendWriter {
       }
     }
     this.#flushing = undefined;
+  }
+
+  /** The next group: the oldest batches up to {@link MAX_GROUP_BYTES}, at least one. */
+  #takeGroup(): Batch[] {
+    const queue = this.#queue;
+    let size = 0;
+    let count = 0;
+    while (count < queue.length) {
+      const length = queue[count]!.bytes.length;
+      if (count > 0 && size + length > MAX_GROUP_BYTES) break;
+      size += length;
+      count++;
+    }
+    // One cut of the queue, not a shift per batch (a shift moves every batch behind it).
+    return count === queue.length ? queue.splice(0) : queue.splice(0, count);
   }
 
   async #fail(group: Batch[], failure: TeamError): Promise<void> {

@@ -111,19 +111,24 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     this.#maxOpen = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_TRANSCRIPTS;
   }
 
-  async append({
-    memberId,
-    entries,
-  }: {
-    memberId: string;
-    entries: readonly TranscriptEntry[];
-  }): Promise<void> {
+  append(options: { memberId: string; entries: readonly TranscriptEntry[] }): Promise<void> {
+    // Not `async`: an append to an open file hands the writer's promise straight back, one
+    // promise and no extra microtask turns; a refusal is still a rejected promise, never a throw.
+    try {
+      return this.#append(options.memberId, options.entries);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #append(memberId: string, entries: readonly TranscriptEntry[]): Promise<void> {
     this.#assertWritable();
     checkSafeId('memberId', memberId);
-    if (entries.length === 0) return;
-    // Validation builds a fresh copy; one stringify writes it.
-    const lines = entries.map((entry) => toLine(parseTranscriptEntry(entry)));
-    const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+    if (entries.length === 0) return Promise.resolve();
+    // Validation builds a fresh copy; one stringify writes it, one conversion makes the bytes.
+    let text = '';
+    for (const entry of entries) text += `${toLine(parseTranscriptEntry(entry))}\n`;
+    const bytes = Buffer.from(text, 'utf8');
     const open = this.#open.get(memberId);
     if (open && !this.#waiting.has(memberId)) {
       this.#touch(memberId, open);
