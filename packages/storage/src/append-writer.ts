@@ -12,7 +12,10 @@ import { ioError, writeFully } from './fs-seam.js';
 export type Durability = 'fsync' | 'buffered';
 
 interface Batch {
-  bytes: Buffer;
+  /** Whole lines, turned into bytes with the rest of their group. */
+  text: string;
+  /** UTF-8 bytes of `text`. */
+  length: number;
   onDurable: (offset: number) => void;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -84,13 +87,15 @@ export class AppendWriter {
   }
 
   /**
-   * Queues `bytes` (whole lines) for the next group write. `onDurable` runs with the batch's file
-   * offset once it is durable, before the returned promise resolves and before later batches.
+   * Queues `text` (whole lines; `length` is its UTF-8 byte length, which the caller needed first)
+   * for the next group write. A group's texts become bytes in one conversion, not one buffer per
+   * append plus a copy into the group's. `onDurable` runs with the batch's file offset once it is
+   * durable, before the returned promise resolves and before later batches.
    */
-  enqueue(bytes: Buffer, onDurable: (offset: number) => void): Promise<void> {
+  enqueue(text: string, length: number, onDurable: (offset: number) => void): Promise<void> {
     this.assertWritable();
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes, onDurable, resolve, reject });
+      this.#queue.push({ text, length, onDurable, resolve, reject });
       this.#flushing ??= this.#flush();
     });
   }
@@ -118,7 +123,10 @@ export class AppendWriter {
     await Promise.resolve();
     while (this.#queue.length > 0 && !this.#failure) {
       const group = this.#takeGroup();
-      const bytes = group.length === 1 ? group[0]!.bytes : Buffer.concat(group.map((b) => b.bytes));
+      const bytes = Buffer.from(
+        group.length === 1 ? group[0]!.text : group.map((b) => b.text).join(''),
+        'utf8',
+      );
       const start = this.#length;
       try {
         await writeFully(this.#handle, bytes, start);
@@ -131,7 +139,7 @@ export class AppendWriter {
       let offset = start;
       for (const batch of group) {
         batch.onDurable(offset);
-        offset += batch.bytes.length;
+        offset += batch.length;
         batch.resolve();
       }
     }
@@ -144,7 +152,7 @@ export class AppendWriter {
     let size = 0;
     let count = 0;
     while (count < queue.length) {
-      const length = queue[count]!.bytes.length;
+      const length = queue[count]!.length;
       if (count > 0 && size + length > MAX_GROUP_BYTES) break;
       size += length;
       count++;

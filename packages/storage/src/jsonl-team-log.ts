@@ -457,7 +457,7 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
     if (this.#closing) throw closedError(this.path);
     if (records.length === 0) return Promise.resolve();
     const copies: TeamRecord[] = [];
-    // One string for the whole batch, converted to bytes once.
+    // One string for the whole batch; the writer turns its group's strings into bytes at once.
     let text = '';
     let expected = this.#nextSeq;
     for (const record of records) {
@@ -481,41 +481,41 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
       copies.push(copy);
       text += `${toLine(copy)}\n`;
     }
-    const bytes = Buffer.from(text, 'utf8');
+    const length = Buffer.byteLength(text, 'utf8');
     // Reserve the seqs now, so appends issued before this one is durable continue after it.
     this.#nextSeq = expected;
-    const rotate =
-      this.#reservedBytes > 0 && this.#reservedBytes + bytes.length > this.#segmentBytes;
-    this.#reservedBytes = rotate ? bytes.length : this.#reservedBytes + bytes.length;
+    const rotate = this.#reservedBytes > 0 && this.#reservedBytes + length > this.#segmentBytes;
+    this.#reservedBytes = rotate ? length : this.#reservedBytes + length;
     const onDurable = (offset: number) => {
       const segment = this.#active;
       for (let i = 0; i < copies.length; i++) {
         const copy = copies[i] as TeamRecord;
         if ((copy.seq - segment.first) % CHECKPOINT_STRIDE === 0) {
-          const at = offset + lineStart(bytes, i);
+          const at = offset + lineStart(text, i);
           if (at > 0) segment.checkpoints.push([copy.seq, at]);
         }
         this.#lastSeq = copy.seq;
         this.#notify(copy);
       }
-      this.#bytesWritten += bytes.length;
+      this.#bytesWritten += length;
       this.#settleWaiters();
     };
-    if (!rotate && this.#gate === undefined) return this.#writer.enqueue(bytes, onDurable);
-    return this.#enqueueBehindGate(rotate, copies[0]?.seq as number, bytes, onDurable);
+    if (!rotate && this.#gate === undefined) return this.#writer.enqueue(text, length, onDurable);
+    return this.#enqueueBehindGate(rotate, copies[0]?.seq as number, text, length, onDurable);
   }
 
   /** Behind a move to a new segment: enqueues in call order once it is done. */
   async #enqueueBehindGate(
     rotate: boolean,
     first: number,
-    bytes: Buffer,
+    text: string,
+    length: number,
     onDurable: (offset: number) => void,
   ): Promise<void> {
     let enqueued: Promise<void> | undefined;
     const gate = (this.#gate ?? Promise.resolve()).then(async () => {
       if (rotate) await this.#rotate(first);
-      enqueued = this.#writer.enqueue(bytes, onDurable);
+      enqueued = this.#writer.enqueue(text, length, onDurable);
     });
     this.#gate = gate;
     void gate.then(
@@ -731,13 +731,14 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
 }
 
 /**
- * The byte offset of line `index` within `bytes` (whole JSONL lines). Only a record that falls on
- * a checkpoint needs it, so appends of one record never scan their bytes.
+ * The UTF-8 byte offset of line `index` within `text` (whole JSONL lines, whose JSON never holds a
+ * raw newline). Only a record that falls on a checkpoint needs it, so appends of one record never
+ * scan their text.
  */
-function lineStart(bytes: Buffer, index: number): number {
+function lineStart(text: string, index: number): number {
   let at = 0;
-  for (let i = 0; i < index; i++) at = bytes.indexOf(0x0a, at) + 1;
-  return at;
+  for (let i = 0; i < index; i++) at = text.indexOf('\n', at) + 1;
+  return Buffer.byteLength(text.slice(0, at), 'utf8');
 }
 
 /** The nearest known `[seq, offset]` at or before `seq` in `segment`. */
