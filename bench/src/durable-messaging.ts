@@ -299,6 +299,18 @@ interface Rates {
   /** fdatasync calls per message. */
   storeSyncs: number;
   bareSyncs: number;
+  /**
+   * Process CPU time per message (µs, user + system, the I/O threads included): the part of the
+   * gap that is work rather than waiting, and far steadier than a rate on a shared machine.
+   */
+  storeCpu: number;
+  bareCpu: number;
+}
+
+/** Process CPU time so far, in µs (user + system, every thread). */
+function cpuMicros(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }
 
 /** Measures one layout and sender count: `repeats` paired runs after one unmeasured warm-up. */
@@ -332,23 +344,29 @@ async function measure(
   const bareRates: number[] = [];
   let storeSyncs = 0;
   let bareSyncs = 0;
+  let storeCpu = 0;
+  let bareCpu = 0;
   try {
     // Round 0 opens every transcript file and warms both paths; it is not counted.
     for (let round = 0; round <= repeats; round++) {
       const order = round % 2 === 0 ? ['bare', 'store'] : ['store', 'bare'];
       for (const side of order) {
         const syncsBefore = side === 'store' ? counter.syncs : BareAppender.syncs;
+        const cpuBefore = cpuMicros();
         const rate =
           side === 'store'
             ? await runStore(store, team, config.perSender, clock)
             : await runBare(log, transcripts, bytes, config.perSender);
+        const cpu = cpuMicros() - cpuBefore;
         if (round === 0) continue;
         if (side === 'store') {
           storeRates.push(rate);
           storeSyncs += counter.syncs - syncsBefore;
+          storeCpu += cpu;
         } else {
           bareRates.push(rate);
           bareSyncs += BareAppender.syncs - syncsBefore;
+          bareCpu += cpu;
         }
       }
     }
@@ -363,6 +381,8 @@ async function measure(
     bare: median(bareRates),
     storeSyncs: storeSyncs / messages,
     bareSyncs: bareSyncs / messages,
+    storeCpu: storeCpu / messages,
+    bareCpu: bareCpu / messages,
   };
 }
 
@@ -409,7 +429,7 @@ export const durableMessagingBench: Bench = {
         ratioOf: 'store / bare',
         ratio: rate.store / rate.bare,
         target: { op: '>=', value: 0.5 },
-        note: `TeamState commands + JSONL store, fsync; 3 durable appends per message (${bytes.queued.length}+${bytes.transcript.length}+${bytes.delivered.length} bytes); fdatasync per message: store ${rate.storeSyncs.toFixed(2)}, bare ${rate.bareSyncs.toFixed(2)}; median of ${repeats}`,
+        note: `TeamState commands + JSONL store, fsync; 3 durable appends per message (${bytes.queued.length}+${bytes.transcript.length}+${bytes.delivered.length} bytes); fdatasync per message: store ${rate.storeSyncs.toFixed(2)}, bare ${rate.bareSyncs.toFixed(2)}; CPU per message: store ${rate.storeCpu.toFixed(0)} µs, bare ${rate.bareCpu.toFixed(0)} µs; median of ${repeats}`,
       });
     try {
       const [single, ...concurrent] = configs as [Config, ...Config[]];

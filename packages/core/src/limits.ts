@@ -94,6 +94,69 @@ export function utf8Length(text: string): number {
 }
 
 /**
+ * UTF-8 bytes of `JSON.stringify(text)` for a string, without building it: the quotes, the
+ * escapes JSON writes (`\"`, `\\`, the short control escapes, `\u00XX` for other controls and for
+ * lone surrogates) and every other character as UTF-8.
+ */
+export function jsonStringBytes(text: string): number {
+  let bytes = 2;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x20 && code < 0x80) bytes += code === 0x22 || code === 0x5c ? 2 : 1;
+    else if (code < 0x20) bytes += isShortEscape(code) ? 2 : 6;
+    else if (code < 0x800) bytes += 2;
+    else if (code < 0xd800 || code > 0xdfff) bytes += 3;
+    else if (code <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i++;
+    } else bytes += 6;
+  }
+  return bytes;
+}
+
+/** `\b`, `\t`, `\n`, `\f`, `\r`: the control characters JSON escapes in two characters. */
+function isShortEscape(code: number): boolean {
+  return code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d;
+}
+
+/**
+ * UTF-8 bytes of `JSON.stringify(content) ?? ''`: what `maxMessageBytes` bounds. A list of plain
+ * `{ type: 'text', text }` blocks (what mail almost always is) is measured without serialising it;
+ * anything else is serialised and measured, so the answer is the same for every value.
+ */
+export function contentJsonBytes(content: unknown): number {
+  if (
+    Array.isArray(content) &&
+    Object.getPrototypeOf(content) === Array.prototype &&
+    !('toJSON' in content)
+  ) {
+    let bytes = 2 + Math.max(0, content.length - 1);
+    for (let i = 0; i < content.length; i++) {
+      const block: unknown = content[i];
+      if (!isPlainTextBlock(block)) return utf8Length(JSON.stringify(content) ?? '');
+      // {"type":"text","text":<text>}
+      bytes += 23 + jsonStringBytes(block.text);
+    }
+    return bytes;
+  }
+  return utf8Length(JSON.stringify(content) ?? '');
+}
+
+/** A plain object with exactly the own enumerable keys `type: 'text'` and a string `text`. */
+function isPlainTextBlock(block: unknown): block is { type: 'text'; text: string } {
+  if (typeof block !== 'object' || block === null) return false;
+  if (Object.getPrototypeOf(block) !== Object.prototype) return false;
+  const { type, text } = block as { type?: unknown; text?: unknown };
+  if (type !== 'text' || typeof text !== 'string') return false;
+  let keys = 0;
+  for (const key in block) {
+    if (key !== 'type' && key !== 'text') return false;
+    keys++;
+  }
+  return keys === 2;
+}
+
+/**
  * A placement capability (what a process can host, what an agent type needs: `repo:<name>`,
  * `credential:anthropic`, `label:gpu`) is at most this many UTF-8 bytes.
  */

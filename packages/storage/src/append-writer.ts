@@ -12,7 +12,10 @@ import { ioError, writeFully } from './fs-seam.js';
 export type Durability = 'fsync' | 'buffered';
 
 interface Batch {
-  bytes: Buffer;
+  /** Whole lines, turned into bytes with the rest of their group. */
+  text: string;
+  /** UTF-8 bytes of `text`. */
+  length: number;
   onDurable: (offset: number) => void;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -84,13 +87,15 @@ export class AppendWriter {
   }
 
   /**
-   * Queues `bytes` (whole lines) for the next group write. `onDurable` runs with the batch's file
-   * offset once it is durable, before the returned promise resolves and before later batches.
+   * Queues `text` (whole lines; `length` is its UTF-8 byte length, which the caller needed first)
+   * for the next group write. A group's texts become bytes in one conversion, not one buffer per
+   * append plus a copy into the group's. `onDurable` runs with the batch's file offset once it is
+   * durable, before the returned promise resolves and before later batches.
    */
-  enqueue(bytes: Buffer, onDurable: (offset: number) => void): Promise<void> {
+  enqueue(text: string, length: number, onDurable: (offset: number) => void): Promise<void> {
     this.assertWritable();
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes, onDurable, resolve, reject });
+      this.#queue.push({ text, length, onDurable, resolve, reject });
       this.#flushing ??= this.#flush();
     });
   }
@@ -117,16 +122,11 @@ export class AppendWriter {
     // One turn of the event loop's microtasks lets appends issued together join one group.
     await Promise.resolve();
     while (this.#queue.length > 0 && !this.#failure) {
-      const group: Batch[] = [];
-      let size = 0;
-      while (this.#queue.length > 0) {
-        const next = this.#queue[0]!;
-        if (group.length > 0 && size + next.bytes.length > MAX_GROUP_BYTES) break;
-        this.#queue.shift();
-        group.push(next);
-        size += next.bytes.length;
-      }
-      const bytes = group.length === 1 ? group[0]!.bytes : Buffer.concat(group.map((b) => b.bytes));
+      const group = this.#takeGroup();
+      const bytes = Buffer.from(
+        group.length === 1 ? group[0]!.text : group.map((b) => b.text).join(''),
+        'utf8',
+      );
       const start = this.#length;
       try {
         await writeFully(this.#handle, bytes, start);
@@ -139,11 +139,26 @@ export class AppendWriter {
       let offset = start;
       for (const batch of group) {
         batch.onDurable(offset);
-        offset += batch.bytes.length;
+        offset += batch.length;
         batch.resolve();
       }
     }
     this.#flushing = undefined;
+  }
+
+  /** The next group: the oldest batches up to {@link MAX_GROUP_BYTES}, at least one. */
+  #takeGroup(): Batch[] {
+    const queue = this.#queue;
+    let size = 0;
+    let count = 0;
+    while (count < queue.length) {
+      const length = queue[count]!.length;
+      if (count > 0 && size + length > MAX_GROUP_BYTES) break;
+      size += length;
+      count++;
+    }
+    // One cut of the queue, not a shift per batch (a shift moves every batch behind it).
+    return count === queue.length ? queue.splice(0) : queue.splice(0, count);
   }
 
   async #fail(group: Batch[], failure: TeamError): Promise<void> {

@@ -440,14 +440,25 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
     });
   }
 
-  async append({ records }: { records: readonly TeamRecord[] }): Promise<void> {
+  append({ records }: { records: readonly TeamRecord[] }): Promise<void> {
+    // Not `async`: the common case hands the writer's promise straight back, one promise and no
+    // extra microtask turns per append; a refusal is still a rejected promise, never a throw.
+    try {
+      return this.#append(records);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #append(records: readonly TeamRecord[]): Promise<void> {
     // The writer is closed for a moment while the log moves to a new segment; only a failure
     // or the log's own close refuses appends.
     if (this.#writer.failure) this.#writer.assertWritable();
     if (this.#closing) throw closedError(this.path);
-    if (records.length === 0) return;
+    if (records.length === 0) return Promise.resolve();
     const copies: TeamRecord[] = [];
-    const lines: string[] = [];
+    // One string for the whole batch; the writer turns its group's strings into bytes at once.
+    let text = '';
     let expected = this.#nextSeq;
     for (const record of records) {
       // a record core built was checked then; anything else is validated here (see the README)
@@ -468,38 +479,43 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
       }
       expected++;
       copies.push(copy);
-      lines.push(toLine(copy));
+      text += `${toLine(copy)}\n`;
     }
-    const lengths = lines.map((line) => Buffer.byteLength(line, 'utf8') + 1);
-    const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+    const length = Buffer.byteLength(text, 'utf8');
     // Reserve the seqs now, so appends issued before this one is durable continue after it.
     this.#nextSeq = expected;
-    const rotate =
-      this.#reservedBytes > 0 && this.#reservedBytes + bytes.length > this.#segmentBytes;
-    this.#reservedBytes = rotate ? bytes.length : this.#reservedBytes + bytes.length;
+    const rotate = this.#reservedBytes > 0 && this.#reservedBytes + length > this.#segmentBytes;
+    this.#reservedBytes = rotate ? length : this.#reservedBytes + length;
     const onDurable = (offset: number) => {
-      let at = offset;
       const segment = this.#active;
-      copies.forEach((copy, i) => {
-        if ((copy.seq - segment.first) % CHECKPOINT_STRIDE === 0 && at > 0) {
-          segment.checkpoints.push([copy.seq, at]);
+      for (let i = 0; i < copies.length; i++) {
+        const copy = copies[i] as TeamRecord;
+        if ((copy.seq - segment.first) % CHECKPOINT_STRIDE === 0) {
+          const at = offset + lineStart(text, i);
+          if (at > 0) segment.checkpoints.push([copy.seq, at]);
         }
-        at += lengths[i] as number;
         this.#lastSeq = copy.seq;
         this.#notify(copy);
-      });
-      this.#bytesWritten += bytes.length;
+      }
+      this.#bytesWritten += length;
       this.#settleWaiters();
     };
-    if (!rotate && this.#gate === undefined) {
-      await this.#writer.enqueue(bytes, onDurable);
-      return;
-    }
-    // Behind a move to a new segment: enqueue in call order once it is done.
+    if (!rotate && this.#gate === undefined) return this.#writer.enqueue(text, length, onDurable);
+    return this.#enqueueBehindGate(rotate, copies[0]?.seq as number, text, length, onDurable);
+  }
+
+  /** Behind a move to a new segment: enqueues in call order once it is done. */
+  async #enqueueBehindGate(
+    rotate: boolean,
+    first: number,
+    text: string,
+    length: number,
+    onDurable: (offset: number) => void,
+  ): Promise<void> {
     let enqueued: Promise<void> | undefined;
     const gate = (this.#gate ?? Promise.resolve()).then(async () => {
-      if (rotate) await this.#rotate(copies[0]?.seq as number);
-      enqueued = this.#writer.enqueue(bytes, onDurable);
+      if (rotate) await this.#rotate(first);
+      enqueued = this.#writer.enqueue(text, length, onDurable);
     });
     this.#gate = gate;
     void gate.then(
@@ -712,6 +728,17 @@ class JsonlTeamLogImpl implements JsonlTeamLog {
       }
     }
   }
+}
+
+/**
+ * The UTF-8 byte offset of line `index` within `text` (whole JSONL lines, whose JSON never holds a
+ * raw newline). Only a record that falls on a checkpoint needs it, so appends of one record never
+ * scan their text.
+ */
+function lineStart(text: string, index: number): number {
+  let at = 0;
+  for (let i = 0; i < index; i++) at = text.indexOf('\n', at) + 1;
+  return Buffer.byteLength(text.slice(0, at), 'utf8');
 }
 
 /** The nearest known `[seq, offset]` at or before `seq` in `segment`. */

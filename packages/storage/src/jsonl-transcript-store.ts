@@ -50,7 +50,8 @@ export function checkSafeId(kind: string, id: string): void {
 }
 
 interface Waiter {
-  bytes: Buffer;
+  text: string;
+  length: number;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -111,23 +112,28 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     this.#maxOpen = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_TRANSCRIPTS;
   }
 
-  async append({
-    memberId,
-    entries,
-  }: {
-    memberId: string;
-    entries: readonly TranscriptEntry[];
-  }): Promise<void> {
+  append(options: { memberId: string; entries: readonly TranscriptEntry[] }): Promise<void> {
+    // Not `async`: an append to an open file hands the writer's promise straight back, one
+    // promise and no extra microtask turns; a refusal is still a rejected promise, never a throw.
+    try {
+      return this.#append(options.memberId, options.entries);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #append(memberId: string, entries: readonly TranscriptEntry[]): Promise<void> {
     this.#assertWritable();
     checkSafeId('memberId', memberId);
-    if (entries.length === 0) return;
-    // Validation builds a fresh copy; one stringify writes it.
-    const lines = entries.map((entry) => toLine(parseTranscriptEntry(entry)));
-    const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+    if (entries.length === 0) return Promise.resolve();
+    // Validation builds a fresh copy; one stringify writes it (the writer makes the bytes).
+    let text = '';
+    for (const entry of entries) text += `${toLine(parseTranscriptEntry(entry))}\n`;
+    const length = Buffer.byteLength(text, 'utf8');
     const open = this.#open.get(memberId);
     if (open && !this.#waiting.has(memberId)) {
       this.#touch(memberId, open);
-      return open.writer.enqueue(bytes, noop);
+      return open.writer.enqueue(text, length, noop);
     }
     // Appends that arrive while the member's file is being opened wait in one list, released in
     // call order in a single step, so no later append can overtake them.
@@ -142,7 +148,7 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
           (error: unknown) => this.#release(memberId, list, undefined, error),
         );
       }
-      waiting.push({ bytes, resolve, reject });
+      waiting.push({ text, length, resolve, reject });
     });
   }
 
@@ -154,7 +160,7 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
         continue;
       }
       try {
-        file.writer.enqueue(waiter.bytes, noop).then(waiter.resolve, waiter.reject);
+        file.writer.enqueue(waiter.text, waiter.length, noop).then(waiter.resolve, waiter.reject);
       } catch (refused) {
         waiter.reject(refused);
       }

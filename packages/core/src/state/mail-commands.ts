@@ -1,6 +1,6 @@
 import type { ContentBlock } from '../content.js';
 import { TeamError } from '../errors.js';
-import { utf8Length } from '../limits.js';
+import { contentJsonBytes } from '../limits.js';
 import type { MessageDelivery, MessageKind, QueuedMessage } from '../records.js';
 import { checkMessageSummary, isBoundedKind, type Mailbox } from './mailbox.js';
 import { refuseIf } from './problem.js';
@@ -72,7 +72,7 @@ export function decideQueueMessage(
       { details: { targetId: target.id, phase: target.phase } },
     );
   }
-  const bytes = utf8Length(JSON.stringify(input.content) ?? '');
+  const bytes = contentJsonBytes(input.content);
   if (bytes > limits.maxMessageBytes) {
     throw new TeamError(
       'MESSAGE_TOO_LARGE',
