@@ -80,37 +80,10 @@ export function generateTeamLog(
 ): LogStats {
   if (options.mix === 'chat') return generateChatLog(options, onRecord);
   if (options.mix === 'board') return generateBoardLog(options, onRecord);
-  const random = createRandom(options.seed ?? 0x7ea3);
-  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
-  const clock: Clock = { now: () => time, setTimer: () => () => {} };
-  const ids = createUlidLike(random, () => time);
-  const state = new TeamState({ teamId: BENCH_TEAM_ID, clock });
-  const stats: LogStats = {
-    records: 0,
-    bytes: 0,
-    byType: noRecords(),
-    members: 0,
-    tasks: 0,
-    messages: 0,
-  };
-  const emit = (record: TeamRecord) => {
-    stats.records++;
-    stats.byType[record.type]++;
-    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
-    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
-    if (record.type === 'message.queued') stats.messages++;
-    time += random.int(5, 4000);
-    onRecord(record);
-  };
-  const leadId = BENCH_TEAM_ID;
-  for (const record of state.createLead({
-    id: leadId,
-    agentType: LEAD_TYPE,
-    provider: 'scripted:scripted-1',
-    description: 'Plans the work and reviews what the team hands in.',
-  })) {
-    emit(record);
-  }
+  const { random, ids, state, stats, emit, leadId } = startGeneratedLog(
+    options.seed ?? 0x7ea3,
+    onRecord,
+  );
 
   let spawned = 0;
   const deliver = (messageId: string) => emit(state.markDelivered({ messageId }));
@@ -310,42 +283,12 @@ function generateChatLog(
   options: GenerateOptions,
   onRecord: (record: TeamRecord) => void,
 ): LogStats {
-  const random = createRandom(options.seed ?? 0xc4a7);
-  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
-  const clock: Clock = { now: () => time, setTimer: () => () => {} };
-  const ids = createUlidLike(random, () => time);
   const teammateCount = options.teammates ?? 16;
-  const state = new TeamState({
-    teamId: BENCH_TEAM_ID,
-    clock,
-    limits: { maxMembers: teammateCount + 1 },
-  });
-  const stats: LogStats = {
-    records: 0,
-    bytes: 0,
-    byType: noRecords(),
-    members: 0,
-    tasks: 0,
-    messages: 0,
-  };
-  const emit = (record: TeamRecord) => {
-    stats.records++;
-    stats.byType[record.type]++;
-    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
-    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
-    if (record.type === 'message.queued') stats.messages++;
-    time += random.int(5, 4000);
-    onRecord(record);
-  };
-  const leadId = BENCH_TEAM_ID;
-  for (const record of state.createLead({
-    id: leadId,
-    agentType: LEAD_TYPE,
-    provider: 'scripted:scripted-1',
-    description: 'Plans the work and reviews what the team hands in.',
-  })) {
-    emit(record);
-  }
+  const { random, ids, state, stats, emit, leadId } = startGeneratedLog(
+    options.seed ?? 0xc4a7,
+    onRecord,
+    teammateCount + 1,
+  );
   /** Queued and not yet delivered, oldest first. */
   const pending: string[] = [];
   const send = (
@@ -477,42 +420,12 @@ function generateBoardLog(
   options: GenerateOptions,
   onRecord: (record: TeamRecord) => void,
 ): LogStats {
-  const random = createRandom(options.seed ?? 0xb0a2);
-  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
-  const clock: Clock = { now: () => time, setTimer: () => () => {} };
-  const ids = createUlidLike(random, () => time);
   const teammateCount = options.teammates ?? 48;
-  const state = new TeamState({
-    teamId: BENCH_TEAM_ID,
-    clock,
-    limits: { maxMembers: teammateCount + 1 },
-  });
-  const stats: LogStats = {
-    records: 0,
-    bytes: 0,
-    byType: noRecords(),
-    members: 0,
-    tasks: 0,
-    messages: 0,
-  };
-  const emit = (record: TeamRecord) => {
-    stats.records++;
-    stats.byType[record.type]++;
-    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
-    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
-    if (record.type === 'message.queued') stats.messages++;
-    time += random.int(5, 4000);
-    onRecord(record);
-  };
-  const leadId = BENCH_TEAM_ID;
-  for (const record of state.createLead({
-    id: leadId,
-    agentType: LEAD_TYPE,
-    provider: 'scripted:scripted-1',
-    description: 'Plans the work and reviews what the team hands in.',
-  })) {
-    emit(record);
-  }
+  const { random, ids, state, stats, emit, leadId } = startGeneratedLog(
+    options.seed ?? 0xb0a2,
+    onRecord,
+    teammateCount + 1,
+  );
   const sendAndDeliver = (
     from: string,
     to: string,
@@ -723,6 +636,54 @@ export function generateJsonlLog(options: GenerateOptions): JsonlLog {
 /** The line `i` of a JSONL log, without its newline. */
 export function lineAt(log: JsonlLog, i: number): string {
   return log.bytes.toString('utf8', log.offsets[i] as number, (log.offsets[i + 1] as number) - 1);
+}
+
+/**
+ * What every generated mix starts from: a seeded random source, a clock that each record moves on
+ * by 5 ms to 4 s, ULID-like ids on that clock, the team's state (with room for `maxMembers` when
+ * given), its counts, and the lead, already emitted.
+ */
+function startGeneratedLog(
+  seed: number,
+  onRecord: (record: TeamRecord) => void,
+  maxMembers?: number,
+) {
+  const random = createRandom(seed);
+  let time = Date.UTC(2026, 0, 5, 9, 0, 0);
+  const clock: Clock = { now: () => time, setTimer: () => () => {} };
+  const ids = createUlidLike(random, () => time);
+  const state = new TeamState({
+    teamId: BENCH_TEAM_ID,
+    clock,
+    ...(maxMembers === undefined ? {} : { limits: { maxMembers } }),
+  });
+  const stats: LogStats = {
+    records: 0,
+    bytes: 0,
+    byType: noRecords(),
+    members: 0,
+    tasks: 0,
+    messages: 0,
+  };
+  const emit = (record: TeamRecord) => {
+    stats.records++;
+    stats.byType[record.type]++;
+    if (record.type === 'member' && record.member.phase === 'provisioning') stats.members++;
+    if (record.type === 'task' && record.task.revision === 1) stats.tasks++;
+    if (record.type === 'message.queued') stats.messages++;
+    time += random.int(5, 4000);
+    onRecord(record);
+  };
+  const leadId = BENCH_TEAM_ID;
+  for (const record of state.createLead({
+    id: leadId,
+    agentType: LEAD_TYPE,
+    provider: 'scripted:scripted-1',
+    description: 'Plans the work and reviews what the team hands in.',
+  })) {
+    emit(record);
+  }
+  return { random, ids, state, stats, emit, leadId };
 }
 
 /** A count of zero for every record type core has (its schema versions list them all). */
