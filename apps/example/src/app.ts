@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type AgentTool, createAgentRegistry, TeamError } from '@teamwire/core';
 import { OPERATOR_AGENT } from '@teamwire/dashboard';
 import { z } from 'zod';
-import { type ReviewCommand, redactUrl } from './args.js';
+import type { ReviewCommand } from './args.js';
 import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { readTools } from './file-tools.js';
 import { CODING_AGENT, MCP_SECRET_ENV, mcpSecret } from './mcp-serve.js';
@@ -237,15 +237,7 @@ async function runReviewInPostgres(
       reviewServeHooks(command, io, settings, undefined),
     );
     return await runReviewTeam(command, io, location, settings, {
-      store: {
-        log: store.log,
-        transcripts: store.transcripts,
-        where: db.where,
-        url: redactUrl(url),
-        // a killed process holds the lead until its lease runs out
-        leadWaitMs: 3 * db.settings.leaseMs + 1000,
-        close: () => store.close(),
-      },
+      store: db.asRunStore(store, url),
       hooks,
     });
   } finally {

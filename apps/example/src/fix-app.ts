@@ -8,7 +8,7 @@ import { createGitWorkspaces } from '@teamwire/git-workspaces';
 import { z } from 'zod';
 import { reviewWebHooks } from './app.js';
 import type { Command } from './args.js';
-import { APPROVE_EXPIRES_RANGE, redactUrl } from './args.js';
+import { APPROVE_EXPIRES_RANGE } from './args.js';
 import { CONTEXT_WINDOW_RANGE, contextBudget, withContext } from './context-window.js';
 import { type RefusedFolder, refusedLine, terminalApprovals } from './fix-approvals.js';
 import { branchWork, ensureScratchRepo, listWorktrees, resolveBase } from './fix-git.js';
@@ -191,15 +191,7 @@ async function runFixInPostgres(command: FixCommand, url: string, io: AppIo): Pr
       reviewWebHooks(command, io),
     );
     return await runFixTeam(command, io, location, settings, {
-      store: {
-        log: store.log,
-        transcripts: store.transcripts,
-        where: db.where,
-        url: redactUrl(url),
-        // a killed process holds the lead until its lease runs out
-        leadWaitMs: 3 * db.settings.leaseMs + 1000,
-        close: () => store.close(),
-      },
+      store: db.asRunStore(store, url),
       hooks,
     });
   } finally {

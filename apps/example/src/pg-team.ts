@@ -272,6 +272,22 @@ export class PgTeamDatabase {
     });
   }
 
+  /**
+   * A store this connection opened, as a run of the team uses it: where it is, the `--store` URL
+   * with its password masked, and how long to wait for a lead another process holds (a killed
+   * process holds it until its lease runs out).
+   */
+  asRunStore(store: PostgresTeamStore, url: string) {
+    return {
+      log: store.log,
+      transcripts: store.transcripts,
+      where: this.where,
+      url: redactUrl(url),
+      leadWaitMs: 3 * this.settings.leaseMs + 1000,
+      close: () => store.close(),
+    };
+  }
+
   /*
    * The next two read the store's own tables (schema version 1 of @teamwire/postgres), read-only:
    * its API tells a process only about its own members. Only the main process of `--workers`
