@@ -1,13 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import {
-  type ChatMessage,
-  contentText,
-  type EventSink,
-  openTeam,
-  type TeamService,
-} from '@teamwire/core';
+import { type EventSink, openTeam, type TeamService } from '@teamwire/core';
 import { openPostgresTeamStore, type PostgresTeamStore } from '@teamwire/postgres';
 import { xmlFormat } from '@teamwire/protocol';
 import pg from 'pg';
@@ -15,7 +9,13 @@ import type { Bench } from './context.js';
 import { pgUrl } from './postgres.js';
 import { type Figure, figure } from './report.js';
 import { now, percentile, within } from './stats.js';
-import { benchAgents, createPolicyModel, errorCollector, type PolicyStep } from './team-fixture.js';
+import {
+  benchAgents,
+  createPolicyModel,
+  errorCollector,
+  PING,
+  pingPolicy,
+} from './team-fixture.js';
 import { LEAD_TYPE, WORKER_TYPE } from './team-log.js';
 
 /**
@@ -25,7 +25,6 @@ import { LEAD_TYPE, WORKER_TYPE } from './team-log.js';
 export const POSTGRES_SCALE_ENV = 'TEAMWIRE_BENCH_POSTGRES_SCALE';
 
 const BENCH = 'postgres-scale';
-const PING = 'PING';
 /** Processes the teammates are spread over (the lead runs in a process of its own). */
 const PROCESSES = 3;
 /** The round trip's budget at p99, ms. */
@@ -46,24 +45,6 @@ type ToProcess =
 
 /** What a teammate process tells the parent. */
 type FromProcess = { type: 'ready' } | { type: 'error'; message: string };
-
-/**
- * Teammates answer a ping with one `send_message` to the lead and otherwise say they are ready;
- * the lead acknowledges whatever it reads (the policy of the one-process `scale` benchmark).
- */
-function policy(agentName: string, messages: readonly ChatMessage[]): PolicyStep {
-  const last = messages.at(-1);
-  if (agentName === 'lead') return { text: 'OK.' };
-  if (last?.role === 'tool') return { text: '' };
-  if (last !== undefined && contentText(last.content).includes(PING)) {
-    return {
-      toolCalls: [
-        { name: 'send_message', input: { to: 'lead', message: `pong from ${agentName}` } },
-      ],
-    };
-  }
-  return { text: 'Ready.' };
-}
 
 /**
  * A teammate process of the benchmark: opens the team in the same schema with
@@ -108,7 +89,7 @@ export async function runScaleProcess(): Promise<number> {
             log: store.log,
             transcripts: store.transcripts,
             format: xmlFormat,
-            agents: benchAgents(createPolicyModel(policy)),
+            agents: benchAgents(createPolicyModel(pingPolicy)),
             lead: { agentType: LEAD_TYPE },
             events,
             idleClaim: false,
@@ -302,7 +283,7 @@ export const postgresScaleBench: Bench = {
         log: store.log,
         transcripts: store.transcripts,
         format: xmlFormat,
-        agents: benchAgents(createPolicyModel(policy)),
+        agents: benchAgents(createPolicyModel(pingPolicy)),
         lead: { agentType: LEAD_TYPE },
         events: {
           publish(agent, event) {

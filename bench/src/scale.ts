@@ -1,41 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type ChatMessage,
-  contentText,
-  type EventSink,
-  openTeam,
-  type TeamService,
-} from '@teamwire/core';
+import { type EventSink, openTeam, type TeamService } from '@teamwire/core';
 import { xmlFormat } from '@teamwire/protocol';
 import { type JsonlTeamStore, openJsonlTeamStore } from '@teamwire/storage';
 import type { Bench } from './context.js';
 import { type Figure, figure } from './report.js';
 import { now, percentile, settledHeap, within } from './stats.js';
-import { benchAgents, createPolicyModel, type PolicyStep } from './team-fixture.js';
+import { benchAgents, createPolicyModel, PING, pingPolicy } from './team-fixture.js';
 import { BENCH_TEAM_ID, LEAD_TYPE, WORKER_TYPE } from './team-log.js';
-
-const PING = 'PING';
-
-/**
- * Teammates answer a ping with one `send_message` to the lead and otherwise say they are ready;
- * the lead acknowledges whatever it reads. Every turn is one or two model calls, so what is
- * measured is the runtime, not the model.
- */
-function policy(agentName: string, messages: readonly ChatMessage[]): PolicyStep {
-  const last = messages.at(-1);
-  if (agentName === 'lead') return { text: 'OK.' };
-  if (last?.role === 'tool') return { text: '' };
-  if (last !== undefined && contentText(last.content).includes(PING)) {
-    return {
-      toolCalls: [
-        { name: 'send_message', input: { to: 'lead', message: `pong from ${agentName}` } },
-      ],
-    };
-  }
-  return { text: 'Ready.' };
-}
 
 /** Calls back when a teammate's reply to the lead is in the lead's transcript. */
 function replyWatcher(): {
@@ -87,7 +60,7 @@ async function openScaleTeam(dir: string, teammates: number): Promise<ScaleTeam>
     log: store.log,
     transcripts: store.transcripts,
     format: xmlFormat,
-    agents: benchAgents(createPolicyModel(policy)),
+    agents: benchAgents(createPolicyModel(pingPolicy)),
     lead: { agentType: LEAD_TYPE },
     events: watcher.sink,
     limits: { maxMembers: teammates },

@@ -2,6 +2,7 @@ import {
   type AgentRegistry,
   type AssistantMessage,
   type ChatMessage,
+  contentText,
   createAgentRegistry,
   type EventSink,
   type ModelAdapter,
@@ -108,4 +109,26 @@ export function errorCollector(): EventSink & { errors: string[]; check(what: st
       }
     },
   };
+}
+
+/** The word a lead's message carries when it asks a teammate to answer (see {@link pingPolicy}). */
+export const PING = 'PING';
+
+/**
+ * Teammates answer a ping with one `send_message` to the lead and otherwise say they are ready;
+ * the lead acknowledges whatever it reads. Every turn is one or two model calls, so what is
+ * measured is the runtime, not the model.
+ */
+export function pingPolicy(agentName: string, messages: readonly ChatMessage[]): PolicyStep {
+  const last = messages.at(-1);
+  if (agentName === 'lead') return { text: 'OK.' };
+  if (last?.role === 'tool') return { text: '' };
+  if (last !== undefined && contentText(last.content).includes(PING)) {
+    return {
+      toolCalls: [
+        { name: 'send_message', input: { to: 'lead', message: `pong from ${agentName}` } },
+      ],
+    };
+  }
+  return { text: 'Ready.' };
 }
