@@ -23,7 +23,7 @@ import {
 } from '@teamwire/core';
 import { createScriptedModel, createSimpleFormat } from '@teamwire/core/testing';
 import { createCrashTeamScripts } from '../../../scripts/crash-support.mjs';
-import { nodeFs, openJsonlTeamStore } from '../dist/index.js';
+import { nodeFs, openJsonlTeamStore, TRANSCRIPT_JOURNAL_FILE } from '../dist/index.js';
 import {
   CRASH_SEGMENT_BYTES,
   CRASH_SNAPSHOTS,
@@ -219,7 +219,9 @@ async function drainMail() {
  * With `--kill-at`, the file system kills this process (SIGKILL, as the parent would) at an exact
  * moment: `snapshot` halfway through writing a snapshot file, `segment` right after a new log
  * segment was created (before anything is written to it), `segment-write` halfway through the
- * first write to a new segment. A line naming the point goes to `<acks>.kill-points` first.
+ * first write to a new segment, `journal-write` halfway through the first append to the transcript
+ * journal, `journal-synced` right after the journal's first group of appends is durable (before any
+ * member file is written). A line naming the point goes to `<acks>.kill-points` first.
  */
 function killingFs(point) {
   if (point === undefined || point === 'none') return nodeFs;
@@ -242,10 +244,38 @@ function killingFs(point) {
       return new Promise(() => {});
     },
   });
+  const journalAppendThenDie = (handle) => {
+    let appended = false;
+    return {
+      read: (...a) => handle.read(...a),
+      stat: () => handle.stat(),
+      truncate: (n) => handle.truncate(n),
+      sync: () => handle.sync(),
+      close: () => handle.close(),
+      async write(buffer, offset, length, position) {
+        // position 0 is the header, written when the journal is created or emptied
+        if (position === 0) return handle.write(buffer, offset, length, position);
+        if (point === 'journal-write')
+          return halfWriteThenDie(handle).write(buffer, offset, length, position);
+        appended = true;
+        return handle.write(buffer, offset, length, position);
+      },
+      async datasync() {
+        await handle.datasync();
+        if (appended) {
+          die();
+          await new Promise(() => {});
+        }
+      },
+    };
+  };
   return {
     ...nodeFs,
     async open(path, flags) {
       const handle = await nodeFs.open(path, flags);
+      if (point.startsWith('journal-') && path.endsWith(TRANSCRIPT_JOURNAL_FILE)) {
+        return journalAppendThenDie(handle);
+      }
       if (flags !== 'wx') return handle;
       if (point === 'snapshot' && path.endsWith('.snapshot')) return halfWriteThenDie(handle);
       if (path.includes('/segments/')) {

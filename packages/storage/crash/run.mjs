@@ -90,6 +90,8 @@ const totals = {
   snapshotsSkipped: 0,
   invalidSnapshots: 0,
   segments: 0,
+  journalRewrites: 0, // restarts that rewrote a member file's end from the transcript journal
+  journalTorn: 0, // restarts that cut a torn final journal line
   snapshots: 0,
 };
 
@@ -115,6 +117,9 @@ for (let team = 1; totals.kills < kills; team++) {
     if ((run.recovered?.snapshotSeq ?? 0) > 0) totals.openedFromSnapshot++;
     totals.snapshotsSkipped += run.recovered?.snapshotsSkipped ?? 0;
     if (run.recovered?.staleLock !== undefined) totals.staleLocks++;
+    const journal = run.recovered?.transcriptJournal;
+    if ((journal?.rewritten.length ?? 0) > 0) totals.journalRewrites++;
+    if ((journal?.tornBytes ?? 0) > 0) totals.journalTorn++;
     if ((run.recovered?.tornBytes ?? 0) > 0) {
       totals.tornRepairs++;
       totals.tornBytes += run.recovered.tornBytes;
@@ -198,6 +203,17 @@ const points = countKillPoints(root);
 console.log(
   `  snapshots and segments: ${points.snapshot ?? 0} kills inside a snapshot write, ${points.segment ?? 0} right after a new segment was created, ${points['segment-write'] ?? 0} inside a new segment's first write; ${t.openedFromSnapshot} restarts opened from a snapshot, ${t.snapshotsSkipped} torn snapshots skipped; ${t.snapshots} snapshots and ${t.segments} segments in the final folders, every snapshot equal to the full fold`,
 );
+console.log(
+  `  transcript journal: ${points['journal-write'] ?? 0} kills inside a journal append, ${points['journal-synced'] ?? 0} right after a journal group was durable (its member files unwritten); ${t.journalRewrites} restarts rewrote member files from the journal, ${t.journalTorn} cut a torn journal line`,
+);
+// A kill right after a journal group was durable leaves its member file behind: the next open must
+// have rewritten it from the journal.
+if ((points['journal-synced'] ?? 0) > 0 && t.journalRewrites === 0) {
+  console.error(
+    'crash test FAILED: kills after a durable journal group, but no restart rewrote a member file',
+  );
+  process.exit(1);
+}
 if (t.openedFromSnapshot === 0 || (points.snapshot ?? 0) === 0) {
   console.error(
     'crash test FAILED: no restart opened from a snapshot, or no kill landed inside one',

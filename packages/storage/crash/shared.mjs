@@ -21,4 +21,10 @@ export const CRASH_SEGMENT_BYTES = 16 * 1024;
 export const CRASH_SNAPSHOTS = { everyRecords: 40, everyBytes: 16 * 1024, keep: 2 };
 
 /** Where the child may kill itself on purpose (see `killingFs` in child.mjs). */
-export const KILL_POINTS = ['snapshot', 'segment', 'segment-write'];
+export const KILL_POINTS = [
+  'snapshot',
+  'segment',
+  'segment-write',
+  'journal-write',
+  'journal-synced',
+];

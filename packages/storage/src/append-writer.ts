@@ -37,7 +37,9 @@ export class AppendWriter {
   readonly #durability: Durability;
   readonly #label: string;
   readonly #onFailure: ((error: TeamError) => void) | undefined;
+  readonly #beforeGroup: ((length: number) => Promise<number | undefined>) | undefined;
   #length: number;
+  #syncing: Promise<void> | undefined;
   #queue: Batch[] = [];
   #flushing: Promise<void> | undefined;
   #failure: TeamError | undefined;
@@ -52,6 +54,11 @@ export class AppendWriter {
     /** What the file is, for messages: `team log`, `transcript`. */
     label: string;
     onFailure?: (error: TeamError) => void;
+    /**
+     * Runs before each group is written, with the file's length; a number it returns becomes the
+     * new length (the file was cut back to it). A failure fails the group like a failed write.
+     */
+    beforeGroup?: (length: number) => Promise<number | undefined>;
   }) {
     this.#handle = options.handle;
     this.path = options.path;
@@ -59,6 +66,7 @@ export class AppendWriter {
     this.#durability = options.durability;
     this.#label = options.label;
     this.#onFailure = options.onFailure;
+    this.#beforeGroup = options.beforeGroup;
   }
 
   /** Bytes of the file known to be written (and flushed, in `fsync` mode). */
@@ -68,7 +76,12 @@ export class AppendWriter {
 
   /** Nothing queued or in flight and not closed: the file can be closed without waiting. */
   get idle(): boolean {
-    return this.#queue.length === 0 && this.#flushing === undefined && !this.#closed;
+    return (
+      this.#queue.length === 0 &&
+      this.#flushing === undefined &&
+      this.#syncing === undefined &&
+      !this.#closed
+    );
   }
 
   /** The write failure that stopped this writer, if any. */
@@ -108,11 +121,44 @@ export class AppendWriter {
       batch.reject(refusal(this.#label, this.path, failure));
   }
 
-  /** Lets queued batches finish, then closes the file. Idempotent. */
+  /** Resolves once nothing is queued or in flight (failed or not). */
+  async drain(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+  }
+
+  /**
+   * Waits for the writes in flight, then flushes the file (fdatasync) whatever the durability:
+   * how a file written without syncs is made durable at a chosen moment. A failure is
+   * `STORAGE_IO` and stops the writer.
+   */
+  sync(): Promise<void> {
+    const run = (async () => {
+      await this.drain();
+      if (this.#failure) throw refusal(this.#label, this.path, this.#failure);
+      try {
+        await this.#handle.datasync();
+      } catch (error) {
+        const failure = ioError(`syncing ${this.#label}`, this.path, error);
+        this.#failure ??= failure;
+        this.#onFailure?.(failure);
+        throw failure;
+      }
+    })();
+    this.#syncing = run;
+    const settle = () => {
+      if (this.#syncing === run) this.#syncing = undefined;
+    };
+    run.then(settle, settle);
+    return run;
+  }
+
+  /** Lets queued batches and a sync in flight finish, then closes the file. Idempotent. */
   close(): Promise<void> {
     this.#closed = true;
     this.#closing ??= (async () => {
-      while (this.#flushing) await this.#flushing;
+      while (this.#flushing || this.#syncing) {
+        await (this.#flushing ?? this.#syncing)?.catch(() => undefined);
+      }
       await this.#handle.close().catch(() => undefined);
     })();
     return this.#closing;
@@ -122,6 +168,18 @@ export class AppendWriter {
     // One turn of the event loop's microtasks lets appends issued together join one group.
     await Promise.resolve();
     while (this.#queue.length > 0 && !this.#failure) {
+      if (this.#beforeGroup) {
+        try {
+          this.#length = (await this.#beforeGroup(this.#length)) ?? this.#length;
+        } catch (error) {
+          const failure = TeamError.isInstance(error)
+            ? error
+            : ioError(`preparing ${this.#label}`, this.path, error);
+          await this.#fail(this.#queue.splice(0), failure);
+          break;
+        }
+        if (this.#queue.length === 0 || this.#failure) break;
+      }
       const group = this.#takeGroup();
       const bytes = Buffer.from(
         group.length === 1 ? group[0]!.text : group.map((b) => b.text).join(''),

@@ -14,6 +14,7 @@ import {
   readAll,
   systemError,
 } from './test-support.js';
+import { TRANSCRIPT_JOURNAL_FILE } from './transcript-journal.js';
 
 const TEAM = '01JTEAMFAULTS0000000000000';
 const ALICE = '01JALICE0000000000000000AA';
@@ -159,8 +160,41 @@ describe('a failed write', () => {
     // The log is a separate file and keeps working.
     await store.log.append({ records: records(1, 1) });
     await store.close();
+    // The append's journal line was durable before its member file was written: reopening
+    // restores it from the journal, as it restores an append a kill interrupted there.
     const reopened = await open();
+    expect(reopened.recovered.transcriptJournal).toMatchObject({ batches: 2, rewritten: [ALICE] });
+    expect(await reopened.transcripts.load({ memberId: ALICE })).toEqual([entry(1), entry(2)]);
+    await reopened.close();
+  });
+
+  it('keeps nothing of a transcript append whose journal write failed', async () => {
+    const state = { armed: false };
+    const { fs } = instrumentedFs({
+      write: (path) =>
+        state.armed && path.endsWith(TRANSCRIPT_JOURNAL_FILE)
+          ? { error: systemError('EIO') }
+          : undefined,
+    });
+    const store = await open({ fs });
+    const entry = (at: number) => ({
+      schemaVersion: 1 as const,
+      at,
+      message: { role: 'user' as const, content: [{ type: 'text' as const, text: `m${at}` }] },
+    });
+    await store.transcripts.append({ memberId: ALICE, entries: [entry(1)] });
+    state.armed = true;
+    const error = await caught(store.transcripts.append({ memberId: ALICE, entries: [entry(2)] }));
+    expect(error.code).toBe('STORAGE_IO');
+    state.armed = false;
+    const other = await caught(store.transcripts.append({ memberId: 'bob', entries: [entry(3)] }));
+    expect(other.code).toBe('STORE_CLOSED');
+    await store.close();
+    const reopened = await open();
+    // the first append is still in the journal (no checkpoint after a failure), and in its file
+    expect(reopened.recovered.transcriptJournal).toMatchObject({ batches: 1, rewritten: [] });
     expect(await reopened.transcripts.load({ memberId: ALICE })).toEqual([entry(1)]);
+    expect(await reopened.transcripts.load({ memberId: 'bob' })).toEqual([]);
     await reopened.close();
   });
 });

@@ -34,3 +34,10 @@ export {
   openJsonlTeamStore,
   TRANSCRIPTS_DIR,
 } from './team-store.js';
+export type { JournalReplay } from './transcript-journal.js';
+export {
+  JOURNAL_CHECKPOINT_BYTES,
+  TRANSCRIPT_JOURNAL_FILE,
+  TRANSCRIPT_JOURNAL_FORMAT,
+  TRANSCRIPT_JOURNAL_VERSION,
+} from './transcript-journal.js';

@@ -32,24 +32,19 @@ export interface JsonlTranscriptStore extends TranscriptStore {
   loadContext(options: { memberId: string }): Promise<TranscriptEntry[]>;
 }
 
-/**
- * Member ids name files, so they are restricted to safe file-name characters: letters, digits,
- * `_`, `-` and inner dots (ulids and uuids pass), at most 200 characters.
- */
-export const SAFE_ID_PATTERN = /^[A-Za-z0-9_-](?:[A-Za-z0-9_.-]{0,198}[A-Za-z0-9_-])?$/;
+import { checkSafeId } from './safe-id.js';
+import type { JournalReplay } from './transcript-journal.js';
+import {
+  JOURNAL_CHECKPOINT_BYTES,
+  JOURNAL_HEADER_BYTES,
+  journalLine,
+  openTranscriptJournal,
+} from './transcript-journal.js';
 
-/** Refuses an id that cannot safely name a file or folder. */
-export function checkSafeId(kind: string, id: string): void {
-  if (typeof id !== 'string' || !SAFE_ID_PATTERN.test(id) || id.includes('..')) {
-    throw new TeamError(
-      'INVALID_ARGUMENT',
-      `${kind} ${JSON.stringify(id)} cannot name a file: use letters, digits, '_', '-' and inner '.'`,
-      { details: { [kind]: id } },
-    );
-  }
-}
+export { checkSafeId, SAFE_ID_PATTERN } from './safe-id.js';
 
 interface Waiter {
+  lines: string[];
   text: string;
   length: number;
   resolve: () => void;
@@ -59,6 +54,17 @@ interface Waiter {
 interface MemberFile {
   path: string;
   writer: AppendWriter;
+  /** The file's length once every append accepted so far is written. */
+  end: number;
+  /** Appends in the journal not yet handed to `writer`: the file must stay open. */
+  pending: number;
+}
+
+/** The open journal a store in `fsync` mode writes every append to first. */
+interface OpenJournal {
+  handle: StorageFileHandle;
+  path: string;
+  length: number;
 }
 
 /** How many member files a store keeps open at most, by default. */
@@ -76,8 +82,36 @@ export function createJsonlTranscriptStore(options: {
   durability: Durability;
   onClosed: () => void;
   maxOpenFiles?: number;
+  journal?: OpenJournal | undefined;
 }): JsonlTranscriptStore {
   return new JsonlTranscriptStoreImpl(options);
+}
+
+/**
+ * Opens the transcript store of team folder `teamDir`: replays and empties its transcript journal
+ * (creating it in a folder of an earlier layout), then, in `fsync` mode, writes every append
+ * through it (see the package README, "Transcript journal"). In `buffered` mode the journal is
+ * only replayed, and appends go straight to the member files.
+ */
+export async function openJsonlTranscriptStore(options: {
+  fs: StorageFs;
+  teamDir: string;
+  dir: string;
+  durability: Durability;
+  onClosed: () => void;
+  maxOpenFiles?: number;
+}): Promise<{ store: JsonlTranscriptStore; replay: JournalReplay }> {
+  const opened = await openTranscriptJournal({
+    fs: options.fs,
+    dir: options.teamDir,
+    transcriptsDir: options.dir,
+    durability: options.durability,
+  });
+  let journal: OpenJournal | undefined;
+  if (options.durability === 'fsync') journal = opened;
+  else await opened.handle.close().catch(() => undefined);
+  const store = new JsonlTranscriptStoreImpl({ ...options, journal });
+  return { store, replay: opened.replay };
 }
 
 class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
@@ -95,6 +129,11 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   readonly #opening = new Map<string, Promise<MemberFile | undefined>>();
   readonly #waiting = new Map<string, Waiter[]>();
   readonly #repairs: TranscriptRepair[] = [];
+  /** The journal every append goes through first (`fsync` mode), and its handle. */
+  readonly #journal: AppendWriter | undefined;
+  readonly #journalHandle: StorageFileHandle | undefined;
+  /** Members whose file was written since the journal's last checkpoint. */
+  #dirty = new Set<string>();
   #failure: TeamError | undefined;
   #closing: Promise<void> | undefined;
 
@@ -104,12 +143,27 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     durability: Durability;
     onClosed: () => void;
     maxOpenFiles?: number;
+    journal?: OpenJournal | undefined;
   }) {
     this.#fs = options.fs;
     this.dir = options.dir;
     this.#durability = options.durability;
     this.#onClosed = options.onClosed;
     this.#maxOpen = options.maxOpenFiles ?? DEFAULT_MAX_OPEN_TRANSCRIPTS;
+    const journal = options.journal;
+    if (journal) {
+      this.#journalHandle = journal.handle;
+      this.#journal = new AppendWriter({
+        handle: journal.handle,
+        path: journal.path,
+        length: journal.length,
+        durability: 'fsync',
+        label: 'transcript journal',
+        onFailure: (failure) => this.#fail(failure),
+        beforeGroup: (length) =>
+          length >= JOURNAL_CHECKPOINT_BYTES ? this.#checkpoint() : Promise.resolve(undefined),
+      });
+    }
   }
 
   append(options: { memberId: string; entries: readonly TranscriptEntry[] }): Promise<void> {
@@ -127,13 +181,18 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     checkSafeId('memberId', memberId);
     if (entries.length === 0) return Promise.resolve();
     // Validation builds a fresh copy; one stringify writes it (the writer makes the bytes).
+    const lines: string[] = [];
     let text = '';
-    for (const entry of entries) text += `${toLine(parseTranscriptEntry(entry))}\n`;
+    for (const entry of entries) {
+      const line = toLine(parseTranscriptEntry(entry));
+      lines.push(line);
+      text += `${line}\n`;
+    }
     const length = Buffer.byteLength(text, 'utf8');
     const open = this.#open.get(memberId);
     if (open && !this.#waiting.has(memberId)) {
       this.#touch(memberId, open);
-      return open.writer.enqueue(text, length, noop);
+      return this.#enqueue(memberId, open, lines, text, length);
     }
     // Appends that arrive while the member's file is being opened wait in one list, released in
     // call order in a single step, so no later append can overtake them.
@@ -148,7 +207,7 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
           (error: unknown) => this.#release(memberId, list, undefined, error),
         );
       }
-      waiting.push({ text, length, resolve, reject });
+      waiting.push({ lines, text, length, resolve, reject });
     });
   }
 
@@ -160,11 +219,76 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
         continue;
       }
       try {
-        file.writer.enqueue(waiter.text, waiter.length, noop).then(waiter.resolve, waiter.reject);
+        this.#enqueue(memberId, file, waiter.lines, waiter.text, waiter.length).then(
+          waiter.resolve,
+          waiter.reject,
+        );
       } catch (refused) {
         waiter.reject(refused);
       }
     }
+  }
+
+  /**
+   * Queues one append of `text` (`lines`, each with its newline) to the member's file. In `fsync`
+   * mode it goes to the journal first, at the offset it will take in the member file; once the
+   * journal's group is durable the member file is written (without a sync of its own) and the
+   * append resolves after that write.
+   */
+  #enqueue(
+    memberId: string,
+    file: MemberFile,
+    lines: string[],
+    text: string,
+    length: number,
+  ): Promise<void> {
+    const journal = this.#journal;
+    if (!journal) return file.writer.enqueue(text, length, noop);
+    file.writer.assertWritable();
+    const line = journalLine(memberId, file.end, lines, length);
+    file.end += length;
+    file.pending++;
+    let written: Promise<void> | undefined;
+    return journal
+      .enqueue(line.text, line.length, () => {
+        file.pending--;
+        this.#dirty.add(memberId);
+        try {
+          written = file.writer.enqueue(text, length, noop);
+        } catch (error) {
+          written = Promise.reject(error);
+        }
+      })
+      .then(() => written);
+  }
+
+  /**
+   * Empties the journal: every member file written since the last checkpoint is flushed (those
+   * closed to bound open files were flushed as they closed), then the journal is cut back to its
+   * header and flushed. Runs between two journal groups, so no append is half-way meanwhile.
+   */
+  async #checkpoint(): Promise<number> {
+    // No member file is written meanwhile (writes follow journal groups), so the set holds still.
+    for (const memberId of [...this.#dirty]) {
+      const file = this.#open.get(memberId);
+      if (file) {
+        await file.writer.sync();
+        continue;
+      }
+      // Closed to bound open files (idle, so written whole): flushed through a handle of its own.
+      while (this.#evicting.size > 0) await Promise.all(this.#evicting);
+      await syncFile(this.#fs, join(this.dir, `${memberId}.jsonl`));
+    }
+    if (this.#failure) throw this.#failure;
+    this.#dirty = new Set();
+    const handle = this.#journalHandle as StorageFileHandle;
+    try {
+      await handle.truncate(JOURNAL_HEADER_BYTES);
+      await handle.datasync();
+    } catch (error) {
+      throw ioError('emptying', (this.#journal as AppendWriter).path, error);
+    }
+    return JOURNAL_HEADER_BYTES;
   }
 
   async load({ memberId }: { memberId: string }): Promise<TranscriptEntry[]> {
@@ -212,6 +336,20 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     this.#closing ??= (async () => {
       try {
         await Promise.allSettled(this.#opening.values());
+        const journal = this.#journal;
+        if (journal) {
+          await journal.drain();
+          for (const file of this.#open.values()) await file.writer.drain();
+          // A clean close leaves complete member files and an empty journal.
+          if (!this.#failure && journal.length > JOURNAL_HEADER_BYTES) {
+            await this.#checkpoint().catch((error: unknown) => {
+              this.#fail(
+                TeamError.isInstance(error) ? error : ioError('emptying', journal.path, error),
+              );
+            });
+          }
+          await journal.close();
+        }
         await Promise.all([...this.#open.values()].map((file) => file.writer.close()));
         await Promise.all(this.#evicting);
       } finally {
@@ -314,11 +452,14 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   #adopt(memberId: string, path: string, handle: StorageFileHandle, length: number): MemberFile {
     const file: MemberFile = {
       path,
+      end: length,
+      pending: 0,
       writer: new AppendWriter({
         handle,
         path,
         length,
-        durability: this.#durability,
+        // With the journal, member files are flushed at its checkpoints, not on every append.
+        durability: this.#journal ? 'buffered' : this.#durability,
         label: 'transcript',
         onFailure: (failure) => this.#fail(failure),
       }),
@@ -343,7 +484,14 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     if (this.#open.size <= this.#maxOpen) return;
     for (const [memberId, file] of this.#open) {
       if (this.#open.size <= this.#maxOpen) break;
-      if (memberId === keep || !file.writer.idle || this.#waiting.has(memberId)) continue;
+      if (
+        memberId === keep ||
+        !file.writer.idle ||
+        file.pending > 0 ||
+        this.#waiting.has(memberId)
+      ) {
+        continue;
+      }
       this.#open.delete(memberId);
       this.#known.set(memberId, { path: file.path, length: file.writer.length });
       const closing = file.writer.close();
@@ -356,11 +504,29 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   #fail(failure: TeamError): void {
     if (this.#failure) return;
     this.#failure = failure;
+    this.#journal?.stop(failure);
     for (const file of this.#open.values()) file.writer.stop(failure);
   }
 }
 
 function noop(): void {}
+
+/** Flushes the file at `path` (fdatasync) through a handle of its own. */
+async function syncFile(fs: StorageFs, path: string): Promise<void> {
+  let handle: StorageFileHandle;
+  try {
+    handle = await fs.open(path, 'r+');
+  } catch (error) {
+    throw ioError('opening', path, error);
+  }
+  try {
+    await handle.datasync();
+  } catch (error) {
+    throw ioError('syncing', path, error);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
 
 const NEWLINE = 0x0a;
 /** Reads from the end of a transcript go back this many bytes at a time. */

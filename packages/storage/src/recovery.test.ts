@@ -44,6 +44,7 @@ describe('opening a team folder', () => {
       records: 0,
       lastSeq: 0,
       tornBytes: 0,
+      transcriptJournal: { batches: 0, rewritten: [], tornBytes: 0 },
       snapshotSeq: 0,
       snapshotsSkipped: 0,
       firstSeq: 1,

@@ -14,11 +14,12 @@ export { LOG_FILE } from './log-layout.js';
 import type { JsonlTranscriptStore } from './jsonl-transcript-store.js';
 import {
   checkSafeId,
-  createJsonlTranscriptStore,
   DEFAULT_MAX_OPEN_TRANSCRIPTS,
+  openJsonlTranscriptStore,
 } from './jsonl-transcript-store.js';
 import type { LockOwner, ProcessProbe } from './lock.js';
 import { acquireOwnerLock, currentProcess } from './lock.js';
+import type { JournalReplay } from './transcript-journal.js';
 
 /** The folder under which teams live by default, relative to the working directory. */
 export const DEFAULT_TEAMS_ROOT = join('.teamwire', 'teams');
@@ -90,6 +91,11 @@ export interface RecoveryReport {
   tornBytes: number;
   /** The owner of a stale lock (a dead process on this host) that was taken over, if any. */
   staleLock?: LockOwner;
+  /**
+   * What replaying the transcript journal did: the appends it held since its last checkpoint, the
+   * members whose file end was rewritten from it, and a torn final line cut away.
+   */
+  transcriptJournal: JournalReplay;
 }
 
 /** An open team folder: its log, its transcripts and the owner lock held on it. */
@@ -188,21 +194,29 @@ export async function openJsonlTeamStore(
       open--;
       if (open === 0) released ??= lock.release();
     };
-    const opened = await openJsonlTeamLog({
+    // The journal is replayed first: the member files are whole before anything reads them.
+    const { store: transcripts, replay } = await openJsonlTranscriptStore({
       fs,
-      dir,
-      teamId,
-      durability,
-      onClosed: partClosed,
-      ...layout,
-    });
-    const transcripts = createJsonlTranscriptStore({
-      fs,
+      teamDir: dir,
       dir: join(dir, TRANSCRIPTS_DIR),
       durability,
       onClosed: partClosed,
       maxOpenFiles,
     });
+    let opened: Awaited<ReturnType<typeof openJsonlTeamLog>>;
+    try {
+      opened = await openJsonlTeamLog({
+        fs,
+        dir,
+        teamId,
+        durability,
+        onClosed: partClosed,
+        ...layout,
+      });
+    } catch (error) {
+      await transcripts.close().catch(() => undefined);
+      throw error;
+    }
     // Defence in depth: nothing is appended unless the lock on disk is still this open's.
     try {
       await lock.verify();
@@ -218,6 +232,7 @@ export async function openJsonlTeamStore(
       snapshotSeq: opened.snapshotSeq,
       snapshotsSkipped: opened.snapshotsSkipped,
       firstSeq: opened.log.firstSeq(),
+      transcriptJournal: replay,
       ...(lock.takenOverFrom ? { staleLock: lock.takenOverFrom } : {}),
     };
     return {
