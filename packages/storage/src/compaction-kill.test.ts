@@ -1,17 +1,16 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type ChatMessage,
   isCompaction,
-  parseTranscriptEntry,
-  repairTranscript,
   type TranscriptEntry,
   transcriptContext,
 } from '@teamwire/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { readTeamState, readTranscript } from './inspect.js';
 
 // SIGKILL of a member's process while its context is being compacted and right after, then a
 // resume: the resumed member must go on from exactly the context the transcript holds (the
@@ -60,23 +59,13 @@ function start(
   return { child, output: () => output };
 }
 
-/** Bob's transcript as the store will load it: complete lines, and a valid unterminated last one. */
-function bobEntries(): TranscriptEntry[] {
-  const dir = join(root, 'team', 'transcripts');
-  if (!existsSync(dir)) return [];
-  const file = readdirSync(dir).find((name) => name !== 'compaction-team.jsonl');
-  if (file === undefined) return [];
-  const lines = readFileSync(join(dir, file), 'utf8').split('\n');
-  const last = lines.pop() ?? '';
-  const entries = lines.map((line) => parseTranscriptEntry(JSON.parse(line)));
-  if (last !== '') {
-    try {
-      entries.push(parseTranscriptEntry(JSON.parse(last)));
-    } catch {
-      // a torn final line: the store drops it too
-    }
-  }
-  return entries;
+/** Bob's transcript as the store will load it: its file with the transcript journal's appends. */
+async function bobEntries(): Promise<TranscriptEntry[]> {
+  const dir = join(root, 'team');
+  if (!existsSync(join(dir, 'log.jsonl'))) return [];
+  const { state } = await readTeamState(dir, { teamId: 'compaction-team' });
+  const bob = state.memberByName('bob');
+  return bob === undefined ? [] : readTranscript(dir, bob.id);
 }
 
 const compactionsIn = (entries: readonly TranscriptEntry[]) =>
@@ -152,9 +141,9 @@ describe('SIGKILL during and after a compaction', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const when = round % 2 === 0 ? 'during' : 'after';
       const delayMs = when === 'during' ? (round * 7) % 30 : round % 4 === 1 ? 0 : 1;
-      const before = compactionsIn(bobEntries());
+      const before = compactionsIn(await bobEntries());
       const { afterCompaction } = await runUntilKill(when, delayMs);
-      const entries = repairTranscript(bobEntries());
+      const entries = await bobEntries();
       const written = compactionsIn(entries) - before;
       if (when === 'during' && written === 0) outcomes.inFlight++;
       if (written > 0) outcomes.durable++;
@@ -192,7 +181,7 @@ describe('SIGKILL during and after a compaction', () => {
           .split('\n')
           .filter((line) => line !== '')
       : [];
-    const ids = teamIds(bobEntries());
+    const ids = teamIds(await bobEntries());
     expect(acked.length).toBeGreaterThan(ROUNDS * 3);
     for (const id of acked)
       expect(
@@ -200,6 +189,6 @@ describe('SIGKILL during and after a compaction', () => {
         id,
       ).toHaveLength(1);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(compactionsIn(bobEntries())).toBeGreaterThanOrEqual(ROUNDS / 2);
+    expect(compactionsIn(await bobEntries())).toBeGreaterThanOrEqual(ROUNDS / 2);
   }, 240_000);
 });

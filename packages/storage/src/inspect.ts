@@ -3,7 +3,7 @@ import type { TeamRecord, TranscriptEntry } from '@teamwire/core';
 import { parseTranscriptEntry, repairTranscript, TeamError, TeamState } from '@teamwire/core';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, nodeFs } from './fs-seam.js';
-import { scanJsonl } from './jsonl-lines.js';
+import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
 import { checkLogLine } from './jsonl-team-log.js';
 import { checkSafeId } from './jsonl-transcript-store.js';
 import type { LockOwner } from './lock.js';
@@ -18,6 +18,7 @@ import {
   snapshotFileName,
 } from './snapshot-files.js';
 import { DEFAULT_TEAMS_ROOT, TRANSCRIPTS_DIR } from './team-store.js';
+import { lostPrefix, readJournalRun } from './transcript-journal.js';
 
 /** A team folder found under a root. */
 export interface TeamListing {
@@ -179,8 +180,9 @@ async function scanSegments(
 /**
  * A member's transcript in a team folder, read without taking the folder's lock, for inspection
  * tools and read-only pages: every complete line validated, repaired as the store's `load` does;
- * safe while the owner is running (a half-written final line is left out). An empty list for a
- * member without a transcript file. Fails like `load`: `CORRUPT_LOG` or
+ * safe while the owner is running (a half-written final line is left out). The transcript
+ * journal's appends for the member are read too (after an OS crash the file can lack them until
+ * the next open replays them). An empty list for a member without a transcript. Fails like `load`: `CORRUPT_LOG` or
  * `UNSUPPORTED_SCHEMA_VERSION` naming the file and line.
  */
 export async function readTranscript(
@@ -190,19 +192,46 @@ export async function readTranscript(
 ): Promise<TranscriptEntry[]> {
   checkSafeId('member', memberId);
   const fs = options.fs ?? nodeFs;
-  const path = join(resolve(dir), TRANSCRIPTS_DIR, `${memberId}.jsonl`);
+  const team = resolve(dir);
+  const path = join(team, TRANSCRIPTS_DIR, `${memberId}.jsonl`);
+  // The journal first: what the member's file holds before the journal's first append for it is
+  // flushed and stays, whatever the owner appends or checkpoints meanwhile.
+  const run = await readJournalRun(fs, team, memberId);
   let handle: StorageFileHandle;
   try {
     handle = await fs.open(path, 'r');
   } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return [];
-    throw ioError('opening', path, error);
+    if (errnoCode(error) !== 'ENOENT') throw ioError('opening', path, error);
+    if (run === undefined) return [];
+    if (run.base > 0) throw lostPrefix(path, run, 0);
+    return repairTranscript(run.entries);
   }
   const entries: TranscriptEntry[] = [];
   try {
-    await scanJsonl(handle, path, (value) => {
-      entries.push(parseTranscriptEntry(value));
-    });
+    if (run === undefined) {
+      await scanJsonl(handle, path, (value) => {
+        entries.push(parseTranscriptEntry(value));
+      });
+    } else {
+      let size: number;
+      try {
+        size = (await handle.stat()).size;
+      } catch (error) {
+        throw ioError('reading', path, error);
+      }
+      if (size < run.base) throw lostPrefix(path, run, size);
+      let line = 0;
+      for await (const raw of iterateLines(handle, path, 0, run.base)) {
+        line++;
+        try {
+          if (!raw.terminated) throw new Error('the journal continues the file inside this line');
+          entries.push(parseTranscriptEntry(JSON.parse(decodeLine(raw))));
+        } catch (error) {
+          throw lineError(path, line, error);
+        }
+      }
+      for (const entry of run.entries) entries.push(entry);
+    }
   } finally {
     await handle.close().catch(() => undefined);
   }

@@ -2,6 +2,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TranscriptEntry } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
+import { readTranscript } from './inspect.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
 import { openJsonlTeamStore, TRANSCRIPTS_DIR } from './team-store.js';
 import { eachTestInTempDir, instrumentedFs } from './test-support.js';
@@ -113,6 +114,10 @@ describe('the transcript journal', () => {
         batch(BOB, 0, [entry(5)]) +
         batch(ALICE, Buffer.byteLength(first), [entry(2), entry(3)]),
     );
+    // read without the lock, before any open: the files with the journal's appends
+    expect((await readTranscript(dir, ALICE)).map((e) => e.at)).toEqual([1, 2, 3]);
+    expect(await readTranscript(dir, BOB)).toEqual([entry(5)]);
+    expect(await readFile(memberPath(ALICE), 'utf8')).toBe(first);
     const store = await open();
     expect(store.recovered.transcriptJournal).toEqual({
       batches: 3,
@@ -131,6 +136,7 @@ describe('the transcript journal', () => {
 
   it('creates a member file the journal names but the disk lost', async () => {
     await writeFolder({}, JOURNAL_HEADER + batch(BOB, 0, [entry(1)]));
+    expect(await readTranscript(dir, BOB)).toEqual([entry(1)]);
     const store = await open();
     expect(store.recovered.transcriptJournal.rewritten).toEqual([BOB]);
     expect(await store.transcripts.load({ memberId: BOB })).toEqual([entry(1)]);
@@ -143,6 +149,7 @@ describe('the transcript journal', () => {
       { [ALICE]: line(entry(1)) },
       JOURNAL_HEADER + batch(ALICE, 0, [entry(1)]) + torn,
     );
+    expect(await readTranscript(dir, ALICE)).toEqual([entry(1)]);
     const store = await open();
     expect(store.recovered.transcriptJournal).toEqual({
       batches: 1,

@@ -1,8 +1,10 @@
 import { dirname, join } from 'node:path';
+import type { TranscriptEntry } from '@teamwire/core';
 import { parseTranscriptEntry, TeamError } from '@teamwire/core';
 import type { Durability } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, exists, ioError, syncDirectory, writeFully } from './fs-seam.js';
+import type { ScanOutcome } from './jsonl-lines.js';
 import { scanJsonl } from './jsonl-lines.js';
 import { isSafeId } from './safe-id.js';
 
@@ -60,12 +62,15 @@ export interface JournalReplay {
   tornBytes: number;
 }
 
-interface MemberRun {
+/** One member's appends in the journal, validated. */
+export interface MemberRun {
   memberId: string;
   /** Where the member's first journaled append starts in its file. */
   base: number;
   /** The bytes every journaled append of the member adds, in order. */
   texts: string[];
+  /** The entries of those appends, validated, in order. */
+  entries: TranscriptEntry[];
   /** The offset the next append must carry. */
   next: number;
 }
@@ -111,8 +116,9 @@ function takeBatch(value: unknown, runs: Map<string, MemberRun>): void {
     throw new Error('its entries are not a non-empty list');
   }
   let text = '';
+  const parsed: TranscriptEntry[] = [];
   for (const entry of entries) {
-    parseTranscriptEntry(entry);
+    parsed.push(parseTranscriptEntry(entry));
     // The bytes the append wrote: the JSON of each entry as stored (JSON text read and written
     // again is the same text), one per line.
     text += `${JSON.stringify(entry)}\n`;
@@ -123,6 +129,7 @@ function takeBatch(value: unknown, runs: Map<string, MemberRun>): void {
       memberId: member,
       base: offset,
       texts: [text],
+      entries: parsed,
       next: offset + Buffer.byteLength(text),
     });
     return;
@@ -133,6 +140,7 @@ function takeBatch(value: unknown, runs: Map<string, MemberRun>): void {
     );
   }
   run.texts.push(text);
+  for (const entry of parsed) run.entries.push(entry);
   run.next += Buffer.byteLength(text);
 }
 
@@ -175,18 +183,7 @@ export async function openTranscriptJournal(options: {
     created = true;
   }
   try {
-    const runs = new Map<string, MemberRun>();
-    let batches = 0;
-    let headerSeen = false;
-    const outcome = await scanJsonl(handle, path, (value, line) => {
-      if (line === 1) {
-        checkHeader(value);
-        headerSeen = true;
-        return;
-      }
-      takeBatch(value, runs);
-      batches++;
-    });
+    const { runs, batches, headerSeen, outcome } = await scanJournal(handle, path);
     const rewritten: string[] = [];
     const ordered = [...runs.values()].sort((a, b) => (a.memberId < b.memberId ? -1 : 1));
     let createdFiles = false;
@@ -217,6 +214,55 @@ export async function openTranscriptJournal(options: {
   } catch (error) {
     await handle.close().catch(() => undefined);
     throw error;
+  }
+}
+
+/** Every line of the journal validated, its appends gathered per member (a torn final line left out). */
+export async function scanJournal(
+  handle: StorageFileHandle,
+  path: string,
+): Promise<{
+  runs: Map<string, MemberRun>;
+  batches: number;
+  headerSeen: boolean;
+  outcome: ScanOutcome;
+}> {
+  const runs = new Map<string, MemberRun>();
+  let batches = 0;
+  let headerSeen = false;
+  const outcome = await scanJsonl(handle, path, (value, line) => {
+    if (line === 1) {
+      checkHeader(value);
+      headerSeen = true;
+      return;
+    }
+    takeBatch(value, runs);
+    batches++;
+  });
+  return { runs, batches, headerSeen, outcome };
+}
+
+/**
+ * The appends of `memberId` in the journal of team folder `dir`, read without the lock and
+ * without repairing anything (undefined when the journal holds none, or does not exist).
+ */
+export async function readJournalRun(
+  fs: StorageFs,
+  dir: string,
+  memberId: string,
+): Promise<MemberRun | undefined> {
+  const path = join(dir, TRANSCRIPT_JOURNAL_FILE);
+  let handle: StorageFileHandle;
+  try {
+    handle = await fs.open(path, 'r');
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw ioError('opening', path, error);
+  }
+  try {
+    return (await scanJournal(handle, path)).runs.get(memberId);
+  } finally {
+    await handle.close().catch(() => undefined);
   }
 }
 
@@ -294,7 +340,8 @@ async function replayMember(
   }
 }
 
-function lostPrefix(path: string, run: MemberRun, size: number): TeamError {
+/** `CORRUPT_LOG`: the member file is shorter than where the journal continues it. */
+export function lostPrefix(path: string, run: MemberRun, size: number): TeamError {
   return new TeamError(
     'CORRUPT_LOG',
     `${path} holds ${size} bytes, but the transcript journal continues it at byte ${run.base}: ` +
