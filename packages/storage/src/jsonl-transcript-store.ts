@@ -123,6 +123,8 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
   readonly #maxOpen: number;
   /** Open member files, least recently used first. */
   readonly #open = new Map<string, MemberFile>();
+  /** The last key of `#open`: a run of appends to one member moves nothing. */
+  #newest: string | undefined;
   /** Member files scanned and repaired this session, then closed to bound open descriptors. */
   readonly #known = new Map<string, { path: string; length: number }>();
   readonly #evicting = new Set<Promise<void>>();
@@ -466,14 +468,17 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     };
     if (this.#failure) file.writer.stop(this.#failure);
     this.#open.set(memberId, file);
+    this.#newest = memberId;
     this.#evictIdle(memberId);
     return file;
   }
 
-  /** Marks a member file most recently used. */
+  /** Marks a member file most recently used (already so: nothing to move). */
   #touch(memberId: string, file: MemberFile): void {
+    if (this.#newest === memberId) return;
     this.#open.delete(memberId);
     this.#open.set(memberId, file);
+    this.#newest = memberId;
   }
 
   /**
