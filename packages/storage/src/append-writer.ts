@@ -108,9 +108,25 @@ export class AppendWriter {
   enqueue(text: string, length: number, onDurable: (offset: number) => void): Promise<void> {
     this.assertWritable();
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ text, length, onDurable, resolve, reject });
-      this.#flushing ??= this.#flush();
+      this.queue(text, length, onDurable, resolve, reject);
     });
+  }
+
+  /**
+   * {@link enqueue} settling the caller's own callbacks instead of a promise of its own, for a
+   * caller that chains appends of two writers into one promise. Throws `STORE_CLOSED` like
+   * `enqueue` rejects.
+   */
+  queue(
+    text: string,
+    length: number,
+    onDurable: (offset: number) => void,
+    resolve: () => void,
+    reject: (error: unknown) => void,
+  ): void {
+    this.assertWritable();
+    this.#queue.push({ text, length, onDurable, resolve, reject });
+    this.#flushing ??= this.#flush();
   }
 
   /** Stops this writer from outside (a sibling file failed); queued batches are refused. */

@@ -247,21 +247,29 @@ class JsonlTranscriptStoreImpl implements JsonlTranscriptStore {
     const journal = this.#journal;
     if (!journal) return file.writer.enqueue(text, length, noop);
     file.writer.assertWritable();
+    journal.assertWritable();
     const line = journalLine(memberId, file.end, lines, length);
     file.end += length;
     file.pending++;
-    let written: Promise<void> | undefined;
-    return journal
-      .enqueue(line.text, line.length, () => {
-        file.pending--;
-        this.#dirty.add(memberId);
-        try {
-          written = file.writer.enqueue(text, length, noop);
-        } catch (error) {
-          written = Promise.reject(error);
-        }
-      })
-      .then(() => written);
+    // One promise for both writes: the journal's durability hands the text to the member file,
+    // whose write settles it.
+    return new Promise<void>((resolve, reject) => {
+      journal.queue(
+        line.text,
+        line.length,
+        () => {
+          file.pending--;
+          this.#dirty.add(memberId);
+          try {
+            file.writer.queue(text, length, noop, resolve, reject);
+          } catch (error) {
+            reject(error);
+          }
+        },
+        noop,
+        reject,
+      );
+    });
   }
 
   /**
