@@ -2,6 +2,8 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TranscriptEntry } from '@teamwire/core';
 import { describe, expect, it } from 'vitest';
+import type { StorageFs } from './fs-seam.js';
+import { nodeFs } from './fs-seam.js';
 import { readTranscript } from './inspect.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
 import { openJsonlTeamStore, TRANSCRIPTS_DIR } from './team-store.js';
@@ -191,6 +193,30 @@ describe('the transcript journal', () => {
         expect(await readFile(memberPath(member), 'utf8'), what).toBe(text);
       }
     }
+  });
+
+  it('reads the journal once more when a lock-free read overlapped a checkpoint', async () => {
+    const good = JOURNAL_HEADER + batch(ALICE, 0, [entry(1)]);
+    await writeFolder({ [ALICE]: '' }, good);
+    // the first read of the journal sees the end of a line, as a read racing a checkpoint can
+    let journalReads = 0;
+    const racing: StorageFs = {
+      ...nodeFs,
+      async open(path, flags) {
+        if (path.endsWith(TRANSCRIPT_JOURNAL_FILE) && journalReads++ === 0) {
+          const torn = join(dir, 'journal-as-read-mid-checkpoint');
+          await writeFile(torn, `${JOURNAL_HEADER}ies":[]}\n`);
+          return nodeFs.open(torn, flags);
+        }
+        return nodeFs.open(path, flags);
+      },
+    };
+    expect(await readTranscript(dir, ALICE, { fs: racing })).toEqual([entry(1)]);
+    expect(journalReads).toBe(2);
+    // damage that stays is reported
+    await writeFile(journalPath(), `${JOURNAL_HEADER}ies":[]}\n`);
+    const error = await rejection(readTranscript(dir, ALICE));
+    expect(error.code).toBe('CORRUPT_LOG');
   });
 
   it('refuses a journal of a newer version', async () => {

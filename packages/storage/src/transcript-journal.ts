@@ -244,7 +244,10 @@ export async function scanJournal(
 
 /**
  * The appends of `memberId` in the journal of team folder `dir`, read without the lock and
- * without repairing anything (undefined when the journal holds none, or does not exist).
+ * without repairing anything (undefined when the journal holds none, or does not exist). A
+ * running owner may empty the journal at a checkpoint while it is read, which can make the read
+ * see the end of a line or a gap in a member's appends; such a read is made once more, and
+ * `CORRUPT_LOG` is reported only when the second read fails too.
  */
 export async function readJournalRun(
   fs: StorageFs,
@@ -252,17 +255,21 @@ export async function readJournalRun(
   memberId: string,
 ): Promise<MemberRun | undefined> {
   const path = join(dir, TRANSCRIPT_JOURNAL_FILE);
-  let handle: StorageFileHandle;
-  try {
-    handle = await fs.open(path, 'r');
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return undefined;
-    throw ioError('opening', path, error);
-  }
-  try {
-    return (await scanJournal(handle, path)).runs.get(memberId);
-  } finally {
-    await handle.close().catch(() => undefined);
+  for (let attempt = 1; ; attempt++) {
+    let handle: StorageFileHandle;
+    try {
+      handle = await fs.open(path, 'r');
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return undefined;
+      throw ioError('opening', path, error);
+    }
+    try {
+      return (await scanJournal(handle, path)).runs.get(memberId);
+    } catch (error) {
+      if (attempt > 1 || !TeamError.hasCode(error, 'CORRUPT_LOG')) throw error;
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
   }
 }
 
