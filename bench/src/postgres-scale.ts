@@ -329,7 +329,7 @@ export const postgresScaleBench: Bench = {
           600_000,
           'spawning',
         );
-        // Until every teammate is idle, or none became idle for STALL_MS (some never do: see the note).
+        // Until every teammate is idle, or none became idle for STALL_MS (the note counts any that never is).
         while (watch.idle() < teammates) {
           const before = watch.idle();
           let timer: NodeJS.Timeout | undefined;
@@ -368,6 +368,9 @@ export const postgresScaleBench: Bench = {
         await within(Promise.race([noticed, failed]), 30_000, `the idle notice of ${name}`);
         await within(team.idle(), 30_000, 'the lead reading the idle notification');
       }
+      // Rebalancing moves one teammate at a time, so the spread may still change during the round
+      // trips: a moved teammate's next message loads its transcript in its new process.
+      const placedAfter = await placementCounts(url, schema, teamId);
       errors.check(BENCH);
       const failures = children.flatMap((c) => c.errors);
       if (failures.length > 0) throw new Error(`teammate processes: ${failures.join('; ')}`);
@@ -375,8 +378,8 @@ export const postgresScaleBench: Bench = {
       const stall =
         stuck === 0
           ? 'every teammate went idle after its spawn prompt'
-          : `${stuck} of ${teammates} teammates never sent the idle notice of their first turn (none went idle for ${STALL_MS / 1000} s after the others), so round trips go to the ${ready.length} others: placement moved them to another process right after that turn, the old process's notice was refused (FENCED) and the new owner has nothing to tell the lead`;
-      const note = `lead (its own process) -> teammate in one of ${PROCESSES} forked processes -> lead, sequential, one PostgreSQL team log shared by ${PROCESSES + 1} processes; placed ${placed}; ${exchanges} round trips after ${warmups} warm-ups, each after the lead read the previous teammate's idle notice; ${watch.idle()} teammates idle ${spawnSeconds.toFixed(1)} s after the first spawn; ${stall}`;
+          : `${stuck} of ${teammates} teammates never sent the idle notice of their first turn (none went idle for ${STALL_MS / 1000} s after the others): a liveness bug; round trips go to the ${ready.length} others`;
+      const note = `lead (its own process) -> teammate in one of ${PROCESSES} forked processes -> lead, sequential, one PostgreSQL team log shared by ${PROCESSES + 1} processes; placed ${placed} when the round trips started, ${placedAfter} when they ended; ${exchanges} round trips after ${warmups} warm-ups, each after the lead read the previous teammate's idle notice; ${watch.idle()} teammates idle ${spawnSeconds.toFixed(1)} s after the first spawn; ${stall}`;
       const p50 = percentile(measured, 0.5);
       const p99 = percentile(measured, 0.99);
       const figures: Figure[] = [

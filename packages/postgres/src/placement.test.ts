@@ -211,6 +211,33 @@ describePg('placement and fencing', () => {
     expect(pa.events.sort()).toEqual(['+m1', '+m2']);
   });
 
+  it('keeps its members while a look waits on the database: heartbeats go on their own', async () => {
+    const a = await scratch.open(TEAM, { leaseMs: SHORT_LEASE_MS });
+    const pa = await startPlacement(a, [teammate('m1')]);
+    expect(pa.events).toEqual(['+m1']);
+    const locker = await scratch.pool().connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE "${scratch.schema}".placements IN ACCESS EXCLUSIVE MODE`);
+      const locked = (await locker.query<{ at: Date }>('SELECT now() AS at')).rows[0]?.at;
+      // A's next look reads placements, and waits for the lock far longer than a lease.
+      a.placement.candidatesChanged();
+      await eventually(async () => {
+        const beat = await scratch.sql<{ later: boolean }>(
+          `SELECT heartbeat_at > $1::timestamptz + $2 * interval '1 millisecond' AS later
+             FROM "${scratch.schema}".processes`,
+          [locked, 3 * SHORT_LEASE_MS],
+        );
+        return beat.rows[0]?.later === true;
+      }, 'heartbeats for three leases while the look waits');
+      expect(pa.events).toEqual(['+m1']);
+      expect(a.placement.runsHere('m1')).toBe(true);
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+  });
+
   it('gives up its members when heartbeats fail for a whole lease', async () => {
     const a = await scratch.open(TEAM, { leaseMs: SHORT_LEASE_MS });
     const pa = await startPlacement(a, [teammate('m1')]);

@@ -218,6 +218,10 @@ export class PostgresPlacement implements MemberPlacement {
   #beatAt: number | undefined;
   #tickTimer: NodeJS.Timeout | undefined;
   #leaseTimer: NodeJS.Timeout | undefined;
+  /** The next heartbeat of its own (see `#beat`). */
+  #beatTimer: NodeJS.Timeout | undefined;
+  /** A heartbeat under way, which a look joins rather than sending a second. */
+  #beating: Promise<void> | undefined;
   #ticking: Promise<void> | undefined;
   #again = false;
   #paused = false;
@@ -323,6 +327,7 @@ export class PostgresPlacement implements MemberPlacement {
     }
     if (this.#again) this.#requestTick();
     else this.#schedule(this.#interval());
+    this.#scheduleBeat();
     await this.#forgetLongDead().catch(() => undefined);
   }
 
@@ -391,8 +396,10 @@ export class PostgresPlacement implements MemberPlacement {
       this.#unlisten?.();
       clearTimeout(this.#tickTimer);
       clearTimeout(this.#leaseTimer);
+      clearTimeout(this.#beatTimer);
       clearTimeout(this.#reportTimer);
       await this.#ticking;
+      await this.#beating?.catch(() => undefined);
       await this.#reporting;
       this.#tokens.clear();
       if (!this.#candidates) return;
@@ -461,11 +468,13 @@ export class PostgresPlacement implements MemberPlacement {
     this.#paused = true;
     clearTimeout(this.#tickTimer);
     clearTimeout(this.#leaseTimer);
+    clearTimeout(this.#beatTimer);
     clearTimeout(this.#reportTimer);
     this.#reportTimer = undefined;
     // A look already under way (its queries sent) finishes first, so nothing this process learns
     // after the pause returns can be newer than the pause.
     await this.#ticking;
+    await this.#beating?.catch(() => undefined);
     await this.#reporting;
   }
 
@@ -476,6 +485,7 @@ export class PostgresPlacement implements MemberPlacement {
   resume(): void {
     this.#paused = false;
     this.#requestTick();
+    this.#scheduleBeat();
     this.#scheduleReport();
   }
 
@@ -515,10 +525,7 @@ export class PostgresPlacement implements MemberPlacement {
 
   /** One look: heartbeat, notice lost members, drop retired ones, claim what this process should run. */
   async #tick(): Promise<void> {
-    const sentAt = performance.now();
-    await this.#heartbeat();
-    this.#beatAt = sentAt;
-    this.#armLease(sentAt);
+    await this.#beat();
     if (this.#paused || this.#stop.signal.aborted) return;
     // The view is rebuilt once the look is over, not for every member it gains or loses.
     this.#looking = true;
@@ -528,6 +535,35 @@ export class PostgresPlacement implements MemberPlacement {
       this.#looking = false;
       this.#refreshView(false);
     }
+  }
+
+  /**
+   * Sends a heartbeat (or joins the one under way) and extends the lease from when it was sent.
+   * Heartbeats also go on their own, every interval, so a look that takes long (many claims on a
+   * loaded database) does not let the lease run out and hand back every member mid-turn.
+   */
+  #beat(): Promise<void> {
+    this.#beating ??= (async () => {
+      try {
+        const sentAt = performance.now();
+        await this.#heartbeat();
+        this.#beatAt = sentAt;
+        this.#armLease(sentAt);
+      } finally {
+        this.#beating = undefined;
+        this.#scheduleBeat();
+      }
+    })();
+    return this.#beating;
+  }
+
+  #scheduleBeat(): void {
+    clearTimeout(this.#beatTimer);
+    if (!this.#candidates || this.#paused || this.#stop.signal.aborted) return;
+    this.#beatTimer = setTimeout(() => {
+      this.#beat().catch(() => undefined); // the next look or beat retries; the lease bounds it
+    }, this.#interval());
+    this.#beatTimer.unref();
   }
 
   /**

@@ -188,6 +188,11 @@ export class Conversation {
     return this.endReply;
   }
 
+  /** The `at` of the last entry loaded or written; undefined while the transcript is empty. */
+  get endAt(): number | undefined {
+    return Number.isFinite(this.lastAt) ? this.lastAt : undefined;
+  }
+
   private push(message: ChatMessage): void {
     const size = messageBytes(message);
     this.context.push(message);

@@ -230,3 +230,93 @@ describe('handing a member over at a turn boundary', () => {
     });
   });
 });
+
+/** The idle notices alice's turns sent the lead, as the shared log holds them. */
+function noticesOf(team: MemorySharedTeam, memberId: string): string[] {
+  return team
+    .records()
+    .flatMap((r) =>
+      r.type === 'message.queued' &&
+      r.message.kind === 'idle_notification' &&
+      r.message.senderId === memberId
+        ? [r.message.id]
+        : [],
+    );
+}
+
+describe('a member taken over in the middle of a turn', () => {
+  it('finishes the turn in the process that takes it, so the lead hears its idle notice', async () => {
+    const started = deferred();
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) => {
+        // the first call, on the spawn prompt, is held until b loses alice
+        if (call === 1) {
+          started.resolve();
+          return { text: 'never finished', gate: new Promise(() => {}) };
+        }
+        return { text: `alice ${call}` };
+      },
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    const { memberId: aliceId } = await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await started.promise;
+    expect(w.team.placementOf(aliceId)?.participant).toBe(b.index);
+    expect(noticesOf(w.team, aliceId)).toEqual([]);
+    // b's lease runs out mid-turn, after the prompt was delivered into alice's transcript: c
+    // takes alice with no mail and no task left to give her
+    const c = await w.open({ lead: false }, 'c');
+    w.team.move(aliceId, c.index);
+    await a.sink.waitFor(
+      (_agent, event) =>
+        event.type === 'record' &&
+        event.record.type === 'message.queued' &&
+        event.record.message.kind === 'idle_notification' &&
+        event.record.message.senderId === aliceId,
+    );
+    await c.service.idle();
+    expect(noticesOf(w.team, aliceId)).toHaveLength(1);
+    expect(w.model.calls('alice')).toBe(2);
+    expect(turnEnds(c, 'alice')).toEqual(['end_turn']);
+    expect(c.sink.errors()).toEqual([]);
+    await c.service.dispose();
+    await b.service.dispose();
+    await a.service.dispose();
+  });
+
+  it('does not run again a turn whose end the lead was told of', async () => {
+    const w = world({
+      lead: notedLead,
+      // the second call (on the lead's message) fails: the turn ends without a reply
+      alice: ({ call }) => (call === 2 ? { error: new Error('model down') } : { text: 'ready' }),
+    });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b');
+    const { memberId: aliceId } = await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await a.service.sendMessage(a.service.lead, { to: 'alice', text: 'one more thing' });
+    await b.sink.waitFor((agent, event) => agent === 'alice' && event.type === 'error');
+    await b.service.idle();
+    await a.service.idle();
+    expect(noticesOf(w.team, aliceId)).toHaveLength(2);
+    const c = await w.open({ lead: false }, 'c');
+    w.team.move(aliceId, c.index);
+    await c.service.idle();
+    expect(w.model.calls('alice')).toBe(2);
+    expect(turnEnds(c, 'alice')).toEqual([]);
+    expect(noticesOf(w.team, aliceId)).toHaveLength(2);
+    await c.service.dispose();
+    await b.service.dispose();
+    await a.service.dispose();
+  });
+});

@@ -58,15 +58,65 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * there exactly once.
  */
 export function idleNoticeId(memberId: string, reply: TurnEndReply): string {
+  return ulidOf(reply.at, `${memberId}\n${reply.at}\n${reply.text}`);
+}
+
+/**
+ * The id of the idle notice that reports a turn of `memberId` whose transcript ended, at `at`,
+ * with anything but a reply (a step limit, an interrupt, a failure): the same in every process,
+ * like {@link idleNoticeId}, so the process that takes the member over can tell whether the lead
+ * was told how the turn ended (see {@link turnToFinish}). Entries written together share their
+ * `at`, and a member's writes are stamped one after another, so `at` names the transcript's end.
+ */
+export function turnEndNoticeId(memberId: string, at: number): string {
+  return ulidOf(at, `${memberId}\n${at}\n\u0000turn-end`);
+}
+
+/**
+ * How a teammate's durable transcript ends, for a process that starts running it with no mail or
+ * task to give it: `reply` when its last turn ended with a reply (the lead is told with the
+ * notice `noticeId`, if it was not yet), `unfinished` when the transcript ends within a turn the
+ * lead never heard the end of (its process stopped after the turn's mail or task prompt was durable,
+ * maybe after some of its steps too, and before its idle notice was): the member must finish that
+ * turn. Undefined when there is nothing to do: an empty transcript, a turn whose notice was
+ * queued, or one that never started.
+ * `wasQueued` answers whether a message id was ever queued in the team.
+ */
+export function turnToFinish(
+  memberId: string,
+  entries: readonly TranscriptEntry[],
+  wasQueued: (messageId: string) => boolean,
+): { kind: 'reply'; reply: TurnEndReply; noticeId: string } | { kind: 'unfinished' } | undefined {
+  const last = entries.at(-1);
+  if (last === undefined) return undefined;
+  // a failure notice is named after the transcript's end whatever it ends with
+  if (wasQueued(turnEndNoticeId(memberId, last.at))) return undefined;
+  const reply = turnEndReply(entries);
+  if (reply !== undefined) {
+    const noticeId = idleNoticeId(memberId, reply);
+    return wasQueued(noticeId) ? undefined : { kind: 'reply', reply, noticeId };
+  }
+  // A turn starts on team mail or a task prompt: one after the last reply was never finished. (A
+  // forked teammate's seed alone is the lead's conversation, not a turn of its own.)
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const { message } = entries[i] as TranscriptEntry;
+    if (message.role === 'assistant' && message.toolCalls.length === 0 && !message.source) break;
+    const kind = message.source?.kind;
+    if (kind === 'team-message' || kind === 'task-claim') return { kind: 'unfinished' };
+    if (kind === 'compaction') break;
+  }
+  return undefined;
+}
+
+/** A ULID-shaped id: `at` as its time, then 80 bits of a SHA-256 of `seed`. */
+function ulidOf(atMs: number, seed: string): string {
   let time = '';
-  let at = Math.max(0, Math.floor(reply.at));
+  let at = Math.max(0, Math.floor(atMs));
   for (let i = 0; i < 10; i++) {
     time = CROCKFORD[at % 32] + time;
     at = Math.floor(at / 32);
   }
-  const digest = createHash('sha256')
-    .update(`${memberId}\n${reply.at}\n${reply.text}`, 'utf8')
-    .digest();
+  const digest = createHash('sha256').update(seed, 'utf8').digest();
   let random = '';
   // 16 characters of 5 bits: the first 10 bytes of the digest
   let bits = 0;

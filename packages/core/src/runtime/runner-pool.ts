@@ -23,7 +23,7 @@ import type { ResolvedContextBudget } from './context-budget.js';
 import { conversationMessages, forkSeed, loadTranscript } from './conversation.js';
 import type { Credentials } from './credentials.js';
 import { ExternalMembers, type ExternalPresenceOptions } from './external-members.js';
-import { idleNoticeId, turnEndReply } from './idle-notice.js';
+import { turnToFinish } from './idle-notice.js';
 import { queueIdleNotice } from './mail-delivery.js';
 import type { MemberWorkspaces } from './member-workspaces.js';
 import { PlacementSide } from './placement-side.js';
@@ -118,12 +118,14 @@ export class RunnerPool {
   private readonly planTools = createPlanTools();
   private leadRunner: AgentRunner | undefined;
   private idleWaiters: { resolve(): void; reject(error: unknown): void }[] = [];
-  /** Idle-notice checks (see {@link settleIdleNotice}) queued and not finished. */
+  /** Turn-end checks (see {@link settleTurn}) queued and not finished. */
   private settlingNotices = 0;
   private settling: Promise<void> = Promise.resolve();
   /** Revivals of members this process acquired, one after another. */
   private acquiring: Promise<void> = Promise.resolve();
   private acquireError: unknown;
+  /** Acquisitions queued and not finished: `idle()` waits for them (one may revive a member). */
+  private acquisitions = 0;
   /** Members the placement is handing over: not revived here until it answers (`lost`/`acquired`). */
   private readonly releasing = new Set<string>();
   /** Set by {@link handOverAll}: this process is closing, no member is revived any more. */
@@ -546,12 +548,18 @@ export class RunnerPool {
   /** Revives `memberId` (in turn with other acquisitions) if it runs here and has work. */
   private acquired(memberId: string): void {
     if (this.handingOver || !this.runsHere(memberId) || this.runners.get(memberId)?.live) return;
-    this.acquiring = this.acquiring.then(() =>
-      this.acquire(memberId).catch((error: unknown) => {
+    this.acquisitions++;
+    this.acquiring = this.acquiring.then(async () => {
+      try {
+        await this.acquire(memberId);
+      } catch (error) {
         this.acquireError ??= error;
         this.reportReviveFailure(memberId, error);
-      }),
-    );
+      } finally {
+        this.acquisitions--;
+        this.runnerChanged();
+      }
+    });
   }
 
   /** This process now runs `memberId`: the lead starts; a teammate is revived if it has work. */
@@ -582,32 +590,39 @@ export class RunnerPool {
     const canClaim =
       this.idleClaimIntervalMs !== undefined && this.state.listTasks({ ready: true }).length > 0;
     if (!hasMail && taskIds.length === 0 && !canClaim) {
-      this.settleIdleNotice(member);
+      this.settleTurn(member);
       return;
     }
     this.waker.wake(memberId, taskIds);
   }
 
   /**
-   * A teammate with nothing to do whose transcript ends with a reply the lead may never have been
-   * told of: its process stopped (a crash, a lost lease) after the reply was durable and before
-   * its idle notice was. The notice is written now under the id the reply names
+   * A teammate with nothing to do (no mail, no task) whose transcript says otherwise: it ends with
+   * a reply the lead may never have been told of, or within a turn that never ended (mail, a task
+   * prompt or a tool result durable, no reply, no idle notice). Its process stopped there (a crash,
+   * a lost lease, a placement that moved it) and nothing else will ever wake it, so the team would
+   * wait forever on it. A reply's notice is written now under the id the reply names
    * (`idleNoticeId`), which the old process used too, so it reaches the lead once whichever
-   * process writes it, and the team does not wait forever on a teammate that finished. Checks run
-   * one at a time, off the open path; `idle()` waits for them.
+   * process writes it; an unfinished turn is finished by reviving the member (see
+   * `turnToFinish`). Checks run one at a time, off the open path; `idle()` waits for them.
    */
-  private settleIdleNotice(member: Member): void {
+  private settleTurn(member: Member): void {
     if (member.id === this.state.leadId || this.external.isExternal(member)) return;
     this.settlingNotices++;
     this.settling = this.settling
       .then(async () => {
         if (this.pipeline.closed || this.handingOver || !this.runsHere(member.id)) return;
         if (this.runners.get(member.id)?.live) return; // a live runner tells the lead itself
-        const reply = turnEndReply(await loadTranscript(this.transcripts, member.id));
-        if (reply === undefined || this.runners.get(member.id)?.live) return;
+        const entries = await loadTranscript(this.transcripts, member.id);
+        if (this.runners.get(member.id)?.live || !this.runsHere(member.id)) return;
+        const end = turnToFinish(member.id, entries, (id) => this.state.wasQueued(id));
+        if (end === undefined) return;
+        if (end.kind === 'unfinished') {
+          this.waker.wake(member.id);
+          return;
+        }
         const current = this.state.member(member.id) ?? member;
-        const id = idleNoticeId(member.id, reply);
-        await queueIdleNotice(this.context, current, reply.text, 'transcript', id);
+        await queueIdleNotice(this.context, current, end.reply.text, 'transcript', end.noticeId);
       })
       .catch((error: unknown) => {
         // stopped on purpose, or the member moved on: nothing of this process's to tell
@@ -779,7 +794,7 @@ export class RunnerPool {
     // The others have nothing to do: the lead hears of a reply it may have missed.
     for (const member of state.members()) {
       if (member.phase === 'active' && !this.runners.get(member.id)?.live) {
-        this.settleIdleNotice(member);
+        this.settleTurn(member);
       }
     }
   }
@@ -834,7 +849,7 @@ export class RunnerPool {
   }
 
   private isQuiet(): boolean {
-    if (this.pipeline.busy || this.settlingNotices > 0) return false;
+    if (this.pipeline.busy || this.settlingNotices > 0 || this.acquisitions > 0) return false;
     for (const runner of this.runners.values()) {
       if (!runner.live) continue;
       if (runner.busy) return false;

@@ -30,7 +30,7 @@ import {
 import { isWriteFailure } from './commit-pipeline.js';
 import { ContextKeeper, resolveContextBudget } from './context-budget.js';
 import { Conversation, loadTranscript } from './conversation.js';
-import { type CutTextHome, idleNoticeId } from './idle-notice.js';
+import { type CutTextHome, idleNoticeId, turnEndNoticeId, turnToFinish } from './idle-notice.js';
 import {
   appendToTranscript,
   deliveredRecords,
@@ -59,7 +59,8 @@ type Work =
   | { type: 'host'; prompt: HostPrompt }
   | { type: 'resume'; taskId: string }
   | { type: 'message'; message: QueuedMessage }
-  | { type: 'claim'; taskId: string };
+  | { type: 'claim'; taskId: string }
+  | { type: 'finish' };
 
 interface HostPrompt {
   content: ContentBlock[];
@@ -112,6 +113,11 @@ export class AgentRunner {
   private stopping = false;
   /** Set by {@link handOver}: the loop ends at its next turn boundary. */
   private handingOver = false;
+  /**
+   * Set by {@link prepare} when the transcript ends within a turn the lead never heard the end of
+   * (see `turnToFinish`): the member finishes it before anything but mail; any turn clears it.
+   */
+  private unfinished = false;
   /** Why host prompts still waiting are refused once the loop ends (default `DISPOSED`). */
   private stopReason: TeamError | undefined;
   private turnAbort: AbortController | undefined;
@@ -200,11 +206,12 @@ export class AgentRunner {
     this.preparing ??= (async () => {
       this.place = await this.host.workspaces.placeOf(this.member);
       // Calls left waiting for an approval stay open, to be resolved once it is decided.
-      const entries = reopenParkedCalls(
-        await loadTranscript(this.host.transcripts, this.member.id),
-        this.host.state,
-        this.member.id,
-      );
+      const loaded = await loadTranscript(this.host.transcripts, this.member.id);
+      const { state } = this.host;
+      this.unfinished =
+        !this.isLead &&
+        turnToFinish(this.member.id, loaded, (id) => state.wasQueued(id))?.kind === 'unfinished';
+      const entries = reopenParkedCalls(loaded, state, this.member.id);
       const conversation = new Conversation(
         this.member.id,
         this.host.transcripts,
@@ -391,6 +398,8 @@ export class AgentRunner {
       const taskId = this.resumeTasks.shift() as string;
       if (owned.has(taskId)) return { type: 'resume', taskId };
     }
+    // A turn its process stopped in (after its input was durable) is finished here.
+    if (this.unfinished) return { type: 'finish' };
     // One task at a time: a member that still owns a task in progress (it ended its turn waiting
     // for an answer, say) claims no other one.
     if (
@@ -445,6 +454,7 @@ export class AgentRunner {
   private async turn(work: Exclude<Work, { type: 'shutdown' }>): Promise<void> {
     const { events, state } = this.host;
     const conversation = this.conversation as Conversation;
+    this.unfinished = false;
     if (work.type === 'claim') {
       this.host.guard();
       try {
@@ -520,6 +530,10 @@ export class AgentRunner {
           if ((await this.stepBoundary()) === 'stop') return;
           break;
         }
+        case 'finish':
+          // nothing to add: the model answers the conversation as its transcript holds it
+          events.publish(this.name, { type: 'turn.start', ...startedBy(conversation.messages) });
+          break;
         case 'host':
           events.publish(this.name, { type: 'turn.start', reason: 'host' });
           await conversation.append([
@@ -966,7 +980,21 @@ export class AgentRunner {
    */
   private notifyIdle(text: string, home: CutTextHome): Promise<void> {
     const reply = home === 'transcript' ? this.conversation?.lastReply() : undefined;
-    const id = reply === undefined ? undefined : idleNoticeId(this.member.id, reply);
+    if (reply !== undefined) {
+      return queueIdleNotice(
+        this.host,
+        this.member,
+        text,
+        home,
+        idleNoticeId(this.member.id, reply),
+      );
+    }
+    // Any other end is named after the transcript's last write, so a process taking the member
+    // over knows the lead was told (`turnToFinish`); a second notice for the same end (a turn that
+    // wrote nothing) gets an id of its own.
+    const at = this.conversation?.endAt;
+    let id = at === undefined ? undefined : turnEndNoticeId(this.member.id, at);
+    if (id !== undefined && this.host.state.wasQueued(id)) id = undefined;
     return queueIdleNotice(this.host, this.member, text, home, id);
   }
 
@@ -1041,4 +1069,23 @@ function toTeamError(error: unknown): TeamError {
 interface Fitting {
   messages: readonly QueuedMessage[];
   rendered?: RenderedMail;
+}
+
+/**
+ * What a finished turn reports as its start: the latest input its conversation holds (team mail,
+ * a task prompt), else the host.
+ */
+function startedBy(
+  messages: readonly ChatMessage[],
+):
+  | { reason: 'message'; messageId: string }
+  | { reason: 'task-claim'; taskId: string }
+  | { reason: 'host' } {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const source = messages[i]?.source;
+    if (source?.kind === 'team-message') return { reason: 'message', messageId: source.messageId };
+    if (source?.kind === 'task-claim') return { reason: 'task-claim', taskId: source.taskId };
+    if (source?.kind === 'host') break;
+  }
+  return { reason: 'host' };
 }
