@@ -155,6 +155,37 @@ describe('createEventHub: a slow subscriber', () => {
     await expectIdle(sub);
   });
 
+  it('subscribers that share the live events each keep their own bound and count', async () => {
+    const hub = createEventHub({ teamId: TEAM, bufferSize: 4 });
+    const wide = hub.subscribe();
+    const narrow = hub.subscribe({ bufferSize: 2 });
+    const early = hub.subscribe();
+    for (let i = 1; i <= 3; i++) hub.publish('alice', delta(String(i)));
+    early.close();
+    const frozen = { lost: early.lost, buffered: early.buffered };
+    for (let i = 4; i <= 10; i++) hub.publish('alice', delta(String(i)));
+    // Closed before the overflow: nothing more is counted against it, and it holds nothing.
+    expect(frozen).toEqual({ lost: 0, buffered: 0 });
+    expect({ lost: early.lost, buffered: early.buffered }).toEqual(frozen);
+    expect({ lost: wide.lost, buffered: wide.buffered }).toEqual({ lost: 6, buffered: 4 });
+    expect({ lost: narrow.lost, buffered: narrow.buffered }).toEqual({ lost: 8, buffered: 2 });
+    expect(await take(wide, 5)).toMatchObject([
+      { type: 'gap', reason: 'overflow', lost: 6 },
+      ...['7', '8', '9', '10'].map((text) => ({ type: 'event', event: { text } })),
+    ]);
+    expect(await take(narrow, 3)).toMatchObject([
+      { type: 'gap', reason: 'overflow', lost: 8 },
+      { type: 'event', event: { text: '9' } },
+      { type: 'event', event: { text: '10' } },
+    ]);
+    hub.publish('alice', delta('11'));
+    expect(texts(await take(wide, 1))).toEqual(['11']);
+    expect(texts(await take(narrow, 1))).toEqual(['11']);
+    expect({ wide: wide.lost, narrow: narrow.lost }).toEqual({ wide: 6, narrow: 8 });
+    await expectIdle(wide);
+    await expectIdle(narrow);
+  });
+
   it('keeps presence transitions over agent events when it must drop', async () => {
     const hub = createEventHub({ teamId: TEAM, bufferSize: 2 });
     const sub = hub.subscribe({ presence: true });

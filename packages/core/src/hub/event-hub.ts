@@ -3,6 +3,7 @@ import { TeamError } from '../errors.js';
 import type { AgentEvent, MemberStatus } from '../ports/events.js';
 import type { TeamLog } from '../ports/team-log.js';
 import { DisplayNames } from './display-names.js';
+import { LiveFeed } from './feed.js';
 import { Ring } from './ring.js';
 import {
   type ItemFilter,
@@ -62,9 +63,10 @@ interface Listener {
 }
 
 /**
- * Creates the event hub of one team. Publishing is synchronous and O(subscribers): each
- * subscription has its own bounded queue, so a stalled observer costs the publisher nothing but a
- * dropped item, and the observer learns exactly how many it lost.
+ * Creates the event hub of one team. Publishing is synchronous: the subscribers that want every
+ * event share one bounded feed and cost the publisher nothing each, the filtered ones have their
+ * own bounded queue (O(1) per publish each). A stalled observer never slows the publisher nor
+ * grows memory, and it learns exactly how many items it lost.
  */
 export function createEventHub(options: EventHubOptions): EventHub {
   if (typeof options?.teamId !== 'string' || options.teamId === '') {
@@ -129,8 +131,17 @@ function agentFilter(agent: SubscribeOptions['agent']): ReadonlySet<string> | un
 class Hub implements EventHub {
   private seq = 0;
   private readonly agents = new Map<string, AgentState>();
-  /** Copy-on-write, so a subscriber closing mid-dispatch never disturbs the loop. */
+  /** Every open subscription. */
   private subscribers: readonly Subscription[] = [];
+  /**
+   * The subscriptions with a queue of their own, which publish appends to. Copy-on-write, so a
+   * subscriber closing mid-dispatch never disturbs the loop.
+   */
+  private queued: readonly Subscription[] = [];
+  /** The live events of the subscriptions that want all of them; each keeps only a cursor. */
+  private readonly feed: LiveFeed;
+  /** Open subscriptions reading `feed`; it holds nothing while there are none. */
+  private feedReaders = 0;
   private listeners: readonly Listener[] = [];
   private readonly memberNames = new Set<string>();
   private readonly displayNames: DisplayNames;
@@ -149,6 +160,7 @@ class Hub implements EventHub {
     private readonly clock: Clock,
     private readonly onError: (error: unknown) => void,
   ) {
+    this.feed = new LiveFeed(bufferSize);
     this.displayNames = new DisplayNames(
       (name) => this.memberNames.has(name) || this.isActive(name),
       (name) => this.agentStopped(name),
@@ -290,8 +302,9 @@ class Hub implements EventHub {
   }
 
   private dispatch(item: HubEvent | HubPresenceEvent): void {
-    const subscribers = this.subscribers;
     const isEvent = item.type === 'event';
+    if (isEvent && this.feedReaders > 0) this.feed.push(item);
+    const subscribers = this.queued;
     for (let i = 0; i < subscribers.length; i++) {
       const subscriber = subscribers[i] as Subscription;
       if (!(isEvent && subscriber.allEvents) && !matches(subscriber.filter, item)) continue;
@@ -375,25 +388,37 @@ class Hub implements EventHub {
     // call's argument list (a spread into push throws RangeError past ~120k).
     if (filter.events) for (const entry of this.historyEntries(selected, from)) prelude.push(entry);
 
+    const bufferSize = sizeOption('bufferSize', options.bufferSize, this.bufferSize, 1);
+    // Every event and nothing else, within the feed's bound: the shared feed serves it.
+    const fed = filter.allEvents && !filter.presence && bufferSize <= this.feed.bound;
     const subscription = new Subscription({
       filter,
-      bufferSize: sizeOption('bufferSize', options.bufferSize, this.bufferSize, 1),
+      bufferSize,
       teamId: this.teamId,
       prelude,
       log: this.log,
       onError: (error) => this.report(error),
       detach: (closed) => {
         this.subscribers = this.subscribers.filter((s) => s !== closed);
+        if (fed) {
+          this.feedReaders--;
+          if (this.feedReaders === 0) this.feed.release();
+        } else {
+          this.queued = this.queued.filter((s) => s !== closed);
+        }
         options.signal?.removeEventListener('abort', onAbort);
       },
+      feed: fed ? this.feed : undefined,
     });
     const onAbort = () => subscription.close();
+    this.subscribers = [...this.subscribers, subscription];
+    if (fed) this.feedReaders++;
+    else this.queued = [...this.queued, subscription];
     if (options.signal?.aborted) {
       subscription.close();
       return subscription;
     }
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    this.subscribers = [...this.subscribers, subscription];
     return subscription;
   }
 
@@ -486,6 +511,7 @@ class Hub implements EventHub {
     this.isClosed = true;
     const subscribers = this.subscribers;
     this.subscribers = [];
+    this.queued = [];
     for (const listener of this.listeners) listener.removed = true;
     this.listeners = [];
     for (const subscriber of subscribers) subscriber.end();

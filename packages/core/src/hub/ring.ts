@@ -20,14 +20,16 @@ export class Ring<T> {
   /** Appends `item`; returns the evicted oldest item when the ring was full. */
   push(item: T): T | undefined {
     if (this.capacity === 0) return item;
+    // Wrapped by comparison, not `%`: an integer division per publish is measurable.
     if (this.size < this.capacity) {
-      this.slots[(this.head + this.size) % this.capacity] = item;
+      const index = this.head + this.size;
+      this.slots[index < this.capacity ? index : index - this.capacity] = item;
       this.size++;
       return undefined;
     }
     const evicted = this.slots[this.head];
     this.slots[this.head] = item;
-    this.head = (this.head + 1) % this.capacity;
+    this.head = this.head + 1 === this.capacity ? 0 : this.head + 1;
     return evicted;
   }
 

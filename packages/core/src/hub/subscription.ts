@@ -1,5 +1,6 @@
 import type { TeamLog } from '../ports/team-log.js';
 import type { TeamRecord } from '../records.js';
+import { type FeedWaiter, LIVE_RING_MIN_CAPACITY, type LiveFeed } from './feed.js';
 import type {
   HubEvent,
   HubGap,
@@ -46,17 +47,17 @@ export function matches(filter: ItemFilter, item: LiveItem): boolean {
 }
 
 const DONE: IteratorResult<HubItem> = { done: true, value: undefined };
-/** Slots a live queue starts with (a power of two). */
-const QUEUE_MIN_CAPACITY = 16;
 /** The largest live queue kept once drained; a larger one is released (a power of two). */
 const QUEUE_KEPT_CAPACITY = 1024;
 
 /**
- * One subscriber: a prelude (snapshot, history, log replay) followed by a bounded live queue.
- * `push` is what the hub calls on publish; it is O(1) in the common case and never waits for the
- * consumer. Pulls are serialized, so concurrent `next()` calls see items in order.
+ * One subscriber: a prelude (snapshot, history, log replay) followed by bounded live items. Those
+ * come from the hub's shared {@link LiveFeed} when the subscriber wants every event and no
+ * presence (it then keeps only a cursor, and the hub does nothing for it on publish), else from a
+ * queue of its own that the hub fills through `push`, O(1) in the common case and never waiting
+ * for the consumer. Pulls are serialized, so concurrent `next()` calls see items in order.
  */
-export class Subscription implements HubSubscription {
+export class Subscription implements HubSubscription, FeedWaiter {
   // The fields `push` reads come first, so they share the object's first cache lines.
   /** `filter.allEvents`, kept on the subscription so publish reads one object per subscriber. */
   readonly allEvents: boolean;
@@ -66,13 +67,13 @@ export class Subscription implements HubSubscription {
   private count = 0;
   private readonly bufferSize: number;
   private head = 0;
-  private mask = QUEUE_MIN_CAPACITY - 1;
+  private mask = LIVE_RING_MIN_CAPACITY - 1;
   /**
    * The live queue: a ring whose capacity is a power of two, grown by doubling as items arrive
    * (never past the first power of two that holds `bufferSize`) and let go of once drained while
    * large. Its slots are reused from one publish to the next, so a steady stream allocates nothing.
    */
-  private slots: (LiveItem | undefined)[] = new Array<LiveItem | undefined>(QUEUE_MIN_CAPACITY);
+  private slots: (LiveItem | undefined)[] = new Array<LiveItem | undefined>(LIVE_RING_MIN_CAPACITY);
   private wake: (() => void) | undefined;
   private pendingLost = 0;
   private totalLost = 0;
@@ -86,6 +87,10 @@ export class Subscription implements HubSubscription {
   private preludeIndex = 0;
   private tail: Promise<unknown> = Promise.resolve();
   private readonly replayAbort = new AbortController();
+  /** The shared feed this subscriber reads live events from, instead of its own queue. */
+  private readonly feed: LiveFeed | undefined;
+  /** With a feed: the position of the next live event to read. */
+  private cursor: number;
 
   constructor(options: {
     filter: ItemFilter;
@@ -95,7 +100,11 @@ export class Subscription implements HubSubscription {
     log: TeamLog | undefined;
     onError: (error: unknown) => void;
     detach: (subscription: Subscription) => void;
+    /** Read live events from this feed (every event, no presence, `bufferSize <= feed.bound`). */
+    feed?: LiveFeed | undefined;
   }) {
+    this.feed = options.feed;
+    this.cursor = options.feed?.end ?? 0;
     this.filter = options.filter;
     this.allEvents = options.filter.allEvents;
     this.bufferSize = options.bufferSize;
@@ -112,11 +121,35 @@ export class Subscription implements HubSubscription {
   }
 
   get lost(): number {
-    return this.totalLost;
+    return this.totalLost + (this.isClosed ? 0 : this.feedOverflow());
   }
 
   get buffered(): number {
-    return this.count;
+    if (this.feed === undefined || this.isClosed) return this.count;
+    return Math.min(this.feed.end - this.cursor, this.bufferSize);
+  }
+
+  /** With a feed: the live events this subscriber fell too far behind to still read. */
+  private feedOverflow(): number {
+    if (this.feed === undefined) return 0;
+    const over = this.feed.end - this.cursor - this.bufferSize;
+    return Math.max(over, 0);
+  }
+
+  /** With a feed: skips what fell out of this subscriber's bound, counting it as lost. */
+  private settleFeed(): void {
+    const over = this.feedOverflow();
+    if (over === 0) return;
+    this.cursor += over;
+    this.pendingLost += over;
+    this.totalLost += over;
+  }
+
+  /** The feed's next push ends this subscriber's wait. */
+  feedWake(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
   }
 
   /**
@@ -186,8 +219,8 @@ export class Subscription implements HubSubscription {
   }
 
   private resetQueue(): void {
-    this.slots = new Array<LiveItem | undefined>(QUEUE_MIN_CAPACITY);
-    this.mask = QUEUE_MIN_CAPACITY - 1;
+    this.slots = new Array<LiveItem | undefined>(LIVE_RING_MIN_CAPACITY);
+    this.mask = LIVE_RING_MIN_CAPACITY - 1;
     this.head = 0;
     this.count = 0;
   }
@@ -202,6 +235,8 @@ export class Subscription implements HubSubscription {
 
   close(): void {
     if (this.isClosed) return;
+    this.settleFeed();
+    this.feed?.unwait(this);
     this.isClosed = true;
     this.resetQueue();
     this.prelude = undefined;
@@ -240,14 +275,18 @@ export class Subscription implements HubSubscription {
       if (item !== undefined) return { done: false, value: item };
       this.resolved = undefined;
     }
+    const feed = this.feed;
     for (;;) {
       if (this.isClosed) return DONE;
+      if (feed !== undefined) this.settleFeed();
       if (this.pendingLost > 0) {
         const gap: HubGap = { type: 'gap', reason: 'overflow', lost: this.pendingLost };
         this.pendingLost = 0;
         return { done: false, value: gap };
       }
-      if (this.count > 0) {
+      if (feed !== undefined) {
+        if (this.cursor < feed.end) return { done: false, value: feed.at(this.cursor++) };
+      } else if (this.count > 0) {
         return { done: false, value: this.shift() };
       }
       if (this.ending) {
@@ -256,6 +295,7 @@ export class Subscription implements HubSubscription {
       }
       await new Promise<void>((resolve) => {
         this.wake = resolve;
+        feed?.wait(this);
       });
     }
   }

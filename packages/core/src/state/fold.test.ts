@@ -238,6 +238,24 @@ const violations: [string, string, (seq: number) => TeamRecord[]][] = [
     (s) => [task(s, { id: 'task-1', revision: 2, blockedBy: ['task-2'] })],
   ],
   [
+    // task-1 -> task-3 climbs to a newer task, so the closing edge to an older one needs the walk
+    'a cycle closed by an edge to an older task',
+    'cycle task-3 -> task-2 -> task-1 -> task-3',
+    (s) => [
+      task(s, { id: 'task-3' }),
+      task(s + 1, { id: 'task-1', revision: 2, blockedBy: ['task-3'] }),
+      task(s + 2, { id: 'task-3', revision: 2, blockedBy: ['task-2'] }),
+    ],
+  ],
+  [
+    'a task handed from a member to a non-member',
+    'owner ghost is not a team member',
+    (s) => [
+      task(s, { id: 'task-1', revision: 2, status: 'in_progress', ownerId: 'alice' }),
+      task(s + 1, { id: 'task-1', revision: 3, status: 'in_progress', ownerId: 'ghost' }),
+    ],
+  ],
+  [
     'a change after deletion',
     'is deleted and cannot change',
     (s) => [

@@ -1,6 +1,7 @@
+import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TeamError, TeamErrorCode } from '../errors.js';
-import type { TaskAction } from './task-board.js';
+import { type TaskAction, taskNumber } from './task-board.js';
 import type { TestTeam } from './test-fixtures.js';
 import { catchTeamError, createTestTeam, snapshot, TEAM_ID } from './test-fixtures.js';
 
@@ -799,5 +800,23 @@ describe('releaseTasksOf', () => {
     expect(team.state.getTask(three)).toMatchObject({ status: 'completed', ownerId: alice });
     expect(team.state.getTask(four)).toMatchObject({ status: 'in_progress', ownerId: bob });
     expect(team.state.releaseTasksOf(alice)).toEqual([]);
+  });
+});
+
+describe('taskNumber', () => {
+  it('reads the number after the prefix as Number does, for any text', () => {
+    const digits = fc.stringMatching(/^[0-9]{0,24}$/);
+    const text = fc.oneof(
+      digits.map((d) => `task-${d}`),
+      fc.string().map((rest) => `task-${rest}`),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(text, (id) => {
+        expect(Object.is(taskNumber(id), Number(id.slice('task-'.length)))).toBe(true);
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(taskNumber('task-12')).toBe(12);
   });
 });

@@ -118,7 +118,17 @@ export function checkNotDeleted(task: Task): Problem | undefined {
 
 /** The numeric part of a `task-<n>` id. */
 export function taskNumber(id: string): number {
-  return Number(id.slice('task-'.length));
+  // Read in place, without a substring per call: the board asks for it on every edge it indexes.
+  // Anything but a short run of digits takes the general path.
+  const start = 'task-'.length;
+  if (id.length <= start || id.length > start + 15) return Number(id.slice(start));
+  let value = 0;
+  for (let i = start; i < id.length; i++) {
+    const digit = id.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return Number(id.slice(start));
+    value = value * 10 + digit;
+  }
+  return value;
 }
 
 /**
@@ -133,6 +143,11 @@ export class TaskBoard {
   /** blocker id -> ids of non-deleted tasks blocked by it. */
   private readonly dependents = new Map<string, Set<string>>();
   private readonly inProgressScoped = new Set<string>();
+  /**
+   * Edges of non-deleted tasks that point to a higher-numbered blocker. While there are none,
+   * every path along `blockedBy` descends in task numbers, which answers most cycle checks.
+   */
+  private upwardEdges = 0;
   private nextNumber = 1;
   private nonDeleted = 0;
 
@@ -209,8 +224,10 @@ export class TaskBoard {
   ): Problem | undefined {
     // No blockers: nothing to look up, and no edge that could close a cycle.
     if (blockedBy.length === 0) return undefined;
-    const seen = new Set<string>();
-    for (const blocker of blockedBy) {
+    // A short list (what boards hold) is searched for repeats in place, without a set.
+    const seen = blockedBy.length > SHORT_LIST ? new Set<string>() : undefined;
+    for (let i = 0; i < blockedBy.length; i++) {
+      const blocker = blockedBy[i] as string;
       if (blocker === taskId) {
         return {
           code: 'INVALID_DEPENDENCY',
@@ -218,14 +235,18 @@ export class TaskBoard {
           details: { taskId, blocker },
         };
       }
-      if (seen.has(blocker)) {
+      const repeated =
+        seen === undefined
+          ? i > 0 && blockedBy.lastIndexOf(blocker, i - 1) >= 0
+          : seen.has(blocker);
+      if (repeated) {
         return {
           code: 'INVALID_DEPENDENCY',
           message: `${taskId} lists blocker ${blocker} twice`,
           details: { taskId, blocker },
         };
       }
-      seen.add(blocker);
+      seen?.add(blocker);
       const found = this.tasks.get(blocker);
       if (found === undefined) {
         return {
@@ -252,6 +273,12 @@ export class TaskBoard {
     const added =
       previous === undefined ? blockedBy : blockedBy.filter((id) => !previous.includes(id));
     if (added.length === 0) return undefined;
+    // While every edge descends in task numbers, a path from a lower-numbered blocker never
+    // climbs back to this task: no walk is due (boards mostly block tasks by older ones).
+    if (this.upwardEdges === 0) {
+      const number = taskNumber(taskId);
+      if (added.every((id) => taskNumber(id) < number)) return undefined;
+    }
     const cycle = this.findPath(added, taskId);
     if (cycle !== undefined) {
       return {
@@ -316,8 +343,13 @@ export class TaskBoard {
     if (!scopesKept && !isNormalizedWriteScopeList(task.writeScopes)) {
       return invariant(`task ${task.id} write scopes are not normalized`);
     }
-    const blockers = this.checkBlockedBy(task.id, task.blockedBy, previous?.blockedBy);
-    if (blockers !== undefined) return blockers;
+    // Blockers equal to the previous (non-deleted) revision's were checked with it and still
+    // hold: a task named as a blocker by a non-deleted task cannot be deleted, and unchanged
+    // edges close no cycle. Most revisions (a claim, a completion) keep them.
+    if (previous === undefined || !sameList(previous.blockedBy, task.blockedBy)) {
+      const blockers = this.checkBlockedBy(task.id, task.blockedBy, previous?.blockedBy);
+      if (blockers !== undefined) return blockers;
+    }
     return task.status === 'deleted' ? this.checkDeletable(task.id) : undefined;
   }
 
@@ -338,11 +370,12 @@ export class TaskBoard {
         this.indexInProgress(task);
         return;
       }
-      for (const blocker of previous.blockedBy) this.dependents.get(blocker)?.delete(task.id);
+      this.unlinkBlockers(previous);
     }
     this.tasks.set(task.id, task);
     if (task.status !== 'deleted') {
       this.nonDeleted++;
+      const number = taskNumber(task.id);
       for (const blocker of task.blockedBy) {
         let set = this.dependents.get(blocker);
         if (set === undefined) {
@@ -350,9 +383,19 @@ export class TaskBoard {
           this.dependents.set(blocker, set);
         }
         set.add(task.id);
+        if (taskNumber(blocker) > number) this.upwardEdges++;
       }
     }
     this.indexInProgress(task);
+  }
+
+  /** Takes the edges of a non-deleted `task` out of the indexes. */
+  private unlinkBlockers(task: Task): void {
+    const number = taskNumber(task.id);
+    for (const blocker of task.blockedBy) {
+      this.dependents.get(blocker)?.delete(task.id);
+      if (taskNumber(blocker) > number) this.upwardEdges--;
+    }
   }
 
   /** Keeps `inProgressScoped` in step with a task's new revision. */
@@ -438,7 +481,7 @@ export class TaskBoard {
     }
     if (task.status !== 'deleted') {
       this.nonDeleted--;
-      for (const blocker of task.blockedBy) this.dependents.get(blocker)?.delete(task.id);
+      this.unlinkBlockers(task);
     }
     this.tasks.delete(task.id);
     this.dependents.delete(task.id);
@@ -517,6 +560,9 @@ export class TaskBoard {
     return undefined;
   }
 }
+
+/** Lists up to this long are searched for repeats by comparison instead of through a set. */
+const SHORT_LIST = 8;
 
 /** Two lists with the same strings in the same order. */
 function sameList(a: readonly string[], b: readonly string[]): boolean {

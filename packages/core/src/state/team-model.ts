@@ -344,7 +344,10 @@ export class TeamModel {
       case 'member':
         return this.roster.checkRecord(record.member);
       case 'task':
-        return this.board.checkRecord(record.task) ?? this.checkTaskMembers(record.task);
+        return (
+          this.board.checkRecord(record.task) ??
+          this.checkTaskMembers(record.task, this.board.get(record.task.id))
+        );
       case 'message.queued':
         return this.checkQueued(record.message, record.schemaVersion);
       case 'message.delivered':
@@ -432,11 +435,19 @@ export class TeamModel {
     return undefined;
   }
 
-  private checkTaskMembers(task: Task): Problem | undefined {
-    if (!this.roster.has(task.creatorId)) {
+  /**
+   * A task's creator and owner are members. What the previous revision (checked already) named is
+   * not looked up again: the creator never changes, and members are never forgotten.
+   */
+  private checkTaskMembers(task: Task, previous?: Task): Problem | undefined {
+    if (previous === undefined && !this.roster.has(task.creatorId)) {
       return invariant(`task ${task.id} creator ${task.creatorId} is not a team member`);
     }
-    if (task.ownerId !== undefined && !this.roster.has(task.ownerId)) {
+    if (
+      task.ownerId !== undefined &&
+      task.ownerId !== previous?.ownerId &&
+      !this.roster.has(task.ownerId)
+    ) {
       return invariant(`task ${task.id} owner ${task.ownerId} is not a team member`);
     }
     return undefined;
