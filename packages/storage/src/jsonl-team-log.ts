@@ -24,6 +24,7 @@ import {
   SNAPSHOTS_DIR,
   sha256,
   snapshotFileName,
+  stateBytesOf,
   writeSnapshotFile,
 } from './snapshot-files.js';
 
@@ -845,7 +846,7 @@ class JsonlSnapshots implements TeamLogSnapshots {
         continue;
       }
       // Every file this store wrote names its record, checked against the log above.
-      yield { seq, state, bytes: file.header.state.bytes, source: file.path, anchored: true };
+      yield { seq, state, bytes: stateBytesOf(file), source: file.path, anchored: true };
     }
   }
 
@@ -900,10 +901,9 @@ class JsonlSnapshots implements TeamLogSnapshots {
     const { seq } = snapshot;
     // The state may run ahead of the disk by the appends in flight: wait until they are durable.
     await log.durable(seq);
-    const state = JSON.stringify(snapshot);
     const position = await log.positionOf(seq);
     const { fs, durability } = log.internals;
-    await writeSnapshotFile({
+    const written = await writeSnapshotFile({
       fs,
       dir: this.#folder,
       header: {
@@ -917,11 +917,11 @@ class JsonlSnapshots implements TeamLogSnapshots {
         },
         writtenAt: new Date().toISOString(),
       },
-      state,
+      snapshot,
       sync: durability === 'fsync',
     });
     this.#seqs = [seq, ...this.#seqs.filter((s) => s !== seq)];
-    return { bytes: Buffer.byteLength(state, 'utf8') };
+    return { bytes: written.stateBytes };
   }
 
   /** Deletes snapshots past the newest `keep`, then applies retention to the segments they covered. */
