@@ -232,7 +232,9 @@ function placeholders(apart: Partial<Record<SnapshotPartApart, StoredText>>) {
  * those fields set to {@link StoredText} over that text (see {@link joinTeamStateSnapshot}).
  */
 export function splitTeamStateSnapshot(snapshot: TeamStateSnapshot): {
+  /** The snapshot without the parts kept apart: plain JSON. */
   state: Omit<TeamStateSnapshot, SnapshotPartApart>;
+  /** The text of each part kept apart (`''` for none). */
   parts: Record<SnapshotPartApart, string>;
 } {
   const { tombstones, delivered, ...state } = snapshot;
