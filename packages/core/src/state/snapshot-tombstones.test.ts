@@ -171,6 +171,26 @@ describe('tombstones kept apart in a snapshot (version 4)', () => {
       const error = refusal(() => restored.listTasks({ status: 'deleted' }));
       expect({ what, code: error.code }).toEqual({ what, code: 'SNAPSHOT_INVALID' });
     }
+    // every number below the next one live: no text may stand for a tombstone
+    const allLive = TeamState.fromSnapshot(
+      { ...good.state, tasks: [], nextTaskNumber: 1, delivered: good.parts.delivered },
+      { teamId: TEAM },
+    );
+    expect(allLive.listTasks({ status: 'deleted' })).toEqual([]);
+    expect(
+      refusal(() =>
+        TeamState.fromSnapshot(
+          {
+            ...good.state,
+            tasks: [],
+            nextTaskNumber: 1,
+            delivered: good.parts.delivered,
+            tombstones: lines[0] + '\n',
+          },
+          { teamId: TEAM },
+        ),
+      ).code,
+    ).toBe('SNAPSHOT_INVALID');
   });
 });
 

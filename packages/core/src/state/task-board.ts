@@ -440,6 +440,8 @@ export class TaskBoard {
     }
     this.nextNumber = nextNumber;
     const cold = new ColdTombstones(tombstones ?? '', nextNumber, ids, check);
+    const given = typeof tombstones === 'string' ? tombstones.length : (tombstones?.bytes ?? 0);
+    if (cold.count === 0 && given > 0) return invariant('tombstones of no deleted task');
     if (cold.count > 0) {
       this.cold = cold;
       this.warm = false;
