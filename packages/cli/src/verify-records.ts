@@ -67,11 +67,19 @@ export async function verifyJsonl(teamDir: string, teamId: string): Promise<Veri
   };
 }
 
-/** The state as a string two equal states give: the snapshot with delivered ids sorted. */
+/**
+ * The state as a string two equal states give: the snapshot with delivered ids and tombstones
+ * sorted (a snapshot keeps its tombstones in any order).
+ */
 function canonical(state: TeamState): string {
   const snapshot = state.snapshot();
-  const delivered = snapshot.delivered === '' ? [] : snapshot.delivered.split('\n').sort();
-  return JSON.stringify({ ...snapshot, delivered });
+  const lines = (part: unknown) =>
+    part === undefined || part === '' ? [] : String(part).split('\n').sort();
+  return JSON.stringify({
+    ...snapshot,
+    delivered: lines(snapshot.delivered),
+    tombstones: lines(snapshot.tombstones),
+  });
 }
 
 /**
@@ -96,6 +104,8 @@ export async function verifyPorts(
       snapshots.push(entry);
       try {
         const state = TeamState.fromSnapshot(stored.state, { teamId });
+        // Its tombstones are checked when first read: here, now.
+        state.allTasks();
         if (state.lastSeq !== stored.seq) {
           entry.problem = `${stored.source} is stored as seq ${stored.seq} but holds seq ${state.lastSeq}`;
           continue;

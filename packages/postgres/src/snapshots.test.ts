@@ -1,5 +1,6 @@
 import type { StoredSnapshot, TeamLog, TeamRecord } from '@teamwire/core';
 import { loadTeamState, TEAM_STATE_SNAPSHOT_VERSION, TeamState } from '@teamwire/core';
+import { randomTeamRecords } from '@teamwire/core/testing';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { checksumOf } from './snapshots.js';
 import type { PostgresTeamStore } from './store.js';
@@ -121,6 +122,37 @@ describePg('PostgreSQL team snapshots', () => {
     expect(loaded.rejected).toBe(0);
     expect(view(loaded.state)).toEqual(view(TeamState.fromRecords(records, { teamId: TEAM })));
     expect(joining.snapshots).toMatchObject({ skipped: 0, rejected: 0, newestSeq: 500 });
+  });
+
+  it('restores a version 4 row: its deleted tasks answer as before, and a record changing one is refused as before', async () => {
+    const records = randomTeamRecords(TEAM, 400, 21);
+    const writer = await scratch.open(TEAM);
+    await append(writer.log, records);
+    const full = TeamState.fromRecords(records, { teamId: TEAM });
+    await writer.log.snapshots!.write(full.snapshot());
+    const joining = await scratch.open(TEAM);
+    const loaded = await loadTeamState(joining.log, { teamId: TEAM });
+    expect(loaded.snapshotSeq).toBe(400);
+    const deleted = full.listTasks({ status: 'deleted' });
+    expect(deleted.length).toBeGreaterThan(0);
+    const { ready: _r, warnings: _w, ...task } = deleted[0] as (typeof deleted)[number];
+    expect(loaded.state.getTask(task.id)).toEqual(full.getTask(task.id));
+    expect(view(loaded.state)).toEqual(view(full));
+    const change = {
+      ...(records.find((r) => r.type === 'task') as TeamRecord & { type: 'task' }),
+      seq: records.length + 1,
+      task: { ...task, revision: task.revision + 1 },
+    };
+    const refusal = (state: TeamState) => {
+      try {
+        state.apply(change);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(refusal(loaded.state)).toBe(refusal(TeamState.fromRecords(records, { teamId: TEAM })));
+    expect(refusal(loaded.state)).toMatch(/deleted/);
   });
 
   it('skips a snapshot whose checksum does not match for an older one, and counts it', async () => {

@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import * as nodeFsPromises from 'node:fs/promises';
 import { TeamError } from '@teamwire/core';
 
@@ -82,6 +83,13 @@ export interface StorageFs {
   link(existingPath: string, newPath: string): Promise<void>;
   /** Removes a file; rejects with `ENOENT` when it is already gone. */
   unlink(path: string): Promise<void>;
+  /**
+   * Optional: up to `length` bytes of `path` from byte `position`, read synchronously (fewer only
+   * at the end of the file); throws as `node:fs` does. The parts of a snapshot that only a rare
+   * read needs (its deleted tasks, its delivered message ids) are read this way when first
+   * needed; without it they are read with the snapshot.
+   */
+  readRangeSync?(path: string, position: number, length: number): Uint8Array;
 }
 
 /** The real file system. */
@@ -93,6 +101,21 @@ export const nodeFs: StorageFs = {
   stat: (path) => nodeFsPromises.stat(path),
   link: (existingPath, newPath) => nodeFsPromises.link(existingPath, newPath),
   unlink: (path) => nodeFsPromises.unlink(path),
+  readRangeSync(path, position, length) {
+    const fd = openSync(path, 'r');
+    try {
+      const bytes = Buffer.allocUnsafe(length);
+      let done = 0;
+      while (done < length) {
+        const read = readSync(fd, bytes, done, length - done, position + done);
+        if (read === 0) break;
+        done += read;
+      }
+      return bytes.subarray(0, done);
+    } finally {
+      closeSync(fd);
+    }
+  },
 };
 
 /** The `code` of a Node system error (`ENOENT`, `ENOSPC`, ...), if it has one. */

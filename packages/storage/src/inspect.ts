@@ -1,6 +1,12 @@
 import { basename, join, resolve } from 'node:path';
-import type { TeamRecord, TranscriptEntry } from '@teamwire/core';
-import { parseTranscriptEntry, repairTranscript, TeamError, TeamState } from '@teamwire/core';
+import type { StoredText, TeamRecord, TranscriptEntry } from '@teamwire/core';
+import {
+  parseTranscriptEntry,
+  repairTranscript,
+  SNAPSHOT_PARTS_APART,
+  TeamError,
+  TeamState,
+} from '@teamwire/core';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, nodeFs } from './fs-seam.js';
 import { decodeLine, iterateLines, lineError, scanJsonl } from './jsonl-lines.js';
@@ -367,7 +373,11 @@ export async function verifyTeam(
     results.push(result);
     try {
       const file = await readSnapshotHeader(fs, path, teamId, seq);
-      const state = TeamState.fromSnapshot(await readSnapshotState(fs, file), { teamId });
+      const state = TeamState.fromSnapshot(partsRead(await readSnapshotState(fs, file)), {
+        teamId,
+      });
+      // Its tombstones are checked when first read: here, now.
+      state.allTasks();
       pending.set(seq, { result, state });
     } catch (error) {
       if (!TeamError.isInstance(error)) throw error;
@@ -426,9 +436,28 @@ export async function verifyTeam(
   };
 }
 
+/**
+ * A stored state with the parts kept apart read now (`SNAPSHOT_INVALID` if their checksum fails),
+ * as text core checks when it restores it, instead of when they are first needed.
+ */
+function partsRead(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const name of SNAPSHOT_PARTS_APART) {
+    const part = out[name] as { text?: unknown } | undefined;
+    if (typeof part?.text === 'function') out[name] = (part as StoredText).text();
+  }
+  return out;
+}
+
 /** The state as a string that two equal states give: the snapshot with delivered ids sorted. */
 function canonicalState(state: TeamState): string {
   const snapshot = state.snapshot();
-  const delivered = snapshot.delivered === '' ? [] : snapshot.delivered.split('\n').sort();
-  return JSON.stringify({ ...snapshot, delivered });
+  const text = String(snapshot.delivered);
+  const delivered = text === '' ? [] : text.split('\n').sort();
+  // Tombstones are kept in any order: the state is the same set of them.
+  const tombstones = String(snapshot.tombstones ?? '')
+    .split('\n')
+    .sort();
+  return JSON.stringify({ ...snapshot, delivered, tombstones });
 }

@@ -24,6 +24,7 @@ import {
   SNAPSHOTS_DIR,
   sha256,
   snapshotFileName,
+  stateBytesOf,
   writeSnapshotFile,
 } from './snapshot-files.js';
 
@@ -153,7 +154,7 @@ export async function openJsonlTeamLog(options: LogOptions): Promise<OpenedLog> 
   const snapshotDir = join(dir, SNAPSHOTS_DIR);
   const snapshotSeqs = options.snapshots === false ? [] : await listSnapshotSeqs(fs, snapshotDir);
   let skipped = 0;
-  let start: { index: number; offset: number; seq: number } | undefined;
+  let start: { index: number; offset: number; seq: number; recordOffset?: number } | undefined;
   let chosen: OpenedSnapshot | undefined;
   for (const seq of snapshotSeqs) {
     try {
@@ -214,7 +215,13 @@ export async function openJsonlTeamLog(options: LogOptions): Promise<OpenedLog> 
       const handle = await openFile(fs, segment.path, active ? 'r+' : 'r');
       try {
         const from = i === start.index ? start.offset : 0;
-        if (i === start.index && from > 0) segment.checkpoints.push([start.seq, from]);
+        if (i === start.index && from > 0) {
+          // The snapshot's own record too: core reads the log from it to check the snapshot's
+          // digest, which must not cost a scan of the segment from its start.
+          const at = start.recordOffset;
+          if (at !== undefined && at > 0) segment.checkpoints.push([start.seq - 1, at]);
+          segment.checkpoints.push([start.seq, from]);
+        }
         const outcome = await scanFrom(handle, segment, from, lastSeq + 1, teamId);
         records += outcome.lines;
         lastSeq += outcome.lines;
@@ -271,7 +278,7 @@ async function startAfter(
   fs: StorageFs,
   segments: readonly Segment[],
   file: SnapshotFile,
-): Promise<{ index: number; offset: number; seq: number } | undefined> {
+): Promise<{ index: number; offset: number; seq: number; recordOffset?: number } | undefined> {
   const { record, seq } = file.header;
   if (record === undefined) return undefined;
   const index = segments.findIndex((segment) => segment.first === record.segment);
@@ -292,7 +299,12 @@ async function startAfter(
   } finally {
     await handle.close().catch(() => undefined);
   }
-  return { index, offset: record.offset + record.length, seq: seq + 1 };
+  return {
+    index,
+    offset: record.offset + record.length,
+    seq: seq + 1,
+    recordOffset: record.offset,
+  };
 }
 
 /**
@@ -834,7 +846,7 @@ class JsonlSnapshots implements TeamLogSnapshots {
         continue;
       }
       // Every file this store wrote names its record, checked against the log above.
-      yield { seq, state, bytes: file.header.state.bytes, source: file.path, anchored: true };
+      yield { seq, state, bytes: stateBytesOf(file), source: file.path, anchored: true };
     }
   }
 
@@ -889,10 +901,9 @@ class JsonlSnapshots implements TeamLogSnapshots {
     const { seq } = snapshot;
     // The state may run ahead of the disk by the appends in flight: wait until they are durable.
     await log.durable(seq);
-    const state = JSON.stringify(snapshot);
     const position = await log.positionOf(seq);
     const { fs, durability } = log.internals;
-    await writeSnapshotFile({
+    const written = await writeSnapshotFile({
       fs,
       dir: this.#folder,
       header: {
@@ -906,11 +917,11 @@ class JsonlSnapshots implements TeamLogSnapshots {
         },
         writtenAt: new Date().toISOString(),
       },
-      state,
+      snapshot,
       sync: durability === 'fsync',
     });
     this.#seqs = [seq, ...this.#seqs.filter((s) => s !== seq)];
-    return { bytes: Buffer.byteLength(state, 'utf8') };
+    return { bytes: written.stateBytes };
   }
 
   /** Deletes snapshots past the newest `keep`, then applies retention to the segments they covered. */

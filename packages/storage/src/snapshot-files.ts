@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { TeamError } from '@teamwire/core';
+import type { SnapshotPartApart, StoredText, TeamStateSnapshot } from '@teamwire/core';
+import {
+  joinTeamStateSnapshot,
+  SNAPSHOT_PARTS_APART,
+  splitTeamStateSnapshot,
+  TeamError,
+} from '@teamwire/core';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
 import { errnoCode, ioError, syncDirectory, writeFully } from './fs-seam.js';
 
@@ -8,8 +14,11 @@ import { errnoCode, ioError, syncDirectory, writeFully } from './fs-seam.js';
 export const SNAPSHOTS_DIR = 'snapshots';
 /** The `format` of a snapshot file's header line. */
 export const SNAPSHOT_FILE_FORMAT = 'teamwire.snapshot';
-/** The version of the snapshot file format this code writes and reads. */
-export const SNAPSHOT_FILE_VERSION = 1;
+/**
+ * The version of the snapshot file format this code writes; it reads this one and version 1
+ * (which has no tombstones section).
+ */
+export const SNAPSHOT_FILE_VERSION = 2;
 /** A header line is short; a longer first line is not a snapshot. */
 const MAX_HEADER_BYTES = 4096;
 /** The largest state a snapshot file may hold; a bigger one is refused, never buffered. */
@@ -30,10 +39,13 @@ export interface RecordPosition {
 /**
  * The first line of a snapshot file. The state follows on the second line, `state.bytes` long
  * (newline excluded), and must hash to `state.sha256`: a torn or altered file fails one of them.
+ * From version 2 the parts of the state that grow with history (core's `SNAPSHOT_PARTS_APART`:
+ * the deleted tasks, then the delivered message ids) follow the state line, each `parts.<name>`
+ * long and hashing to its sha-256: read with the state, checked and parsed only when first needed.
  */
 export interface SnapshotHeader {
   format: typeof SNAPSHOT_FILE_FORMAT;
-  version: typeof SNAPSHOT_FILE_VERSION;
+  version: 1 | typeof SNAPSHOT_FILE_VERSION;
   teamId: string;
   /** The seq of the last record folded into the state. */
   seq: number;
@@ -42,6 +54,8 @@ export interface SnapshotHeader {
   record?: RecordPosition & { sha256: string };
   /** The state's length and hash. */
   state: { bytes: number; sha256: string };
+  /** Version 2: the length and hash of each part kept apart, in file order. */
+  parts?: Record<SnapshotPartApart, { bytes: number; sha256: string }>;
   /** When it was written (ISO 8601), for people. */
   writtenAt: string;
 }
@@ -126,11 +140,9 @@ export async function readSnapshotHeader(
       throw ioError('reading', path, error);
     }
     const stateOffset = newline + 1;
-    if (size !== stateOffset + header.state.bytes + 1) {
-      throw invalid(
-        path,
-        `it is ${size} bytes, not the ${stateOffset + header.state.bytes + 1} its header announces (torn)`,
-      );
+    const expected = stateOffset + stateBytesOf({ header }) + 1;
+    if (size !== expected) {
+      throw invalid(path, `it is ${size} bytes, not the ${expected} its header announces (torn)`);
     }
     return { path, header, stateOffset };
   } finally {
@@ -138,7 +150,11 @@ export async function readSnapshotHeader(
   }
 }
 
-/** Reads a checked snapshot's state: its bytes must hash to the header's sha-256. */
+/**
+ * Reads a checked snapshot's state: its bytes must hash to the header's sha-256. The parts kept
+ * apart (version 2) are handed to core as `StoredText`: read (with `fs.readRangeSync`; without
+ * it, now, with the state), checked against their sha-256 and decoded only when first needed.
+ */
 export async function readSnapshotState(fs: StorageFs, file: SnapshotFile): Promise<unknown> {
   const { path, header, stateOffset } = file;
   let handle: StorageFileHandle;
@@ -148,29 +164,98 @@ export async function readSnapshotState(fs: StorageFs, file: SnapshotFile): Prom
     throw ioError('opening', path, error);
   }
   try {
-    const bytes = Buffer.allocUnsafe(header.state.bytes);
-    let done = 0;
-    while (done < bytes.length) {
-      let bytesRead: number;
-      try {
-        ({ bytesRead } = await handle.read(bytes, done, bytes.length - done, stateOffset + done));
-      } catch (error) {
-        throw ioError('reading', path, error);
-      }
-      if (bytesRead === 0) throw invalid(path, 'it ends before its state does (torn)');
-      done += bytesRead;
-    }
+    const bytes = await readBytes(handle, path, stateOffset, header.state.bytes);
     if (sha256(bytes) !== header.state.sha256) {
       throw invalid(path, 'its state does not match its checksum');
     }
+    let state: unknown;
     try {
-      return JSON.parse(bytes.toString('utf8'));
+      state = JSON.parse(bytes.toString('utf8'));
     } catch {
       throw invalid(path, 'its state is not JSON');
     }
+    const parts = header.parts;
+    if (parts === undefined) return state;
+    const apart: Partial<Record<SnapshotPartApart, StoredText>> = {};
+    let offset = stateOffset + header.state.bytes + 1;
+    for (const name of SNAPSHOT_PARTS_APART) {
+      const { bytes: length, sha256: hash } = parts[name];
+      const at = offset;
+      const readSync = fs.readRangeSync?.bind(fs);
+      const read =
+        readSync === undefined || length === 0
+          ? await readBytes(handle, path, at, length)
+          : () => readPartSync(readSync, path, at, length);
+      apart[name] = storedText(`${path} (${name})`, length, read, hash);
+      offset += length;
+    }
+    return joinTeamStateSnapshot(state, apart);
   } finally {
     await handle.close().catch(() => undefined);
   }
+}
+
+/** `length` bytes of the file at `offset` (`SNAPSHOT_INVALID` when it ends before them). */
+async function readBytes(
+  handle: StorageFileHandle,
+  path: string,
+  offset: number,
+  length: number,
+): Promise<Buffer> {
+  const bytes = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    let bytesRead: number;
+    try {
+      ({ bytesRead } = await handle.read(bytes, done, length - done, offset + done));
+    } catch (error) {
+      throw ioError('reading', path, error);
+    }
+    if (bytesRead === 0) throw invalid(path, 'it ends before its header says (torn)');
+    done += bytesRead;
+  }
+  return bytes;
+}
+
+/** The `length` bytes of a part at `position`, read now (`SNAPSHOT_INVALID` when cut short). */
+function readPartSync(
+  readSync: NonNullable<StorageFs['readRangeSync']>,
+  path: string,
+  position: number,
+  length: number,
+): Uint8Array {
+  let bytes: Uint8Array;
+  try {
+    bytes = readSync(path, position, length);
+  } catch (error) {
+    throw ioError('reading', path, error);
+  }
+  if (bytes.length !== length) throw invalid(path, 'it ends before its header says (torn)');
+  return bytes;
+}
+
+/**
+ * A part of a snapshot of `bytes` bytes (read already, or read by `read` on first need), checked
+ * against `hash` and decoded on first need, once.
+ */
+function storedText(
+  what: string,
+  bytes: number,
+  read: Uint8Array | (() => Uint8Array),
+  hash: string,
+): StoredText {
+  let text: string | undefined;
+  return {
+    bytes,
+    text() {
+      if (text === undefined) {
+        const data = typeof read === 'function' ? read() : read;
+        if (sha256(data) !== hash) throw invalid(what, 'it does not match its checksum');
+        text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+      }
+      return text;
+    },
+  };
 }
 
 /**
@@ -181,30 +266,40 @@ export async function readSnapshotState(fs: StorageFs, file: SnapshotFile): Prom
 export async function writeSnapshotFile(options: {
   fs: StorageFs;
   dir: string;
-  header: Omit<SnapshotHeader, 'state' | 'format' | 'version'>;
-  state: string;
+  header: Omit<SnapshotHeader, 'state' | 'tombstones' | 'format' | 'version'>;
+  snapshot: TeamStateSnapshot;
   sync: boolean;
-}): Promise<{ path: string; bytes: number }> {
+}): Promise<{ path: string; bytes: number; stateBytes: number }> {
   const { fs, dir, sync } = options;
-  const stateBytes = Buffer.from(options.state, 'utf8');
-  if (stateBytes.length > MAX_SNAPSHOT_STATE_BYTES) {
+  const split = splitTeamStateSnapshot(options.snapshot);
+  const stateBytes = Buffer.from(JSON.stringify(split.state), 'utf8');
+  const partBytes = SNAPSHOT_PARTS_APART.map((name) => Buffer.from(split.parts[name], 'utf8'));
+  const total = partBytes.reduce((sum, part) => sum + part.length, stateBytes.length);
+  if (total > MAX_SNAPSHOT_STATE_BYTES) {
     throw new TeamError(
       'INVALID_ARGUMENT',
-      `the team state is ${stateBytes.length} bytes, more than a snapshot holds (${MAX_SNAPSHOT_STATE_BYTES})`,
-      { details: { bytes: stateBytes.length } },
+      `the team state is ${total} bytes, more than a snapshot holds (${MAX_SNAPSHOT_STATE_BYTES})`,
+      { details: { bytes: total } },
     );
   }
+  const parts = {} as Record<SnapshotPartApart, { bytes: number; sha256: string }>;
+  SNAPSHOT_PARTS_APART.forEach((name, i) => {
+    const part = partBytes[i] as Buffer;
+    parts[name] = { bytes: part.length, sha256: sha256(part) };
+  });
   const header: SnapshotHeader = {
     format: SNAPSHOT_FILE_FORMAT,
     version: SNAPSHOT_FILE_VERSION,
     ...options.header,
     state: { bytes: stateBytes.length, sha256: sha256(stateBytes) },
+    parts,
   };
   const path = join(dir, snapshotFileName(header.seq));
   const bytes = Buffer.concat([
     Buffer.from(`${JSON.stringify(header)}\n`, 'utf8'),
     stateBytes,
     Buffer.from('\n'),
+    ...partBytes,
   ]);
   try {
     await fs.mkdir(dir, { recursive: true });
@@ -228,7 +323,15 @@ export async function writeSnapshotFile(options: {
     await handle.close().catch(() => undefined);
   }
   if (sync) await syncDirectory(fs, dir);
-  return { path, bytes: bytes.length };
+  return { path, bytes: bytes.length, stateBytes: total };
+}
+
+/** Bytes of the state a snapshot file holds, its parts kept apart included (what the policy weighs). */
+export function stateBytesOf(file: Pick<SnapshotFile, 'header'>): number {
+  const { state, parts } = file.header;
+  let bytes = state.bytes;
+  for (const name of SNAPSHOT_PARTS_APART) bytes += parts?.[name].bytes ?? 0;
+  return bytes;
 }
 
 function checkHeader(path: string, value: unknown): SnapshotHeader {
@@ -244,9 +347,24 @@ function checkHeader(path: string, value: unknown): SnapshotHeader {
     );
   }
   const state = header.state as Partial<SnapshotHeader['state']> | undefined;
+  const parts = header.parts as Record<string, Partial<SnapshotHeader['state']>> | undefined;
   const record = header.record as Partial<SnapshotHeader['record']> | undefined;
   const ok =
-    header.version === SNAPSHOT_FILE_VERSION &&
+    (header.version === 1
+      ? parts === undefined
+      : header.version === SNAPSHOT_FILE_VERSION &&
+        typeof parts === 'object' &&
+        parts !== null &&
+        SNAPSHOT_PARTS_APART.every((name) => {
+          const part = parts[name];
+          return (
+            typeof part === 'object' &&
+            part !== null &&
+            isCount(part.bytes) &&
+            part.bytes <= MAX_SNAPSHOT_STATE_BYTES &&
+            isHash(part.sha256)
+          );
+        })) &&
     typeof header.teamId === 'string' &&
     isCount(header.seq) &&
     typeof header.writtenAt === 'string' &&

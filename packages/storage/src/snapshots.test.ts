@@ -5,6 +5,8 @@ import { loadTeamState, TeamState } from '@teamwire/core';
 import { randomTeamRecords } from '@teamwire/core/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { StorageFs } from './fs-seam.js';
+import { nodeFs } from './fs-seam.js';
 import { readTeamLog, readTeamState, verifyTeam } from './inspect.js';
 import { SNAPSHOTS_DIR, snapshotFileName } from './snapshot-files.js';
 import type { OpenJsonlTeamStoreOptions } from './team-store.js';
@@ -55,7 +57,11 @@ function fullFold(records: readonly TeamRecord[]): string {
 
 function canonical(state: TeamState): string {
   const snapshot = state.snapshot();
-  return JSON.stringify({ ...snapshot, delivered: snapshot.delivered.split('\n').sort() });
+  return JSON.stringify({
+    ...snapshot,
+    delivered: String(snapshot.delivered).split('\n').sort(),
+    tombstones: String(snapshot.tombstones).split('\n').sort(),
+  });
 }
 
 async function snapshotFiles(): Promise<string[]> {
@@ -316,6 +322,172 @@ describe('the segmented log', () => {
     await appendFile(active, '{"seq":201,"at":');
     const store = await open({ segmentBytes: 8192 });
     expect(store.recovered).toMatchObject({ tornBytes: 16, lastSeq: 200, snapshotSeq: 100 });
+    await store.close();
+  });
+});
+
+describe('snapshot files of version 2: the parts that grow with history kept apart', () => {
+  /** The newest snapshot file: its header, its state line and the bytes after it. */
+  async function newestFile() {
+    const name = (await snapshotFiles()).at(-1) as string;
+    const path = join(dir, SNAPSHOTS_DIR, name);
+    const bytes = await readFile(path);
+    const headerEnd = bytes.indexOf(0x0a);
+    const stateEnd = bytes.indexOf(0x0a, headerEnd + 1);
+    return {
+      path,
+      header: JSON.parse(bytes.subarray(0, headerEnd).toString('utf8')),
+      state: JSON.parse(bytes.subarray(headerEnd + 1, stateEnd).toString('utf8')),
+      parts: bytes.subarray(stateEnd + 1).toString('utf8'),
+    };
+  }
+
+  it('keeps tombstones and delivered ids after the state line, and reaches them after a reopen', async () => {
+    const records = randomTeamRecords(TEAM, 300, 31);
+    await write(records, { at: [300] });
+    const file = await newestFile();
+    expect(file.header.version).toBe(2);
+    expect(file.state.version).toBe(4);
+    expect(file.state.tombstones).toBeUndefined();
+    expect(file.state.delivered).toBeUndefined();
+    const { tombstones, delivered } = file.header.parts;
+    expect(tombstones.bytes).toBeGreaterThan(0);
+    expect(delivered.bytes).toBeGreaterThan(0);
+    expect(Buffer.byteLength(file.parts)).toBe(tombstones.bytes + delivered.bytes);
+    const full = TeamState.fromRecords(records, { teamId: TEAM });
+    const deleted = full.listTasks({ status: 'deleted' });
+    expect(deleted.length).toBeGreaterThan(0);
+    const store = await open();
+    const loaded = await loadTeamState(store.log, { teamId: TEAM });
+    expect(loaded.snapshotSeq).toBe(300);
+    const first = deleted[0]?.id as string;
+    expect(loaded.state.getTask(first)).toEqual(full.getTask(first));
+    expect(loaded.state.listTasks({ status: 'deleted' })).toEqual(deleted);
+    expect(canonical(loaded.state)).toBe(fullFold(records));
+    await store.close();
+  });
+
+  it('reads neither part on open, and each only when first needed', async () => {
+    const records = randomTeamRecords(TEAM, 300, 31);
+    await write(records, { at: [300] });
+    const reads: number[] = [];
+    const fs: StorageFs = {
+      ...nodeFs,
+      readRangeSync(path, position, length) {
+        reads.push(length);
+        return (nodeFs.readRangeSync as NonNullable<StorageFs['readRangeSync']>)(
+          path,
+          position,
+          length,
+        );
+      },
+    };
+    const { tombstones, delivered } = (await newestFile()).header.parts;
+    const store = await openJsonlTeamStore({ teamId: TEAM, dir, durability: 'buffered', fs });
+    const loaded = await loadTeamState(store.log, { teamId: TEAM });
+    expect(loaded.snapshotSeq).toBe(300);
+    expect(reads).toEqual([]);
+    const full = TeamState.fromRecords(records, { teamId: TEAM });
+    expect(loaded.state.listTasks({ status: 'deleted' })).toEqual(
+      full.listTasks({ status: 'deleted' }),
+    );
+    expect(reads).toEqual([tombstones.bytes]);
+    const last = loaded.state.snapshot().deliveredLast as string;
+    expect(loaded.state.wasQueued(last)).toBe(true);
+    expect(reads).toEqual([tombstones.bytes, delivered.bytes]);
+    await store.close();
+  });
+
+  it('refuses an altered tombstone when it is first read, and verifyTeam reports the file', async () => {
+    const records = randomTeamRecords(TEAM, 300, 31);
+    await write(records, { at: [300] });
+    const file = await newestFile();
+    const bytes = await readFile(file.path);
+    // one character of the first tombstone changed: the same length, another checksum
+    const at = bytes.indexOf('"status":"deleted"', bytes.length - Buffer.byteLength(file.parts));
+    expect(at).toBeGreaterThan(0);
+    bytes[at + 2] = 's'.charCodeAt(0) === bytes[at + 2] ? 'S'.charCodeAt(0) : 's'.charCodeAt(0);
+    await writeFile(file.path, bytes);
+    const store = await open();
+    expect(store.recovered.snapshotSeq).toBe(300);
+    const loaded = await loadTeamState(store.log, { teamId: TEAM });
+    expect(loaded.snapshotSeq).toBe(300);
+    const deleted = TeamState.fromRecords(records, { teamId: TEAM }).listTasks({
+      status: 'deleted',
+    });
+    expect(() => loaded.state.getTask(deleted[0]?.id as string)).toThrow(
+      expect.objectContaining({ code: 'SNAPSHOT_INVALID' }),
+    );
+    await store.close();
+    const verified = await verifyTeam(dir, { teamId: TEAM });
+    expect(verified.snapshots.find((s) => s.seq === 300)?.status).toBe('invalid');
+  });
+
+  it('still opens from a version 1 file, whose state keeps every task in `tasks`', async () => {
+    const records = randomTeamRecords(TEAM, 300, 31);
+    await write(records, { at: [200] });
+    const file = await newestFile();
+    const store0 = await open();
+    const full200 = TeamState.fromRecords(records.slice(0, 200), { teamId: TEAM });
+    await store0.close();
+    // what an older version wrote: every task in `tasks`, the delivered ids inline
+    const old = full200.snapshot();
+    const { tombstones: _t, deliveredLast: _l, ...rest } = old;
+    const state = JSON.stringify({ ...rest, version: 3, tasks: full200.allTasks() });
+    const { sha256 } = await import('./snapshot-files.js');
+    const header = {
+      format: 'teamwire.snapshot',
+      version: 1,
+      teamId: TEAM,
+      seq: 200,
+      record: file.header.record,
+      state: { bytes: Buffer.byteLength(state), sha256: sha256(state) },
+      writtenAt: file.header.writtenAt,
+    };
+    await writeFile(file.path, `${JSON.stringify(header)}\n${state}\n`);
+    const store = await open();
+    expect(store.recovered).toMatchObject({ snapshotSeq: 200, snapshotsSkipped: 0 });
+    const loaded = await loadTeamState(store.log, { teamId: TEAM });
+    expect(loaded).toMatchObject({ snapshotSeq: 200, rejected: 0 });
+    expect(canonical(loaded.state)).toBe(fullFold(records));
+    await store.close();
+  });
+});
+
+describe('opening from a snapshot', () => {
+  it('reads the log from the snapshot’s own record, not from the start of its segment', async () => {
+    const records = randomTeamRecords(TEAM, 400, 32);
+    await write(records, { at: [390] });
+    const logPath = join(dir, 'log.jsonl');
+    const size = (await stat(logPath)).size;
+    let read = 0;
+    const fs: StorageFs = {
+      ...nodeFs,
+      async open(path, flags) {
+        const handle = await nodeFs.open(path, flags);
+        if (path !== logPath) return handle;
+        return {
+          ...handle,
+          read: async (buffer, offset, length, position) => {
+            const result = await handle.read(buffer, offset, length, position);
+            read += result.bytesRead;
+            return result;
+          },
+          write: handle.write.bind(handle),
+          datasync: handle.datasync.bind(handle),
+          sync: handle.sync.bind(handle),
+          truncate: handle.truncate.bind(handle),
+          stat: handle.stat.bind(handle),
+          close: handle.close.bind(handle),
+        };
+      },
+    };
+    const store = await openJsonlTeamStore({ teamId: TEAM, dir, durability: 'buffered', fs });
+    const loaded = await loadTeamState(store.log, { teamId: TEAM });
+    expect(loaded.snapshotSeq).toBe(390);
+    expect(canonical(loaded.state)).toBe(fullFold(records));
+    // the record at 390 (to check the digest) and the ten after it, not the 389 before
+    expect(read).toBeLessThan(size / 4);
     await store.close();
   });
 });

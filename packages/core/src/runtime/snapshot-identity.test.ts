@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { recordDigest } from '../record-digest.js';
 import type { TeamRecord } from '../records.js';
 import { isSnapshotDue, resolveSnapshotPolicy, TeamState } from '../state/index.js';
+import { olderSnapshotLayout } from '../state/test-fixtures.js';
 import { createMemoryTeamLog } from '../testing/memory-stores.js';
 import { randomTeamRecords } from '../testing/random-team.js';
 import { loadTeamState } from './snapshots.js';
@@ -16,7 +17,11 @@ function snapshotAt(records: readonly TeamRecord[], seq: number) {
 /** The state as comparable JSON. */
 function canonical(state: TeamState): string {
   const snapshot = state.snapshot();
-  return JSON.stringify({ ...snapshot, delivered: snapshot.delivered.split('\n').sort() });
+  return JSON.stringify({
+    ...snapshot,
+    delivered: String(snapshot.delivered).split('\n').sort(),
+    tombstones: String(snapshot.tombstones).split('\n').sort(),
+  });
 }
 
 /**
@@ -83,7 +88,7 @@ describe('a snapshot belongs to the log whose record it was taken after', () => 
   it('uses a version 1 snapshot (no digest) only when the store vouches for it', async () => {
     const records = randomTeamRecords(TEAM, 120, 8);
     const v2 = JSON.parse(snapshotAt(records, 100).text);
-    const { record: _digest, ...v1 } = { ...v2, version: 1 };
+    const { record: _digest, ...v1 } = olderSnapshotLayout(v2, 1);
     const stored = [{ seq: 100, text: JSON.stringify(v1) }];
     const plain = createMemoryTeamLog({
       teamId: TEAM,

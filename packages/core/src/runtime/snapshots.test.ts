@@ -7,7 +7,11 @@ import { notedLead, openHarness, spawnIdle, TEAM_ID } from './test-harness.js';
 
 function canonical(state: TeamState): string {
   const snapshot = state.snapshot();
-  return JSON.stringify({ ...snapshot, delivered: snapshot.delivered.split('\n').sort() });
+  return JSON.stringify({
+    ...snapshot,
+    delivered: String(snapshot.delivered).split('\n').sort(),
+    tombstones: String(snapshot.tombstones).split('\n').sort(),
+  });
 }
 
 describe('the README example', () => {

@@ -60,7 +60,17 @@ export async function loadTeamState(log: TeamLog, options: TeamStateOptions): Pr
         snapshots.rejected(stored, error);
         continue;
       }
-      await applyAll(state, records);
+      try {
+        await applyAll(state, records);
+      } catch (error) {
+        // Tombstones a store kept apart are checked when a record first needs one: if they do
+        // not check out, this snapshot is passed over as if it had failed validation above.
+        if (!TeamError.hasCode(error, 'SNAPSHOT_INVALID')) throw error;
+        void records.return?.();
+        rejected++;
+        snapshots.rejected(stored, error);
+        continue;
+      }
       return { state, snapshotSeq: stored.seq, snapshotBytes: stored.bytes, rejected };
     }
   }

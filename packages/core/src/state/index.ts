@@ -4,9 +4,17 @@ export type { QueueMessageInput } from './mail-commands.js';
 export { isBoundedKind } from './mailbox.js';
 export { isLivePhase, isPhaseTransition, validateMemberName } from './roster.js';
 export type { CreateLeadInput, SpawnMemberInput } from './roster-commands.js';
-export type { TeamStateSnapshot } from './snapshot.js';
+export type {
+  SnapshotPartApart,
+  StoredText,
+  TeamStateSnapshot,
+  TombstoneText,
+} from './snapshot.js';
 export {
+  joinTeamStateSnapshot,
   parseTeamStateSnapshot,
+  SNAPSHOT_PARTS_APART,
+  splitTeamStateSnapshot,
   TEAM_STATE_SNAPSHOT_FORMAT,
   TEAM_STATE_SNAPSHOT_VERSION,
 } from './snapshot.js';

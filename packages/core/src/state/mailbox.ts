@@ -2,6 +2,7 @@ import { MESSAGE_SUMMARY_MAX } from '../limits.js';
 import type { MessageKind, QueuedMessage } from '../records.js';
 import { checkTextLimit } from './input-limits.js';
 import { invariant, type Problem } from './problem.js';
+import { type StoredText, snapshotInvalid } from './snapshot.js';
 
 /** Checks a message's optional summary: up to {@link MESSAGE_SUMMARY_MAX} characters (`INVALID_ARGUMENT`). */
 export function checkMessageSummary(summary: unknown): void {
@@ -37,9 +38,18 @@ export class Mailbox {
    * Ids delivered before the snapshot the state was restored from, sorted: a history-sized list
    * kept as an array (searched by halves) rather than hashed into the set, so a restore costs a
    * split of one string, not a hash per id. Merged with the delivered ids of `queued` by
-   * {@link deliveredIds}.
+   * {@link deliveredText}.
    */
   private historic: readonly string[] = [];
+  /**
+   * The history as a store handed it back, not split yet (see {@link restore}): split into
+   * `historic` only when an id at or below `historicLast` is looked up, or merged.
+   */
+  private unsplit: StoredText | string | undefined;
+  /** The greatest id of the history (`undefined`: none), split or not. */
+  private historicLast: string | undefined;
+  /** Ids restored as pending that must not be in the unsplit history: checked when it is split. */
+  private restoredPending: string[] = [];
   private readonly all = new Map<string, QueuedMessage>();
   private readonly inboxes = new Map<string, Inbox>();
   /** Queue position of every pending message, so an undone delivery goes back in its place. */
@@ -48,7 +58,29 @@ export class Mailbox {
 
   /** True for any id ever queued, delivered or not. */
   wasQueued(id: string): boolean {
-    return this.queued.has(id) || sortedHas(this.historic, id);
+    if (this.queued.has(id)) return true;
+    const last = this.historicLast;
+    if (last === undefined || id > last) return false;
+    return sortedHas(this.history(), id);
+  }
+
+  /** The delivered history, split (and checked) on first need (`SNAPSHOT_INVALID` if bad). */
+  private history(): readonly string[] {
+    const unsplit = this.unsplit;
+    if (unsplit === undefined) return this.historic;
+    const text = typeof unsplit === 'string' ? unsplit : unsplit.text();
+    const ids = text === '' ? [] : text.split('\n');
+    const unsorted = sortedProblem(ids);
+    if (unsorted !== undefined) throw snapshotInvalid(`delivered message ids are ${unsorted}`);
+    if (ids[ids.length - 1] !== this.historicLast) {
+      throw snapshotInvalid(`the last delivered message id is not ${this.historicLast}`);
+    }
+    const both = this.restoredPending.find((id) => sortedHas(ids, id));
+    if (both !== undefined) throw snapshotInvalid(`message ${both} is both pending and delivered`);
+    this.historic = ids;
+    this.unsplit = undefined;
+    this.restoredPending = [];
+    return ids;
   }
 
   /** The pending message with that id, if it is still pending. */
@@ -113,33 +145,70 @@ export class Mailbox {
   }
 
   /**
-   * Ids of the messages queued and since delivered, sorted (code unit order). Folds them into the
-   * sorted history as it goes, so the next call sorts only what was delivered after this one.
+   * Ids of the messages queued and since delivered, sorted (code unit order) and joined by `\n`,
+   * with the greatest of them. Folds them into the sorted history as it goes, so the next call
+   * sorts only what was delivered after this one. A history not split yet stays so when every id
+   * delivered since is greater than its last (as ids that grow with time are).
    */
-  deliveredIds(): readonly string[] {
+  deliveredText(): { text: string; last: string | undefined } {
     const recent: string[] = [];
     for (const id of this.queued) if (!this.all.has(id)) recent.push(id);
-    if (recent.length === 0) return this.historic;
     recent.sort(compareIds);
-    this.historic = mergeSorted(this.historic, recent);
-    for (const id of recent) this.queued.delete(id);
-    return this.historic;
+    const unsplit = this.unsplit;
+    const last = this.historicLast;
+    if (
+      unsplit !== undefined &&
+      (recent.length === 0 || last === undefined || (recent[0] as string) > last)
+    ) {
+      let text = typeof unsplit === 'string' ? unsplit : unsplit.text();
+      if (recent.length > 0) {
+        text = text === '' ? recent.join('\n') : `${text}\n${recent.join('\n')}`;
+        this.historicLast = recent[recent.length - 1];
+        for (const id of recent) this.queued.delete(id);
+      }
+      this.unsplit = text;
+      return { text, last: this.historicLast };
+    }
+    if (recent.length > 0) {
+      this.historic = mergeSorted(this.history(), recent);
+      this.historicLast = this.historic[this.historic.length - 1];
+      for (const id of recent) this.queued.delete(id);
+    }
+    return { text: this.history().join('\n'), last: this.historicLast };
   }
 
   /**
    * Fills an empty mailbox from a snapshot: `pending` in queue order, `delivered` the ids of the
-   * messages delivered before it, sorted without repeats. Every id is queued once.
+   * messages delivered before it, sorted without repeats and joined by `\n`. Every id is queued
+   * once. Delivered ids a store kept apart ({@link StoredText}, with `last` their greatest) are
+   * split and checked only when first needed; ids given as a string are checked here.
    */
-  restore(pending: readonly QueuedMessage[], delivered: readonly string[]): Problem | undefined {
-    for (let i = 1; i < delivered.length; i++) {
-      if (compareIds(delivered[i - 1] as string, delivered[i] as string) >= 0) {
-        return invariant(`delivered message ids are not sorted without repeats at ${delivered[i]}`);
+  restore(
+    pending: readonly QueuedMessage[],
+    delivered: string | StoredText,
+    last: string | undefined,
+  ): Problem | undefined {
+    if (typeof delivered === 'string') {
+      const ids = delivered === '' ? [] : delivered.split('\n');
+      const unsorted = sortedProblem(ids);
+      if (unsorted !== undefined) return invariant(`delivered message ids are ${unsorted}`);
+      if (last !== undefined && ids[ids.length - 1] !== last) {
+        return invariant(`the last delivered message id is not ${last}`);
       }
+      this.historic = ids;
+      this.historicLast = ids[ids.length - 1];
+    } else if (delivered.bytes > 0) {
+      if (last === undefined) return invariant('delivered message ids without the last of them');
+      this.unsplit = delivered;
+      this.historicLast = last;
+    } else if (last !== undefined) {
+      return invariant(`the last delivered message id is ${last}, but there are none`);
     }
-    this.historic = delivered;
     for (const message of pending) {
-      const again = this.checkNew(message.id);
-      if (again !== undefined) return again;
+      const { id } = message;
+      if (this.queued.has(id)) return this.checkNew(id);
+      if (this.unsplit !== undefined && id <= (last as string)) this.restoredPending.push(id);
+      else if (sortedHas(this.historic, id)) return this.checkNew(id);
       this.enqueue(message);
     }
     return undefined;
@@ -227,6 +296,16 @@ export class Mailbox {
 /** Code unit order, as `Array.prototype.sort` without a comparator uses. */
 function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Where `ids` are not sorted without repeats (`undefined`: they are). */
+function sortedProblem(ids: readonly string[]): string | undefined {
+  for (let i = 1; i < ids.length; i++) {
+    if (compareIds(ids[i - 1] as string, ids[i] as string) >= 0) {
+      return `not sorted without repeats at ${ids[i]}`;
+    }
+  }
+  return undefined;
 }
 
 /** Whether the sorted `ids` hold `id` (binary search). */

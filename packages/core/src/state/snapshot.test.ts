@@ -13,7 +13,11 @@ const TEAM = 'team-snapshots';
 /** The state as comparable JSON (delivered ids in a set's order are not part of equality). */
 function canonical(state: TeamState): string {
   const snapshot = state.snapshot();
-  return JSON.stringify({ ...snapshot, delivered: snapshot.delivered.split('\n').sort() });
+  return JSON.stringify({
+    ...snapshot,
+    delivered: String(snapshot.delivered).split('\n').sort(),
+    tombstones: String(snapshot.tombstones).split('\n').sort(),
+  });
 }
 
 /** Restores `records[0..cut)` from a snapshot (through JSON, as a store keeps it). */
@@ -112,7 +116,7 @@ describe('team state snapshots', () => {
       ['a member twice', (s) => s.members.push({ ...(s.members[1] as Member), name: 'other' })],
       ['a name twice', (s) => s.members.push({ ...(s.members[1] as Member), id: 'other-id' })],
       ['tasks out of order', (s) => s.tasks.reverse()],
-      ['a wrong next task number', (s) => (s.nextTaskNumber += 1)],
+      ['a next task number below a live task', (s) => (s.nextTaskNumber = 1)],
       [
         'a task without its creator',
         (s) => ((s.tasks[0] as { creatorId: string }).creatorId = 'x'),
@@ -137,13 +141,18 @@ describe('team state snapshots', () => {
       [
         'mail both pending and delivered',
         (s) => {
-          const ids = [...s.delivered.split('\n'), s.pending[0]?.id as string].sort();
+          const ids = [...String(s.delivered).split('\n'), s.pending[0]?.id as string].sort();
           s.delivered = ids.join('\n');
+          s.deliveredLast = ids[ids.length - 1] as string;
         },
       ],
       [
         'delivered ids out of order',
-        (s) => (s.delivered = s.delivered.split('\n').reverse().join('\n')),
+        (s) => (s.delivered = String(s.delivered).split('\n').reverse().join('\n')),
+      ],
+      [
+        'a last delivered id that is not the last',
+        (s) => (s.deliveredLast = String(s.delivered).split('\n')[0] as string),
       ],
       ['mail pending twice', (s) => s.pending.push(s.pending[0] as never)],
     ];

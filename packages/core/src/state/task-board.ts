@@ -4,6 +4,8 @@ import type { Task, TaskStatus } from '../records.js';
 import { isTaskReady } from '../task-readiness.js';
 import { checkListLimit, checkTextLimit } from './input-limits.js';
 import { invariant, type Problem } from './problem.js';
+import type { StoredText, TombstoneText } from './snapshot.js';
+import { ColdTombstones } from './tombstones.js';
 import { anyWriteScopeOverlaps, isNormalizedWriteScopeList } from './write-scopes.js';
 
 /** A task as callers see it: the stored snapshot plus facts derived from the rest of the board. */
@@ -150,6 +152,14 @@ export class TaskBoard {
   private upwardEdges = 0;
   private nextNumber = 1;
   private nonDeleted = 0;
+  /**
+   * The tombstones a snapshot (version 4) restored kept apart: not in `tasks` until one is first
+   * needed, then all of them (`warm`). Kept after that for their text, which a snapshot reuses.
+   */
+  private cold: ColdTombstones | undefined;
+  private warm = true;
+  /** The tombstones {@link tombstoneText} wrote so far (besides `cold`), and their text. */
+  private readonly written = { ids: new Set<string>(), text: '' };
 
   /** The number of the next created task (what {@link revert} restores). */
   get nextTaskNumber(): number {
@@ -168,16 +178,21 @@ export class TaskBoard {
 
   /** The stored snapshot (not a copy: callers must not change it). */
   get(id: string): Task | undefined {
+    const task = this.tasks.get(id);
+    if (task !== undefined || this.warm || !(this.cold as ColdTombstones).covers(id)) return task;
+    this.warmUp();
     return this.tasks.get(id);
   }
 
   /** Every task, tombstones included, in creation order. */
   values(): IterableIterator<Task> {
+    this.warmUp();
     return this.tasks.values();
   }
 
   /** Copies of every task, tombstones included, in creation order. */
   snapshots(): Task[] {
+    this.warmUp();
     const out: Task[] = [];
     for (const task of this.tasks.values()) {
       out.push({ ...task, blockedBy: [...task.blockedBy], writeScopes: [...task.writeScopes] });
@@ -193,6 +208,7 @@ export class TaskBoard {
         : typeof filter.status === 'string'
           ? [filter.status]
           : filter.status;
+    if (statuses?.includes('deleted')) this.warmUp();
     const out: TaskView[] = [];
     for (const task of this.tasks.values()) {
       if (statuses === undefined ? task.status === 'deleted' : !statuses.includes(task.status)) {
@@ -247,7 +263,7 @@ export class TaskBoard {
         };
       }
       seen?.add(blocker);
-      const found = this.tasks.get(blocker);
+      const found = this.get(blocker);
       if (found === undefined) {
         return {
           code: 'INVALID_DEPENDENCY',
@@ -312,7 +328,7 @@ export class TaskBoard {
    * creator and owner are members is the roster's to answer.
    */
   checkRecord(task: Task): Problem | undefined {
-    const previous = this.tasks.get(task.id);
+    const previous = this.get(task.id);
     if (previous === undefined) {
       if (task.id !== this.nextId) {
         return invariant(`new task ${task.id} does not carry the next task id ${this.nextId}`);
@@ -358,7 +374,7 @@ export class TaskBoard {
    * creation order because a new task always carries the next number.
    */
   commit(task: Task): void {
-    const previous = this.tasks.get(task.id);
+    const previous = this.get(task.id);
     if (previous === undefined) {
       this.nextNumber = Math.max(this.nextNumber, taskNumber(task.id) + 1);
     } else if (previous.status !== 'deleted') {
@@ -439,6 +455,90 @@ export class TaskBoard {
       if (blockers !== undefined) return blockers;
     }
     return this.findAnyCycle();
+  }
+
+  /**
+   * Fills an empty board from a version 4 snapshot: `live`, its tasks that are not deleted, in
+   * creation order and numbered below `nextNumber`, checked as {@link restore} checks them; every
+   * other number below `nextNumber` is a tombstone in `tombstones`, read and checked (with
+   * `check`, the state's checks of its members) only when one is first needed.
+   */
+  restoreLive(
+    live: readonly Task[],
+    nextNumber: number,
+    tombstones: TombstoneText | StoredText | undefined,
+    check: (task: Task) => Problem | undefined,
+  ): Problem | undefined {
+    let last = 0;
+    const ids = new Set<string>();
+    for (const task of live) {
+      const n = taskNumber(task.id);
+      if (!(n > last) || n >= nextNumber) {
+        return invariant(`task ${task.id} is out of order or not below ${nextNumber}`);
+      }
+      if (task.status === 'deleted') return invariant(`live task ${task.id} is deleted`);
+      last = n;
+      ids.add(task.id);
+      this.commit(task);
+    }
+    this.nextNumber = nextNumber;
+    const cold = new ColdTombstones(tombstones ?? '', nextNumber, ids, check);
+    const given = typeof tombstones === 'string' ? tombstones.length : (tombstones?.bytes ?? 0);
+    if (cold.count === 0 && given > 0) return invariant('tombstones of no deleted task');
+    if (cold.count > 0) {
+      this.cold = cold;
+      this.warm = false;
+    }
+    for (const task of live) {
+      if (task.status === 'pending' && task.ownerId !== undefined) {
+        return invariant(`pending task ${task.id} has an owner`);
+      }
+      if (task.status === 'in_progress' && task.ownerId === undefined) {
+        return invariant(`in-progress task ${task.id} has no owner`);
+      }
+      if (!isNormalizedWriteScopeList(task.writeScopes)) {
+        return invariant(`task ${task.id} write scopes are not normalized`);
+      }
+      const blockers = this.checkBlockedBy(task.id, task.blockedBy, task.blockedBy);
+      if (blockers !== undefined) return blockers;
+    }
+    return this.findAnyCycle();
+  }
+
+  /** Brings the tombstones kept apart into the board, in creation order (once). */
+  private warmUp(): void {
+    if (this.warm) return;
+    const tombstones = (this.cold as ColdTombstones).load();
+    const all = [...this.tasks.values(), ...tombstones];
+    all.sort((a, b) => taskNumber(a.id) - taskNumber(b.id));
+    this.tasks.clear();
+    for (const task of all) this.tasks.set(task.id, task);
+    this.warm = true;
+  }
+
+  /** The tasks that are not deleted, in creation order (what a snapshot's `tasks` holds). */
+  liveTasks(): Task[] {
+    const out: Task[] = [];
+    for (const task of this.tasks.values()) if (task.status !== 'deleted') out.push(task);
+    return out;
+  }
+
+  /**
+   * Every tombstone as {@link TombstoneText} (what a snapshot's `tombstones` holds). A tombstone
+   * never changes, and a snapshot is taken only of settled records, so the text of those already
+   * written is kept and each call adds only the tasks deleted since.
+   */
+  tombstoneText(): TombstoneText {
+    const { cold, written } = this;
+    const lines: string[] = [];
+    for (const task of this.tasks.values()) {
+      if (task.status !== 'deleted' || written.ids.has(task.id)) continue;
+      if (cold?.covers(task.id)) continue;
+      lines.push(`${JSON.stringify(task)}\n`);
+      written.ids.add(task.id);
+    }
+    if (lines.length > 0) written.text += lines.join('');
+    return cold === undefined ? written.text : cold.text() + written.text;
   }
 
   /** A cycle among the blockers of non-deleted tasks, in O(tasks + edges) (iterative DFS). */

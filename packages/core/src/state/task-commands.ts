@@ -157,7 +157,7 @@ export function decideUpdateTask(
  */
 export function decideReleaseTasksOf(board: TaskBoard, memberId: string): Task[] {
   const out: Task[] = [];
-  for (const task of board.values()) {
+  for (const task of board.liveTasks()) {
     if (task.status === 'in_progress' && task.ownerId === memberId) {
       out.push(nextRevision(task, { status: 'pending', ownerId: undefined }));
     }

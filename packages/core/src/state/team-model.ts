@@ -56,16 +56,19 @@ export class TeamModel {
         { details: { seq: this.seq, settledSeq: this.settledSeq } },
       );
     }
+    const delivered = this.mailbox.deliveredText();
     return {
       format: TEAM_STATE_SNAPSHOT_FORMAT,
       version: TEAM_STATE_SNAPSHOT_VERSION,
       teamId: this.teamId,
       seq: this.seq,
       members: this.roster.stored(),
-      tasks: [...this.board.values()],
+      tasks: this.board.liveTasks(),
       nextTaskNumber: this.board.nextTaskNumber,
+      tombstones: this.board.tombstoneText(),
       pending: this.mailbox.pendingAll(),
-      delivered: this.mailbox.deliveredIds().join('\n'),
+      delivered: delivered.text,
+      ...(delivered.last === undefined ? {} : { deliveredLast: delivered.last }),
       ...(this.seq === 0 ? {} : { record: this.lastDigest() }),
       ...(this.deadLetters.size === 0 ? {} : { deadLetters: [...this.deadLetters.values()] }),
       ...this.approvalParts(),
@@ -103,11 +106,17 @@ export class TeamModel {
       });
     }
     const model = new TeamModel(teamId);
-    const delivered = snapshot.delivered === '' ? [] : snapshot.delivered.split('\n');
     const problem =
       model.roster.restore(snapshot.members) ??
-      model.board.restore(snapshot.tasks, snapshot.nextTaskNumber) ??
-      model.mailbox.restore(snapshot.pending, delivered) ??
+      (snapshot.version >= 4
+        ? model.board.restoreLive(
+            snapshot.tasks,
+            snapshot.nextTaskNumber,
+            snapshot.tombstones,
+            (task) => model.checkTaskMembers(task),
+          )
+        : model.board.restore(snapshot.tasks, snapshot.nextTaskNumber)) ??
+      model.mailbox.restore(snapshot.pending, snapshot.delivered, snapshot.deliveredLast) ??
       model.restoreDeadLetters(snapshot.deadLetters ?? []) ??
       model.approvals.restore(
         (snapshot.approvals ?? []) as Approval[],

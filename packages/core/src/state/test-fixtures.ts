@@ -1,7 +1,8 @@
 import { TeamError } from '../errors.js';
-import type { TeamRecord } from '../records.js';
+import type { Task, TeamRecord } from '../records.js';
 import type { ManualClock } from '../testing/manual-clock.js';
 import { createManualClock } from '../testing/manual-clock.js';
+import type { TeamStateSnapshot } from './snapshot.js';
 import type { TeamLimits, TeamStateOptions } from './team-state.js';
 import { TeamState } from './team-state.js';
 
@@ -102,4 +103,27 @@ export function snapshot(state: TeamState): unknown {
     tasks: state.allTasks(),
     pending: state.pendingMail(),
   };
+}
+
+/**
+ * `snapshot` (the current version, as plain JSON) in the layout of versions 1 to 3, which keep
+ * every task, tombstones included, in `tasks`: what a store written by an older version holds.
+ */
+export function olderSnapshotLayout(
+  snapshot: TeamStateSnapshot,
+  version: 1 | 2 | 3,
+): TeamStateSnapshot {
+  const { tombstones, deliveredLast: _last, ...rest } = snapshot;
+  const text = typeof tombstones === 'object' ? tombstones.text() : (tombstones ?? '');
+  const deleted =
+    text === ''
+      ? []
+      : text
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line) as Task);
+  const tasks = [...snapshot.tasks, ...deleted].sort(
+    (a, b) => Number(a.id.slice('task-'.length)) - Number(b.id.slice('task-'.length)),
+  );
+  return { ...rest, version, tasks };
 }
