@@ -328,9 +328,19 @@ export class CommitPipeline {
         });
         count++;
       }
+      // Parts only when the batch needs them (several actors, a proposal, a proposal id): one
+      // actor's own commands are written as without a sequencer.
+      const inParts =
+        sequencer !== undefined &&
+        parts.some(
+          (part) =>
+            part.actorId !== first.actorId ||
+            part.proposal !== undefined ||
+            part.proposalId !== undefined,
+        );
       try {
         await this.options.log.append(
-          sequencer === undefined ? { records, actorId: first.actorId } : { records, parts },
+          inParts ? { records, parts } : { records, actorId: first.actorId },
         );
       } catch (error) {
         if (TeamError.hasCode(error, 'SEQ_CONFLICT')) {
@@ -359,7 +369,7 @@ export class CommitPipeline {
           continue;
         }
         if (TeamError.hasCode(error, 'FENCED')) {
-          const part = sequencer === undefined ? 0 : partOf(error);
+          const part = inParts ? partOf(error) : 0;
           const commit = part === undefined ? undefined : this.pending[part];
           if (commit?.remote !== undefined) {
             this.redecide((c) => {
