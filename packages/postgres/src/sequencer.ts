@@ -64,6 +64,16 @@ export function proposalFence(
   return fences.get(proposal);
 }
 
+/** What a store's sequencer counted (see {@link PostgresSequencer.stats}). */
+export interface SequencerStats {
+  /** This process's proposals by answer, its own fallbacks (`unanswered`, `unsent`) included. */
+  readonly outcomes: Record<ProposalAnswer['outcome'], number>;
+  /** Proposals of other processes handed to this process's pipeline while it sequenced. */
+  served: number;
+  /** Payloads received on the sequencer channel that were not valid, dropped. */
+  dropped: number;
+}
+
 /** One answer on the wire: `[proposalId, toProcessId, outcome, first|code?, last?]`. */
 type WireAnswer = [string, string, ProposalAnswer['outcome'], (number | string)?, number?];
 
@@ -118,7 +128,7 @@ export class PostgresSequencer implements TeamSequencer {
    * included) and as the sequencer (`served`: proposals handed to its pipeline), and `dropped`
    * payloads received that were not valid. Counters that only grow.
    */
-  readonly stats = {
+  readonly stats: SequencerStats = {
     outcomes: { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 },
     served: 0,
     dropped: 0,

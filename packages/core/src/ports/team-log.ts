@@ -222,12 +222,31 @@ export interface IncomingProposal extends Proposal {
  * member), `unanswered` (no answer in time) or `unsent`. After the last two the proposer appends
  * the records itself, under the same proposal id.
  */
-export type ProposalAnswer =
-  | { readonly outcome: 'committed'; readonly first: number; readonly last: number }
-  | { readonly outcome: 'refused'; readonly code: string }
-  | { readonly outcome: 'fenced' }
-  | { readonly outcome: 'unanswered' }
-  | { readonly outcome: 'unsent' };
+export type ProposalAnswer = ProposalCommitted | ProposalRefused | ProposalNotCommitted;
+
+/** The proposal's records are in the log (see {@link ProposalAnswer}). */
+export interface ProposalCommitted {
+  /** What became of the proposal. */
+  readonly outcome: 'committed';
+  /** The seq of its first record in the log. */
+  readonly first: number;
+  /** The seq of its last record in the log. */
+  readonly last: number;
+}
+
+/** The sequencer could not commit the proposal as decided (see {@link ProposalAnswer}). */
+export interface ProposalRefused {
+  /** What became of the proposal. */
+  readonly outcome: 'refused';
+  /** Why: the error code of the decision against the sequencer's state, or `SEQUENCER_BUSY`. */
+  readonly code: string;
+}
+
+/** Fenced, not answered in time, or not sent (see {@link ProposalAnswer}). */
+export interface ProposalNotCommitted {
+  /** What became of the proposal. */
+  readonly outcome: 'fenced' | 'unanswered' | 'unsent';
+}
 
 /**
  * A best-effort broadcast between the processes of one team, for events that are not durable.
