@@ -13,7 +13,11 @@ import {
   textContent,
 } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
-import { openPostgresTeamStore, type PostgresTeamStore } from '@teamwire/postgres';
+import {
+  openPostgresTeamStore,
+  type PostgresSequencer,
+  type PostgresTeamStore,
+} from '@teamwire/postgres';
 import { xmlFormat } from '@teamwire/protocol';
 import pg from 'pg';
 import type { Bench, BenchContext } from './context.js';
@@ -784,12 +788,15 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
     const perAppend = conflicts / Math.max(1, appends);
     const perStatement = (used - appends) / Math.max(1, conflicts);
     return {
-      figure: throughputFigure(
-        'append, 16 stores (as 16 processes), optimistic seq',
-        '16 stores',
-        rates,
-        `each store: lastSeq()+1, append one record (mean ${Math.round(meanBytes(bareTexts))} B), on SEQ_CONFLICT read the missed rows and retry; ${perAppend.toFixed(2)} conflicts per append, ${(reads / Math.max(1, appends)).toFixed(1)} rows read back per append; vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
-      ),
+      figure: figure({
+        bench: BENCH,
+        name: 'append, 16 stores racing with optimistic seqs, no sequencer (diagnostic)',
+        subject: { label: '16 stores', value: median(rates.subject), unit: 'records/s' },
+        baseline: { label: 'bare INSERTs', value: median(rates.bare), unit: 'rows/s' },
+        ratioOf: 'store / bare',
+        ratio: median(rates.subject) / median(rates.bare),
+        note: `what the sequencer replaces: 16 stores appending to one team log directly (bare log.append, no team runtime, so no process sequences). Each store: lastSeq()+1, append one record (mean ${Math.round(meanBytes(bareTexts))} B), on SEQ_CONFLICT read the missed rows and retry; ${perAppend.toFixed(2)} conflicts per append, ${(reads / Math.max(1, appends)).toFixed(1)} rows read back per append; vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
+      }),
       conflicts: figure({
         bench: BENCH,
         name: 'conflicts per append, 16 stores',
@@ -831,6 +838,184 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
     };
   } finally {
     for (const store of stores) await scratch.close(store);
+    await scratch.endPools();
+  }
+}
+
+// ------------------------------------------------------------------ 16 processes, sequencer
+
+/** A placement that runs nothing here (the process only writes, as the lead's client would). */
+const RUNS_NOTHING = {
+  specificationVersion: 'v1' as const,
+  async start() {},
+  runsHere: () => false,
+  candidatesChanged() {},
+  close: async () => {},
+};
+
+/**
+ * Sixteen processes of one team, each a store with its own pool and doorbell and a full team
+ * runtime (`openTeam`: its own state, folding every record), all in this node process. Process 0
+ * runs the lead; the 15 others run no member (a placement of their own that runs nothing, so
+ * their writes are not fenced). Each process sends its own teammate messages, one after the
+ * other. The process holding the team's sequencer lock commits its own and the others' proposals
+ * in batched appends; the others propose and read the records back. Records per second, against
+ * 16 connections inserting as many rows concurrently. Every record is folded and read back by 16
+ * runtimes here, on this machine's cores, where separate processes would each have their own:
+ * the note gives the CPU this node process spent per record and how busy its event loop was.
+ */
+async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContext['log']) {
+  const team = teamId('seq');
+  const stores: PostgresTeamStore[] = [];
+  const logs: ReturnType<typeof countingLog>[] = [];
+  const services: Awaited<ReturnType<typeof openTeam>>[] = [];
+  const errors = errorCollector();
+  const clients = await Promise.all(Array.from({ length: WRITERS }, () => scratch.client()));
+  try {
+    for (let i = 0; i < WRITERS; i++) {
+      const store = await scratch.open(team, {
+        pool: scratch.pool(),
+        runs: { lead: i === 0, agentTypes: [] },
+      });
+      stores.push(store);
+      const log = countingLog(store.log);
+      logs.push(log);
+      services.push(
+        await openTeam({
+          teamId: team,
+          log,
+          transcripts: store.transcripts,
+          format: xmlFormat,
+          agents: benchAgents(createScriptedModel({ scripts: { lead: () => ({ text: 'OK.' }) } })),
+          lead: { agentType: LEAD_TYPE },
+          events: errors,
+          idleClaim: false,
+          limits: { maxMembers: WRITERS + 1, maxPendingPerMember: 1_000_000_000 },
+          ...(i === 0 ? {} : { placement: RUNS_NOTHING }),
+        }),
+      );
+    }
+    const lead = services[0] as Awaited<ReturnType<typeof openTeam>>;
+    for (let i = 1; i <= WRITERS; i++) {
+      await lead.spawnTeammate(lead.lead, {
+        name: workerName(i),
+        description: 'Implements and tests one area of the code base.',
+        prompt: 'Wait for instructions from the lead.',
+        agentType: WORKER_TYPE,
+      });
+    }
+    // every process sees the whole team, and has heard the sequencer (it says so at every look)
+    for (const service of services) {
+      await within(
+        (async () => {
+          while (service.listMembers(service.lead).length < WRITERS + 1) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        })(),
+        30_000,
+        'every process reading the team',
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const random = createRandom(0x5e9);
+    const rounds = sizes.warmups + sizes.repeats;
+    const perRound = WRITERS * sizes.perStore;
+    const texts = Array.from({ length: rounds * perRound }, () => messageText(random));
+    const sample = buildTeam(team, WRITERS);
+    const ids = createUlidLike(random, () => Date.now());
+    const bareTexts = texts.map((text, i) =>
+      JSON.stringify(
+        sample.state.queueMessage({
+          id: ids.next(),
+          senderId: team,
+          targetId: sample.ids[i % WRITERS] as string,
+          kind: 'message',
+          delivery: 'wakeup',
+          content: textContent(text),
+        }),
+      ),
+    );
+    const processId = (stores[0] as PostgresTeamStore).processId;
+    const none: RowExtras = { actorId: null, fence: null };
+    const outcomes = () => {
+      const sum = { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 };
+      for (const store of stores) {
+        const sequencer = store.log.shared?.sequencer as PostgresSequencer | undefined;
+        if (sequencer === undefined) continue;
+        for (const key of Object.keys(sum) as (keyof typeof sum)[]) {
+          sum[key] += sequencer.stats.outcomes[key];
+        }
+      }
+      return sum;
+    };
+    let appends = 0;
+    let records = 0;
+    let cpuMs = 0;
+    let busy = 0;
+    let measured = 0;
+    const outcomesBefore = outcomes();
+    say(
+      `${BENCH}: 16 processes through the sequencer, ${sizes.perStore} messages each per round, ${rounds} rounds`,
+    );
+    const rates = await alternate(sizes.repeats, sizes.warmups, {
+      subject: async (round) => {
+        const base = round * perRound;
+        const before = logs.reduce((sum, log) => sum + log.appends, 0);
+        for (const log of logs) log.sizing = round >= sizes.warmups;
+        const loop = performance.eventLoopUtilization();
+        const cpu = process.cpuUsage();
+        const start = now();
+        await Promise.all(
+          services.map(async (service, w) => {
+            const to = workerName(w + 1);
+            for (let k = 0; k < sizes.perStore; k++) {
+              await service.sendMessage(service.lead, {
+                to,
+                text: texts[base + k * WRITERS + w] as string,
+              });
+            }
+          }),
+        );
+        const ms = now() - start;
+        for (const log of logs) log.sizing = false;
+        if (round >= sizes.warmups) {
+          const used = process.cpuUsage(cpu);
+          cpuMs += (used.user + used.system) / 1000;
+          busy += performance.eventLoopUtilization(loop).utilization;
+          measured++;
+          appends += logs.reduce((sum, log) => sum + log.appends, 0) - before;
+          records += perRound;
+        }
+        return (perRound * 1000) / ms;
+      },
+      bare: (round) =>
+        bareInserts(
+          scratch,
+          clients,
+          `${team}-b${round}`,
+          bareTexts.slice(round * perRound, (round + 1) * perRound),
+          none,
+          processId,
+        ),
+    });
+    errors.check('16 processes through the sequencer');
+    const sizesAll = new Map<number, number>();
+    for (const log of logs) {
+      for (const [size, count] of log.sizes) sizesAll.set(size, (sizesAll.get(size) ?? 0) + count);
+    }
+    const after = outcomes();
+    const answered = Object.entries(after)
+      .map(([key, value]) => `${value - outcomesBefore[key as keyof typeof after]} ${key}`)
+      .join(', ');
+    return throughputFigure(
+      'append, 16 processes (team service each), through the sequencer',
+      '16 processes',
+      rates,
+      `16 stores and team runtimes in one node process, each sending its own teammate messages one after the other (mean ${Math.round(meanBytes(bareTexts))} B records); proposals: ${answered}; ${(records / Math.max(1, appends)).toFixed(1)} records per append over all processes (${commonSizes(sizesAll)}); this node process spent ${(cpuMs / Math.max(1, records)).toFixed(2)} ms of CPU per record (16 folds and read-backs) with its event loop ${Math.round((busy / Math.max(1, measured)) * 100)}% busy; vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
+    );
+  } finally {
+    for (const service of services) await service.dispose().catch(() => undefined);
+    for (const store of stores) await scratch.close(store).catch(() => undefined);
     await scratch.endPools();
   }
 }
@@ -1183,6 +1368,7 @@ export const postgresBench: Bench = {
       figures.push(await singleWriter(scratch, sizes, say));
       figures.push(await oneProcessCallers(scratch, sizes, say));
       const many = await sixteenStores(scratch, sizes, say);
+      figures.push(await sixteenProcesses(scratch, sizes, say));
       figures.push(many.figure, many.conflicts, many.optimistic, many.turns, many.notify);
       figures.push(...(await crossProcess(scratch, sizes, say)));
     } finally {

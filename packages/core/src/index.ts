@@ -55,6 +55,11 @@ export {
   REBALANCE_HOLD_LOOKS,
   REBALANCE_MARGIN,
   REBALANCE_PERIOD_LOOKS,
+  SEQUENCER_ANSWER_TIMEOUT_MS,
+  SEQUENCER_BATCH_RECORDS_MAX,
+  SEQUENCER_GATHER_MS,
+  SEQUENCER_PROPOSAL_BYTES_MAX,
+  SEQUENCER_QUEUE_MAX,
   TASK_BLOCKED_BY_MAX,
   TASK_DESCRIPTION_MAX,
   TASK_PAGE_MAX,
@@ -102,12 +107,20 @@ export type {
   PlacementView,
 } from './ports/placement.js';
 export type {
+  AppendPart,
+  IncomingProposal,
   LiveChannel,
+  Proposal,
+  ProposalAnswer,
+  ProposalCommitted,
+  ProposalNotCommitted,
+  ProposalRefused,
   SharedTeamLog,
   StoredSnapshot,
   TeamLog,
   TeamLogAppendOptions,
   TeamLogSnapshots,
+  TeamSequencer,
 } from './ports/team-log.js';
 export type { PickNextOptions, TeamPolicy } from './ports/team-policy.js';
 export type { TraceContextSource } from './ports/trace-context.js';

@@ -206,3 +206,28 @@ export const LIVE_QUEUE_MAX = 512;
 export const LIVE_SEND_QUEUE_MAX = 8;
 /** An agent name in a relayed batch has 1 to this many characters (a member or display name). */
 export const LIVE_AGENT_NAME_MAX = 128;
+/**
+ * A process that proposes records to its team's sequencer (see `TeamSequencer`) waits at most
+ * this long (ms) for the answer; then it appends them itself, under the same proposal id, so
+ * they are still written at most once.
+ */
+export const SEQUENCER_ANSWER_TIMEOUT_MS = 2000;
+/**
+ * One proposal's wire text is at most this many UTF-8 bytes, so it fits a PostgreSQL `NOTIFY`
+ * payload (8000 bytes); a larger one is appended directly by its proposer, and one received
+ * larger is dropped.
+ */
+export const SEQUENCER_PROPOSAL_BYTES_MAX = 7168;
+/**
+ * Proposals of other processes a sequencer holds decided and not yet durable; one more is
+ * refused at once (its proposer appends it itself).
+ */
+export const SEQUENCER_QUEUE_MAX = 256;
+/** A sequencer writes at most this many records in one append (its own and proposed ones). */
+export const SEQUENCER_BATCH_RECORDS_MAX = 256;
+/**
+ * Group commit at a sequencer: after an append that carried proposals of other processes, it
+ * waits up to this long (ms) for as many proposals to be waiting again before the next append
+ * (their proposers are reading the last one back), instead of writing its own records alone.
+ */
+export const SEQUENCER_GATHER_MS = 10;

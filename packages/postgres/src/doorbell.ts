@@ -1,4 +1,4 @@
-import { LIVE_SEND_QUEUE_MAX } from '@teamwire/core';
+import { LIVE_SEND_QUEUE_MAX, SEQUENCER_QUEUE_MAX } from '@teamwire/core';
 import pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { quoteIdent, reconnectBackoff, sleep } from './connection.js';
@@ -98,11 +98,19 @@ export class Doorbell {
   readonly #liveListeners = new Set<(payload: string) => void>();
   /** Live payloads waiting for the connection, oldest first; sent by the announcing loop. */
   readonly #liveQueue: string[] = [];
+  /** The team's sequencer channel (proposals and answers), LISTENed on the same connection. */
+  readonly #seqChannel: string | undefined;
+  readonly #seqListeners = new Set<(payload: string) => void>();
+  /** Sequencer payloads waiting for the connection, oldest first. */
+  readonly #seqQueue: string[] = [];
+  /** The connection that holds the team's sequencer lock, if this process took it. */
+  #lockedOn: pg.Client | undefined;
 
   constructor(options: {
     config: pg.ClientConfig;
     channel: string;
     liveChannel?: string | undefined;
+    seqChannel?: string | undefined;
     teamId: string;
     processId: string;
     policy: RetryPolicy;
@@ -112,6 +120,7 @@ export class Doorbell {
     this.#config = options.config;
     this.#channel = options.channel;
     this.#liveChannel = options.liveChannel;
+    this.#seqChannel = options.seqChannel;
     this.#teamId = options.teamId;
     this.#processId = options.processId;
     this.#policy = options.policy;
@@ -155,13 +164,17 @@ export class Doorbell {
 
   async #sendAnnouncements(): Promise<void> {
     while (
-      (this.#unannounced > 0 || this.#reportUnannounced || this.#liveQueue.length > 0) &&
+      (this.#unannounced > 0 ||
+        this.#reportUnannounced ||
+        this.#seqQueue.length > 0 ||
+        this.#liveQueue.length > 0) &&
       !this.#stop.signal.aborted
     ) {
       const client = this.#client;
       // Without a connection, the reconnect will ring everyone anyway; live payloads are lost.
       if (client === undefined) {
         this.#liveQueue.length = 0;
+        this.#seqQueue.length = 0;
         return;
       }
       let payload: string;
@@ -173,6 +186,9 @@ export class Doorbell {
       } else if (this.#reportUnannounced) {
         this.#reportUnannounced = false;
         payload = reportPayload(this.#teamId, this.#processId);
+      } else if (this.#seqQueue.length > 0) {
+        payload = this.#seqQueue.shift() as string;
+        channel = this.#seqChannel as string;
       } else {
         payload = this.#liveQueue.shift() as string;
         channel = this.#liveChannel as string;
@@ -182,6 +198,7 @@ export class Doorbell {
       } catch {
         // The connection is going: its loss is handled by the 'error'/'end' listeners.
         this.#liveQueue.length = 0;
+        this.#seqQueue.length = 0;
         return;
       }
     }
@@ -200,6 +217,67 @@ export class Doorbell {
     this.#liveQueue.push(payload);
     this.#startAnnouncing();
     return true;
+  }
+
+  /**
+   * NOTIFYs the team's sequencer channel with `payload` (a proposal or answers the sequencer
+   * encoded and bounded), after any pending append notice. Returns false, sending nothing, when
+   * there is no connection or `SEQUENCER_QUEUE_MAX` payloads already wait: the proposer then
+   * appends itself.
+   */
+  sendSequencer(payload: string): boolean {
+    if (this.#seqChannel === undefined || this.#client === undefined) return false;
+    if (this.#stop.signal.aborted || this.#seqQueue.length >= SEQUENCER_QUEUE_MAX) return false;
+    this.#seqQueue.push(payload);
+    this.#startAnnouncing();
+    return true;
+  }
+
+  /** Calls `listener` with every payload another connection NOTIFYs on the sequencer channel. */
+  listenSequencer(listener: (payload: string) => void): () => void {
+    const entry = (payload: string) => listener(payload);
+    this.#seqListeners.add(entry);
+    return () => {
+      this.#seqListeners.delete(entry);
+    };
+  }
+
+  /**
+   * Tries to take the session advisory lock `key` on the LISTEN connection: true when this
+   * connection holds it now. It is released with the connection (a crash, a lost network), so
+   * another process can take it at once.
+   */
+  async tryLock(key: string): Promise<boolean> {
+    const client = this.#client;
+    if (client === undefined || this.#stop.signal.aborted) return false;
+    if (this.#lockedOn === client) return true;
+    try {
+      const result = await client.query<{ ok: boolean }>(
+        'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok',
+        [key],
+      );
+      if (result.rows[0]?.ok !== true) return false;
+    } catch {
+      return false;
+    }
+    if (this.#client !== client) return false;
+    this.#lockedOn = client;
+    return true;
+  }
+
+  /** True while the LISTEN connection that took the lock of {@link tryLock} is still this one. */
+  holdsLock(): boolean {
+    return this.#lockedOn !== undefined && this.#lockedOn === this.#client;
+  }
+
+  /** Gives the lock of {@link tryLock} back, if held. */
+  async unlock(key: string): Promise<void> {
+    const client = this.#lockedOn;
+    this.#lockedOn = undefined;
+    if (client === undefined || client !== this.#client) return;
+    await client
+      .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key])
+      .catch(() => undefined);
   }
 
   /** Calls `listener` with every payload another connection NOTIFYs on the live channel. */
@@ -233,6 +311,7 @@ export class Doorbell {
     clearInterval(this.#poll);
     this.#listeners.clear();
     this.#liveListeners.clear();
+    this.#seqListeners.clear();
     const client = this.#client;
     this.#client = undefined;
     await this.#reconnecting;
@@ -255,6 +334,12 @@ export class Doorbell {
         }
         return;
       }
+      if (message.channel === this.#seqChannel && this.#seqChannel !== undefined) {
+        if (message.processId !== (client as { processID?: number }).processID) {
+          this.#deliver(this.#seqListeners, message.payload ?? '');
+        }
+        return;
+      }
       if (message.channel !== this.#channel) return;
       const parsed = parseNotice(message.payload);
       if (parsed === undefined) return;
@@ -269,9 +354,16 @@ export class Doorbell {
     });
     try {
       await client.connect();
+      // This connection writes no data: its transactions only NOTIFY (best-effort by design) and
+      // take the sequencer's lock. A NOTIFY takes a transaction id, so with synchronous commit
+      // every notice would wait for a WAL flush of its own; none needs to survive a crash.
+      await client.query('SET synchronous_commit = off');
       await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
       if (this.#liveChannel !== undefined) {
         await client.query(`LISTEN ${quoteIdent(this.#liveChannel)}`);
+      }
+      if (this.#seqChannel !== undefined) {
+        await client.query(`LISTEN ${quoteIdent(this.#seqChannel)}`);
       }
     } catch (error) {
       await client.end().catch(() => undefined);
@@ -319,7 +411,11 @@ export class Doorbell {
   }
 
   #live(payload: string): void {
-    for (const listener of this.#liveListeners) {
+    this.#deliver(this.#liveListeners, payload);
+  }
+
+  #deliver(listeners: ReadonlySet<(payload: string) => void>, payload: string): void {
+    for (const listener of listeners) {
       try {
         listener(payload);
       } catch (error) {

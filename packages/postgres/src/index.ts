@@ -3,6 +3,8 @@ export { MAX_ACTIVITY_BYTES, MAX_APPEND_BYTES, MAX_ID_LENGTH, MAX_VALUE_BYTES } 
 export type { PlacementRuns } from './placement.js';
 export type { MigrationOutcome } from './schema.js';
 export { DEFAULT_SCHEMA, SCHEMA_VERSION } from './schema.js';
+export type { PostgresSequencer, SequencerStats } from './sequencer.js';
+export { SEQUENCER_FORMAT_VERSION } from './sequencer.js';
 export type { SnapshotReport } from './snapshots.js';
 export type { OpenPostgresTeamStoreOptions, PostgresTeamStore } from './store.js';
 export { openPostgresTeamStore } from './store.js';

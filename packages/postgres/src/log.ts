@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type {
+  AppendPart,
   SharedTeamLog,
   SnapshotPolicy,
   TeamLog,
@@ -8,7 +9,7 @@ import type {
 } from '@teamwire/core';
 import { parseAppendedRecord, parseTeamRecord, TeamError } from '@teamwire/core';
 import type pg from 'pg';
-import type { RetryPolicy } from './connection.js';
+import type { RetryPolicy, SqlValue } from './connection.js';
 import {
   ConnectError,
   execute,
@@ -24,6 +25,8 @@ import { checkAppendSize, checkId, PAGE_SIZE, toJsonText } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 import { query } from './retry.js';
 import type { Tables } from './schema.js';
+import { PROPOSAL_ONCE_INDEX } from './schema.js';
+import { checkProposalId, proposalFence } from './sequencer.js';
 import { PostgresSnapshots } from './snapshots.js';
 
 /** What the log shares with the rest of the store. */
@@ -103,10 +106,11 @@ export class PostgresTeamLog implements TeamLog {
     this.#unlisten = ctx.doorbell.listen((ring) => this.#rung(ring));
   }
 
-  append({ records, actorId }: TeamLogAppendOptions): Promise<void> {
+  append({ records, actorId, parts }: TeamLogAppendOptions): Promise<void> {
     try {
       if (this.#closing) throw closedError('the team log');
       if (actorId !== undefined) checkId('actorId', actorId);
+      if (parts !== undefined) checkParts(parts, records.length);
       if (records.length === 0) return Promise.resolve();
       const copies: TeamRecord[] = [];
       const texts: string[] = [];
@@ -146,7 +150,7 @@ export class PostgresTeamLog implements TeamLog {
       // Appends are written one at a time, in call order.
       const written = this.#queue.then(async () => {
         try {
-          await this.#write(pending, copies, texts, actorId);
+          await this.#write(pending, copies, texts, actorId, parts);
         } catch (error) {
           pending.refused = true;
           throw error;
@@ -219,6 +223,7 @@ export class PostgresTeamLog implements TeamLog {
     copies: readonly TeamRecord[],
     texts: readonly string[],
     actorId: string | undefined,
+    parts: readonly AppendPart[] | undefined,
   ): Promise<void> {
     const { first, last, after } = pending;
     if (after?.refused) {
@@ -235,54 +240,31 @@ export class PostgresTeamLog implements TeamLog {
         { details: { seq: first, lastSeq: this.#ownedSeq } },
       );
     }
-    const fence = actorId === undefined ? undefined : this.#ctx.placement.fence(actorId);
-    if (fence?.kind === 'lost') throw fencedError(actorId!, 'the team log');
-    const token = fence?.kind === 'held' ? fence.token : null;
-
-    const { pool, tables: t, teamId, processId, policy } = this.#ctx;
+    const { pool, policy } = this.#ctx;
     const batchId = randomUUID();
-    const sql = `
-      WITH fence AS (
-        SELECT 1 FROM ${t.placements}
-         WHERE team_id = $1 AND member_id = $4 AND process_id = $5 AND token = $6
-           FOR SHARE
-      ), prior AS (
-        SELECT 1 FROM ${t.log} WHERE team_id = $1 AND seq = $8::bigint - 1
-      ), ins AS (
-        INSERT INTO ${t.log} (team_id, seq, record, actor_id, process_id, fence, batch_id)
-        SELECT $1, u.seq, u.record, $4, $5, $6, $7
-          FROM unnest($2::bigint[], $3::text[]) AS u(seq, record)
-         WHERE ($6::bigint IS NULL OR EXISTS (SELECT 1 FROM fence))
-           AND ($8::bigint = 1 OR EXISTS (SELECT 1 FROM prior))
-        RETURNING seq
-      ), counted AS (
-        SELECT count(*)::int AS inserted FROM ins
-      )
-      SELECT (SELECT count(*) FROM fence)::int AS fence_rows, inserted FROM counted`;
-    const values = [
-      teamId,
-      copies.map((copy) => copy.seq),
-      texts,
-      actorId ?? null,
-      processId,
-      token,
-      batchId,
-      first,
-    ];
+    const statement =
+      parts === undefined
+        ? this.#oneActor(copies, texts, actorId, batchId)
+        : this.#manyParts(copies, texts, parts, batchId);
+    const { sql, values, token } = statement;
 
     const backoff = reconnectBackoff(policy);
     /** True once an attempt may have reached the server without an answer coming back. */
     let maybeSent = false;
     for (;;) {
       try {
-        const result = await execute<{ fence_rows: number; inserted: number }>(
-          pool,
-          sql,
-          values,
-          statementName('append', sql),
-        );
+        const result = await execute<{
+          fence_rows: number;
+          inserted: number;
+          lost_part: number | null;
+        }>(pool, sql, values, statementName(parts === undefined ? 'append' : 'append-parts', sql));
         const row = result.rows[0]!;
-        if (token !== null && row.fence_rows === 0) {
+        if (parts !== undefined && row.lost_part !== null) {
+          const part = parts[row.lost_part]!;
+          if (part.proposal === undefined) this.#ctx.placement.fencedOut();
+          throw fencedPart(part, row.lost_part);
+        }
+        if (parts === undefined && token !== null && row.fence_rows === 0) {
           this.#ctx.placement.fencedOut();
           throw fencedError(actorId!, 'the team log');
         }
@@ -299,6 +281,14 @@ export class PostgresTeamLog implements TeamLog {
         if (isUniqueViolation(error)) {
           // Our own earlier attempt may have committed after all; otherwise another process won.
           if (maybeSent && (await this.#batchAt(first, pending)) === batchId) break;
+          if ((error as { constraint?: unknown }).constraint === PROPOSAL_ONCE_INDEX) {
+            const proposalIds = await this.#writtenProposals(parts ?? [], pending);
+            throw new TeamError(
+              'SEQ_CONFLICT',
+              `a proposal of this append (${proposalIds.join(', ')}) was already written by another process; nothing written. Read the records after seq ${this.#lastSeq}, decide again and retry.`,
+              { details: { seq: first, proposalIds } },
+            );
+          }
           throw new TeamError(
             'SEQ_CONFLICT',
             `seq ${first} was appended by another process first; nothing written. Read the records after seq ${this.#lastSeq}, decide again and retry.`,
@@ -332,6 +322,158 @@ export class PostgresTeamLog implements TeamLog {
     }
     this.#ctx.doorbell.announce(last);
     await this.#publish(copies);
+  }
+
+  /** The statement of an append written for one actor (or none), fenced by this process's claim. */
+  #oneActor(
+    copies: readonly TeamRecord[],
+    texts: readonly string[],
+    actorId: string | undefined,
+    batchId: string,
+  ): { sql: string; values: SqlValue[]; token: string | null } {
+    const fence = actorId === undefined ? undefined : this.#ctx.placement.fence(actorId);
+    if (fence?.kind === 'lost') throw fencedError(actorId!, 'the team log');
+    const token = fence?.kind === 'held' ? fence.token : null;
+    const { tables: t, teamId, processId } = this.#ctx;
+    const sql = `
+      WITH fence AS (
+        SELECT 1 FROM ${t.placements}
+         WHERE team_id = $1 AND member_id = $4 AND process_id = $5 AND token = $6
+           FOR SHARE
+      ), prior AS (
+        SELECT 1 FROM ${t.log} WHERE team_id = $1 AND seq = $8::bigint - 1
+      ), ins AS (
+        INSERT INTO ${t.log} (team_id, seq, record, actor_id, process_id, fence, batch_id)
+        SELECT $1, u.seq, u.record, $4, $5, $6, $7
+          FROM unnest($2::bigint[], $3::text[]) AS u(seq, record)
+         WHERE ($6::bigint IS NULL OR EXISTS (SELECT 1 FROM fence))
+           AND ($8::bigint = 1 OR EXISTS (SELECT 1 FROM prior))
+        RETURNING seq
+      ), counted AS (
+        SELECT count(*)::int AS inserted FROM ins
+      )
+      SELECT (SELECT count(*) FROM fence)::int AS fence_rows, inserted FROM counted`;
+    const values = [
+      teamId,
+      copies.map((copy) => copy.seq),
+      texts,
+      actorId ?? null,
+      processId,
+      token,
+      batchId,
+      copies[0]!.seq,
+    ];
+    return { sql, values, token };
+  }
+
+  /**
+   * The statement of an append in parts (a sequencer's batch): each row is fenced by the claim of
+   * the process its part comes from, every claim checked (and locked against a handover) in the
+   * same statement; one that fails writes nothing and names the first part it refuses. The first
+   * row of a part carries its proposal id, which the log holds once.
+   */
+  #manyParts(
+    copies: readonly TeamRecord[],
+    texts: readonly string[],
+    parts: readonly AppendPart[],
+    batchId: string,
+  ): { sql: string; values: SqlValue[]; token: null } {
+    const { tables: t, teamId, processId } = this.#ctx;
+    const actors: (string | null)[] = [];
+    const processes: string[] = [];
+    const tokens: (string | null)[] = [];
+    const proposals: (string | null)[] = [];
+    const partOf: number[] = [];
+    for (const [index, part] of parts.entries()) {
+      let owner = processId;
+      let token: string | null = null;
+      if (part.proposal !== undefined) {
+        const fence = proposalFence(part.proposal);
+        if (fence === undefined) {
+          throw new TeamError(
+            'INVALID_ARGUMENT',
+            `part ${index} of the append names a proposal this store did not receive`,
+            { details: { part: index } },
+          );
+        }
+        owner = fence.processId;
+        token = fence.token;
+      } else if (part.actorId !== undefined) {
+        const fence = this.#ctx.placement.fence(part.actorId);
+        if (fence.kind === 'lost') throw fencedPart(part, index);
+        token = fence.kind === 'held' ? fence.token : null;
+      }
+      const proposalId = part.proposal?.id ?? part.proposalId ?? null;
+      for (let k = 0; k < part.count; k++) {
+        actors.push(part.actorId ?? null);
+        processes.push(owner);
+        tokens.push(token);
+        proposals.push(k === 0 ? proposalId : null);
+        partOf.push(index);
+      }
+    }
+    const sql = `
+      WITH rows AS (
+        SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+                             $7::uuid[], $8::int[])
+          AS u(seq, record, actor_id, process_id, token, proposal_id, part)
+      ), claims AS (
+        SELECT DISTINCT part, actor_id, process_id, token FROM rows WHERE token IS NOT NULL
+      ), held AS (
+        SELECT p.member_id, p.process_id, p.token FROM ${t.placements} p
+         WHERE p.team_id = $1
+           AND (p.member_id, p.process_id, p.token) IN (SELECT actor_id, process_id, token FROM claims)
+           FOR SHARE
+      ), lost AS (
+        SELECT c.part FROM claims c
+         WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.member_id = c.actor_id
+                             AND h.process_id = c.process_id AND h.token = c.token)
+      ), prior AS (
+        SELECT 1 FROM ${t.log} WHERE team_id = $1 AND seq = $10::bigint - 1
+      ), ins AS (
+        INSERT INTO ${t.log} (team_id, seq, record, actor_id, process_id, fence, batch_id, proposal_id)
+        SELECT $1, r.seq, r.record, r.actor_id, r.process_id, r.token, $9, r.proposal_id
+          FROM rows r
+         WHERE NOT EXISTS (SELECT 1 FROM lost)
+           AND ($10::bigint = 1 OR EXISTS (SELECT 1 FROM prior))
+        RETURNING seq
+      )
+      SELECT (SELECT min(part) FROM lost) AS lost_part, (SELECT count(*) FROM ins)::int AS inserted`;
+    const values = [
+      teamId,
+      copies.map((copy) => copy.seq),
+      texts,
+      actors,
+      processes,
+      tokens,
+      proposals,
+      partOf,
+      batchId,
+      copies[0]!.seq,
+    ];
+    return { sql, values, token: null };
+  }
+
+  /** Which of the proposal ids of `parts` the log holds, read with retries. */
+  async #writtenProposals(parts: readonly AppendPart[], pending: Pending): Promise<string[]> {
+    const ids = parts.flatMap((part) => {
+      const id = part.proposal?.id ?? part.proposalId;
+      return id === undefined ? [] : [id];
+    });
+    const { pool, tables: t, teamId, policy } = this.#ctx;
+    const result = await query<{ proposal_id: string }>(
+      pool,
+      `SELECT proposal_id::text AS proposal_id FROM ${t.log}
+        WHERE team_id = $1 AND proposal_id = ANY($2::uuid[])`,
+      [teamId, ids],
+      {
+        policy,
+        stop: this.#stop.signal,
+        stopped: () => interrupted(pending, false),
+        action: 'reading back which proposals are written',
+      },
+    );
+    return result.rows.map((row) => row.proposal_id);
   }
 
   /** The batch that holds `seq`, read with retries: how an append of unknown fate is settled. */
@@ -449,6 +591,38 @@ export class PostgresTeamLog implements TeamLog {
       }
     }
   }
+}
+
+/** Checks the parts of an append: counts that add up to the records, valid ids. */
+function checkParts(parts: readonly AppendPart[], records: number): void {
+  let total = 0;
+  for (const [index, part] of parts.entries()) {
+    if (!Number.isInteger(part.count) || part.count < 1) {
+      throw new TeamError('INVALID_ARGUMENT', `part ${index} of the append holds no records`, {
+        details: { part: index, count: part.count },
+      });
+    }
+    total += part.count;
+    if (part.actorId !== undefined) checkId('actorId', part.actorId);
+    if (part.proposalId !== undefined) checkProposalId(part.proposalId);
+  }
+  if (total !== records) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `the parts of the append hold ${total} records, the append ${records}`,
+      { details: { parts: total, records } },
+    );
+  }
+}
+
+/** `FENCED` for one part of an append: its member is no longer run by the process it came from. */
+function fencedPart(part: AppendPart, index: number): TeamError {
+  const memberId = part.actorId ?? '(none)';
+  return new TeamError(
+    'FENCED',
+    `member ${memberId} is no longer run by the process part ${index} of the append came from (another process took it over); nothing written to the team log`,
+    { details: { memberId, part: index } },
+  );
 }
 
 function seqRange(first: number, last: number): string {

@@ -8,7 +8,7 @@ import { execute, quoteIdent, transaction } from './connection.js';
  * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
  * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** The SQL schema used when `schema` is not given. */
 export const DEFAULT_SCHEMA = 'teamwire';
@@ -62,6 +62,9 @@ export function tablesOf(schema: string): Tables {
         : `teamwire_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`,
   };
 }
+
+/** The name of the team log's unique (team, proposal id) index. */
+export const PROPOSAL_ONCE_INDEX = 'team_log_proposal_once';
 
 /** The name of the transcript's unique (team, member, message, part) constraint. */
 export const MESSAGE_ONCE_CONSTRAINT = 'transcript_message_once';
@@ -190,6 +193,18 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
     // before reads as a process with none, which hosts every member that requires nothing.
     version: 5,
     statements: (t) => [`ALTER TABLE ${t.processes} ADD COLUMN capabilities text[]`],
+  },
+  {
+    // The id of the proposal whose records start at a row (see the README's sequencer), on that
+    // first row only: unique per team, so a proposal is written once whoever writes it (the team's
+    // sequencer, or its proposer after no answer). Nullable: adding it rewrites no row, and rows
+    // written without a proposal keep NULL, which the partial index leaves out.
+    version: 6,
+    statements: (t) => [
+      `ALTER TABLE ${t.log} ADD COLUMN IF NOT EXISTS proposal_id uuid`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${PROPOSAL_ONCE_INDEX} ON ${t.log} (team_id, proposal_id)
+        WHERE proposal_id IS NOT NULL`,
+    ],
   },
 ];
 

@@ -4,6 +4,7 @@ import type {
   MemberPlacement,
   SnapshotPolicy,
   TeamLog,
+  TeamSequencer,
   TranscriptStore,
 } from '@teamwire/core';
 import { backoffDelay, checkCapabilities, resolveSnapshotPolicy, TeamError } from '@teamwire/core';
@@ -19,6 +20,7 @@ import type { PlacementRuns, ResolvedRuns } from './placement.js';
 import { PostgresPlacement } from './placement.js';
 import type { MigrationOutcome } from './schema.js';
 import { checkSchemaName, DEFAULT_SCHEMA, migrate, tablesOf } from './schema.js';
+import { PostgresSequencer, sequencerChannelOf } from './sequencer.js';
 import type { SnapshotReport } from './snapshots.js';
 import { PostgresTranscriptStore } from './transcripts.js';
 
@@ -67,6 +69,13 @@ export interface OpenPostgresTeamStoreOptions {
    * off (nothing is read or written). Default `{ everyRecords: 4096, everyBytes: 4 MiB, keep: 2 }`.
    */
   snapshots?: Partial<SnapshotPolicy> | false | undefined;
+  /**
+   * Whether this process takes part in the team's sequencer (`log.shared.sequencer`, see the
+   * README): while one process of the team sequences, the others propose their mail to it and it
+   * commits many processes' records in one append, instead of each racing for the next seq.
+   * Default `true`; `false` appends every record itself, as stores before schema version 6 did.
+   */
+  sequencer?: boolean | undefined;
 }
 
 /** An open team in PostgreSQL: its shared log, its transcripts and this process's placement. */
@@ -159,6 +168,7 @@ export async function openPostgresTeamStore(
           config: { ...pool.options, application_name: applicationName },
           channel: tables.channel,
           liveChannel: liveChannelOf(schema, teamId),
+          seqChannel: settings.sequencer ? sequencerChannelOf(schema, teamId) : undefined,
           teamId,
           processId,
           policy: settings.reconnect,
@@ -196,6 +206,17 @@ export async function openPostgresTeamStore(
     const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq, settings.snapshots);
     // The log's shared side gains the live channel here, beside the doorbell it shares.
     (log.shared as { live?: LiveChannel }).live = doorbellLiveChannel(bell);
+    const sequencer = settings.sequencer
+      ? new PostgresSequencer({
+          doorbell: bell,
+          placement,
+          schema,
+          teamId,
+          processId,
+          pollMs: settings.pollMs,
+        })
+      : undefined;
+    (log.shared as { sequencer?: TeamSequencer | undefined }).sequencer = sequencer;
     const transcripts = new PostgresTranscriptStore(context);
     let closing: Promise<void> | undefined;
     return {
@@ -211,6 +232,7 @@ export async function openPostgresTeamStore(
       },
       close() {
         closing ??= (async () => {
+          sequencer?.close();
           const results = await Promise.allSettled([log.close(), transcripts.close()]);
           // the placement's last notice (its members are free) goes out before the doorbell closes
           results.push(
@@ -274,6 +296,7 @@ interface Settings {
   pollMs: number;
   reconnect: RetryPolicy;
   snapshots: SnapshotPolicy | false;
+  sequencer: boolean;
 }
 
 function invalid(message: string, details?: Record<string, unknown>): TeamError {
@@ -327,6 +350,9 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
     throw invalid(`runs.agentTypes must be 'all' or an array of agent type names`);
   }
 
+  const sequencer = options.sequencer ?? true;
+  if (typeof sequencer !== 'boolean') throw invalid('sequencer must be a boolean');
+
   const initialDelayMs = options.reconnect?.initialDelayMs ?? DEFAULT_RECONNECT.initialDelayMs;
   const maxDelayMs =
     options.reconnect?.maxDelayMs ?? Math.max(DEFAULT_RECONNECT.maxDelayMs, initialDelayMs);
@@ -350,5 +376,6 @@ function resolveOptions(options: OpenPostgresTeamStoreOptions): Settings {
     pollMs,
     reconnect: { initialDelayMs, maxDelayMs },
     snapshots: resolveSnapshotPolicy(options.snapshots),
+    sequencer,
   };
 }

@@ -13,6 +13,34 @@ export interface TeamLogAppendOptions {
    * checked in the same transaction as the write. A single-process log ignores it.
    */
   actorId?: string | undefined;
+  /**
+   * Only for a shared log with a {@link TeamSequencer}: `records` split into consecutive parts,
+   * each written for its own member, and each under its own proposal id or on behalf of another
+   * process's proposal. `actorId` is then ignored. The log checks every part's fence in the same
+   * statement as the write and writes all parts or none: a part that fails its fence rejects the
+   * append with `FENCED` and `details.part` (its index), and a part whose proposal id the log
+   * already holds rejects it with `SEQ_CONFLICT` and `details.proposalIds` (those it holds).
+   */
+  parts?: readonly AppendPart[] | undefined;
+}
+
+/** One part of an append (see {@link TeamLogAppendOptions.parts}). */
+export interface AppendPart {
+  /** How many of the append's records, following those of the parts before it. */
+  readonly count: number;
+  /** The member the part is written for (fenced as `actorId` is); none for system writes. */
+  readonly actorId?: string | undefined;
+  /**
+   * The id of the proposal whose records these are, if they were ever proposed: the log holds a
+   * proposal id at most once, so a proposal is never written twice, by its sequencer and its
+   * proposer alike.
+   */
+  readonly proposalId?: string | undefined;
+  /**
+   * A proposal of another process ({@link IncomingProposal}): the log fences the part with the
+   * proposer's own claim on `actorId`, and writes `proposal.id` as its proposal id.
+   */
+  readonly proposal?: IncomingProposal | undefined;
 }
 
 /**
@@ -139,6 +167,85 @@ export interface SharedTeamLog {
    * {@link LiveChannel}.
    */
   readonly live?: LiveChannel | undefined;
+  /**
+   * Present when the store can funnel the team's appends through one process, its sequencer, so
+   * that many processes writing at once commit together instead of racing for each seq. The
+   * commit pipeline proposes records whose kinds core can rebase (`isRebasable`) when another
+   * process sequences, and serves proposals when this one does; see {@link TeamSequencer}.
+   */
+  readonly sequencer?: TeamSequencer | undefined;
+}
+
+/**
+ * The transport between a team's processes and its sequencer. Which process sequences is the
+ * store's choice and may change at any moment (a sequencer that dies is replaced): safety never
+ * depends on it, since the log refuses a seq or a proposal id twice. Core decides what may be
+ * proposed and how the sequencer checks it (`rebaseRecords`), so the records it commits are
+ * exactly those one process deciding the same command would have written.
+ */
+export interface TeamSequencer {
+  /** True while this process is the team's sequencer: it then appends its own records directly. */
+  leading(): boolean;
+  /**
+   * Sends `proposal` to the sequencer and resolves with its answer, or with `unanswered` after
+   * `SEQUENCER_ANSWER_TIMEOUT_MS`, or at once with `unsent` when it cannot be sent (no
+   * sequencer is known, it is too large, no connection). Never rejects.
+   */
+  propose(proposal: Proposal): Promise<ProposalAnswer>;
+  /**
+   * Calls `handler` with every validated proposal another process sends while this process
+   * leads. The handler answers each one exactly once. Returns an unsubscribe.
+   */
+  serve(handler: (proposal: IncomingProposal) => void): () => void;
+}
+
+/** Records decided against the proposer's state, for the sequencer to commit. */
+export interface Proposal {
+  /** Unique; the log holds it at most once (see {@link AppendPart.proposalId}). */
+  readonly id: string;
+  /** The member the records are written for; none for system writes. */
+  readonly actorId?: string | undefined;
+  /** The records, seqs contiguous from the proposer's state; every one rebasable. */
+  readonly records: readonly TeamRecord[];
+}
+
+/** A proposal received from another process, validated by the store. */
+export interface IncomingProposal extends Proposal {
+  /** Tells the proposer the outcome; only the first call counts. */
+  answer(answer: ProposalAnswer): void;
+}
+
+/**
+ * What became of a proposal: `committed` (the records are in the log at `first`–`last`; the
+ * proposer reads them back), `refused` (they could not be committed as decided: the proposer
+ * reads the log and decides again, `code` says why), `fenced` (the proposer no longer runs the
+ * member), `unanswered` (no answer in time) or `unsent`. After the last two the proposer appends
+ * the records itself, under the same proposal id.
+ */
+export type ProposalAnswer = ProposalCommitted | ProposalRefused | ProposalNotCommitted;
+
+/** The proposal's records are in the log (see {@link ProposalAnswer}). */
+export interface ProposalCommitted {
+  /** What became of the proposal. */
+  readonly outcome: 'committed';
+  /** The seq of its first record in the log. */
+  readonly first: number;
+  /** The seq of its last record in the log. */
+  readonly last: number;
+}
+
+/** The sequencer could not commit the proposal as decided (see {@link ProposalAnswer}). */
+export interface ProposalRefused {
+  /** What became of the proposal. */
+  readonly outcome: 'refused';
+  /** Why: the error code of the decision against the sequencer's state, or `SEQUENCER_BUSY`. */
+  readonly code: string;
+}
+
+/** Fenced, not answered in time, or not sent (see {@link ProposalAnswer}). */
+export interface ProposalNotCommitted {
+  /** What became of the proposal. */
+  readonly outcome: 'fenced' | 'unanswered' | 'unsent';
 }
 
 /**

@@ -1,8 +1,20 @@
 import { TeamError } from '../errors.js';
+import {
+  SEQUENCER_BATCH_RECORDS_MAX,
+  SEQUENCER_GATHER_MS,
+  SEQUENCER_QUEUE_MAX,
+} from '../limits.js';
 import type { EventSink } from '../ports/events.js';
-import type { SharedTeamLog, TeamLog } from '../ports/team-log.js';
+import type {
+  AppendPart,
+  IncomingProposal,
+  SharedTeamLog,
+  TeamLog,
+  TeamSequencer,
+} from '../ports/team-log.js';
 import type { QueuedMessage, TeamRecord } from '../records.js';
 import type { TeamState } from '../state/index.js';
+import { isRebasable, rebaseRecords } from './rebase.js';
 
 /** What the pipeline writes to. */
 export interface CommitPipelineOptions {
@@ -42,6 +54,20 @@ interface PendingCommit {
   records: readonly TeamRecord[];
   resolve(records: readonly TeamRecord[]): void;
   reject(error: unknown): void;
+  /**
+   * Set once the command's records were proposed to the sequencer (or, for another process's
+   * proposal, its id): every later append of the command carries it, so the log writes it once.
+   */
+  proposalId?: string | undefined;
+  /**
+   * The records as proposed under `proposalId` (a decision again may give other ids): the log
+   * holds these if the proposal was written, and a catch-up finds them by their message ids.
+   */
+  proposed?: readonly TeamRecord[] | undefined;
+  /** Appended by this process from now on, never proposed (after a refusal or no answer). */
+  direct?: boolean;
+  /** Another process's proposal this process, its sequencer, commits. */
+  remote?: IncomingProposal | undefined;
 }
 
 /** Records another process appended are published in chunks of at most this many. */
@@ -74,14 +100,26 @@ export class CommitPipeline {
   private catchUpWanted = false;
   private looping: Promise<void> | undefined;
   private unsubscribe: (() => void) | undefined;
+  private unserve: (() => void) | undefined;
+  private readonly sequencer: TeamSequencer | undefined;
+  /** Proposals received ahead of the state (they build on records not read yet). */
+  private deferred: IncomingProposal[] = [];
+  /** Sequencer: proposals of other processes the last append carried. */
+  private lastRemote = 0;
+  /** Sequencer: wakes a group-commit wait when a proposal comes in. */
+  private gathered: (() => void) | undefined;
 
   private readonly followers: CommitFollower[] = [];
 
   constructor(private readonly options: CommitPipelineOptions) {
     this.shared = options.log.shared;
     options.state.startJournal();
+    this.sequencer = this.shared?.sequencer;
     if (this.shared !== undefined) {
       this.unsubscribe = this.shared.onAppended(() => this.requestCatchUp());
+    }
+    if (this.sequencer !== undefined) {
+      this.unserve = this.sequencer.serve((proposal) => this.receive(proposal));
     }
   }
 
@@ -122,6 +160,9 @@ export class CommitPipeline {
     this.disposing = true;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.unserve?.();
+    this.unserve = undefined;
+    for (const proposal of this.deferred.splice(0)) proposal.answer({ outcome: 'unsent' });
   }
 
   /** Throws `STORE_CLOSED` / `DISPOSED` once the service can no longer write. */
@@ -243,7 +284,7 @@ export class CommitPipeline {
     });
   }
 
-  /** One batch at a time: catch up when asked, then append the waiting commands of one actor. */
+  /** One batch at a time: catch up when asked, then append (or propose) waiting commands. */
   private async loop(): Promise<void> {
     while (this.brokenError === undefined) {
       if (this.catchUpWanted) {
@@ -258,34 +299,97 @@ export class CommitPipeline {
       }
       const first = this.pending[0];
       if (first === undefined) return;
+      const sequencer = this.sequencer;
+      if (sequencer !== undefined && !sequencer.leading() && this.proposable(first)) {
+        await this.propose(sequencer, first);
+        continue;
+      }
+      const leading = sequencer?.leading() === true;
+      if (leading && this.lastRemote > 0 && this.remoteWaiting() < this.lastRemote) {
+        await this.gather();
+        continue;
+      }
       let count = 0;
       const records: TeamRecord[] = [];
+      const parts: AppendPart[] = [];
       for (const commit of this.pending) {
-        if (commit.actorId !== first.actorId) break;
+        // A sequencer writes every waiting command, its own and proposed ones, in one append;
+        // any other process one actor's commands at a time (the fence covers one actor).
+        if (leading) {
+          if (count > 0 && records.length + commit.records.length > SEQUENCER_BATCH_RECORDS_MAX)
+            break;
+        } else if (commit.actorId !== first.actorId) break;
         for (const record of commit.records) records.push(record);
+        parts.push({
+          count: commit.records.length,
+          actorId: commit.actorId,
+          proposalId: commit.proposalId,
+          proposal: commit.remote,
+        });
         count++;
       }
+      // Parts only when the batch needs them (several actors, a proposal, a proposal id): one
+      // actor's own commands are written as without a sequencer.
+      const inParts =
+        sequencer !== undefined &&
+        parts.some(
+          (part) =>
+            part.actorId !== first.actorId ||
+            part.proposal !== undefined ||
+            part.proposalId !== undefined,
+        );
       try {
-        await this.options.log.append({ records, actorId: first.actorId });
+        await this.options.log.append(
+          inParts ? { records, parts } : { records, actorId: first.actorId },
+        );
       } catch (error) {
         if (TeamError.hasCode(error, 'SEQ_CONFLICT')) {
+          // Proposals another process wrote meanwhile: the proposer of one this process was
+          // to commit wrote it itself (and finds it), so it is answered and dropped here.
+          const written = writtenProposals(error);
+          if (written.size > 0) {
+            this.redecide((c) => {
+              if (c.remote === undefined || !written.has(c.remote.id)) return false;
+              c.reject(error);
+              return true;
+            });
+          }
           // another process took the seq: what it wrote must be there to read
           try {
-            if ((await this.catchUp()) === 0) throw error;
+            const read = await this.catchUp();
+            // nothing new to read, and not only proposals to drop: the refusal cannot be acted on
+            const stuck = this.pending.some(
+              (c) => c.proposalId !== undefined && written.has(c.proposalId),
+            );
+            if (read === 0 && (written.size === 0 || stuck)) throw error;
           } catch (failure) {
             this.failAll(this.breakDown(failure));
             return;
           }
           continue;
         }
-        if (TeamError.hasCode(error, 'FENCED') && first.actorId !== undefined) {
-          this.fence(first.actorId, error);
-          continue;
+        if (TeamError.hasCode(error, 'FENCED')) {
+          const part = inParts ? partOf(error) : 0;
+          const commit = part === undefined ? undefined : this.pending[part];
+          if (commit?.remote !== undefined) {
+            this.redecide((c) => {
+              if (c !== commit) return false;
+              c.reject(error);
+              return true;
+            });
+            continue;
+          }
+          if (commit?.actorId !== undefined) {
+            this.fence(commit.actorId, error);
+            continue;
+          }
         }
         this.failAll(this.breakDown(error));
         return;
       }
       const done = this.pending.splice(0, count);
+      this.lastRemote = 0;
+      if (leading) for (const commit of done) if (commit.remote !== undefined) this.lastRemote++;
       this.options.state.settle((records.at(-1) as TeamRecord).seq);
       this.reveal(records);
       for (const commit of done) this.publish(commit.actorName, commit.records);
@@ -297,6 +401,154 @@ export class CommitPipeline {
     }
   }
 
+  /** Proposals of other processes waiting in this sequencer's pipeline. */
+  private remoteWaiting(): number {
+    let remote = 0;
+    for (const commit of this.pending) if (commit.remote !== undefined) remote++;
+    return remote;
+  }
+
+  /**
+   * Group commit: waits until as many proposals wait as the last append carried, or at most
+   * `SEQUENCER_GATHER_MS`; the next append then carries them together. Waits once per append.
+   */
+  private gather(): Promise<void> {
+    const want = this.lastRemote;
+    this.lastRemote = 0;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.gathered = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, SEQUENCER_GATHER_MS);
+      this.gathered = () => {
+        if (this.remoteWaiting() >= want || this.catchUpWanted || this.closed) done();
+      };
+    });
+  }
+
+  /** Whether `commit` may go to the sequencer: this process's own, rebasable, never refused. */
+  private proposable(commit: PendingCommit): boolean {
+    return (
+      commit.remote === undefined &&
+      commit.direct !== true &&
+      commit.proposalId === undefined &&
+      isRebasable(commit.records)
+    );
+  }
+
+  /**
+   * Proposes the waiting commands of `first`'s actor that may be proposed to the sequencer, and
+   * acts on its answer. Committed: the records come back through the next catch-up, which finds
+   * them by their message ids and resolves the commands with the durable copies. Refused: the
+   * log is read and the commands decided again, to be appended by this process. No answer: this
+   * process appends them, under the same proposal id.
+   */
+  private async propose(sequencer: TeamSequencer, first: PendingCommit): Promise<void> {
+    const batch: PendingCommit[] = [];
+    const records: TeamRecord[] = [];
+    for (const commit of this.pending) {
+      if (commit.actorId !== first.actorId || !this.proposable(commit)) break;
+      if (batch.length > 0 && records.length + commit.records.length > SEQUENCER_BATCH_RECORDS_MAX)
+        break;
+      batch.push(commit);
+      for (const record of commit.records) records.push(record);
+    }
+    const id = globalThis.crypto.randomUUID();
+    for (const commit of batch) {
+      commit.proposalId = id;
+      commit.proposed = commit.records;
+    }
+    const answer = await sequencer.propose({ id, actorId: first.actorId, records });
+    switch (answer.outcome) {
+      case 'committed':
+        this.catchUpWanted = true;
+        // not found by the catch-up (it cannot be): the next append of its id tells
+        for (const commit of batch) commit.direct = true;
+        return;
+      case 'fenced':
+        if (first.actorId !== undefined) {
+          this.fence(
+            first.actorId,
+            new TeamError(
+              'FENCED',
+              `${first.actorId} is no longer run by this process: the team's sequencer refused its write`,
+              { details: { memberId: first.actorId } },
+            ),
+          );
+        }
+        return;
+      case 'refused':
+        this.catchUpWanted = true;
+        for (const commit of batch) commit.direct = true;
+        return;
+      default:
+        for (const commit of batch) commit.direct = true;
+        return;
+    }
+  }
+
+  /**
+   * The sequencer's side: decides another process's proposal again against this state
+   * (`rebaseRecords`) and queues it behind the commands already waiting; it is answered once it
+   * is durable or refused.
+   */
+  private receive(proposal: IncomingProposal, caughtUp = false): void {
+    if (this.closed) {
+      proposal.answer({ outcome: 'unsent' });
+      return;
+    }
+    const first = proposal.records[0];
+    const remote = this.remoteWaiting();
+    if (
+      first === undefined ||
+      !isRebasable(proposal.records) ||
+      remote + this.deferred.length >= SEQUENCER_QUEUE_MAX
+    ) {
+      proposal.answer({ outcome: 'refused', code: 'SEQUENCER_BUSY' });
+      return;
+    }
+    const { state } = this.options;
+    if (!caughtUp && first.seq - 1 > state.settledSeq) {
+      // it builds on records this process has not read yet: read them first
+      this.deferred.push(proposal);
+      this.requestCatchUp();
+      return;
+    }
+    const decide = () => rebaseRecords(state, proposal.records);
+    let records: readonly TeamRecord[];
+    try {
+      records = this.decide(decide);
+    } catch (error) {
+      proposal.answer({ outcome: 'refused', code: codeOf(error) });
+      return;
+    }
+    this.pending.push({
+      actorName: senderNameOf(first),
+      actorId: proposal.actorId,
+      decide,
+      records,
+      proposalId: proposal.id,
+      proposed: proposal.records,
+      remote: proposal,
+      resolve: (durable) => {
+        const last = durable.at(-1);
+        if (last === undefined) proposal.answer({ outcome: 'refused', code: 'SEQ_CONFLICT' });
+        else proposal.answer({ outcome: 'committed', first: durable[0]!.seq, last: last.seq });
+      },
+      reject: (error) =>
+        proposal.answer(
+          TeamError.hasCode(error, 'FENCED')
+            ? { outcome: 'fenced' }
+            : { outcome: 'refused', code: codeOf(error) },
+        ),
+    });
+    this.hide(records);
+    this.kick();
+    this.gathered?.();
+  }
+
   /**
    * Applies what other processes appended since the last durable record: reverts the records of
    * waiting commands first, then decides those commands again.
@@ -306,6 +558,16 @@ export class CommitPipeline {
     let reverted = false;
     let read = 0;
     let chunk: TeamRecord[] = [];
+    // Commands whose records were proposed: found in the log by their message ids.
+    const claims = new Map<string, PendingCommit>();
+    for (const commit of this.pending) {
+      if (commit.proposed === undefined) continue;
+      for (const record of commit.proposed) {
+        if (record.type === 'message.queued') claims.set(record.message.id, commit);
+      }
+    }
+    const claimed = new Map<PendingCommit, TeamRecord[]>();
+    const names = new Map<TeamRecord, string>();
     for await (const record of log.read({ fromSeq: state.settledSeq + 1 })) {
       // commands decided meanwhile (even while this read was awaited) go back first
       if (state.lastSeq > state.settledSeq) state.revertTo(state.settledSeq);
@@ -313,14 +575,35 @@ export class CommitPipeline {
       state.apply(record);
       state.settle(record.seq);
       read++;
+      const owner = record.type === 'message.queued' ? claims.get(record.message.id) : undefined;
+      if (owner !== undefined) {
+        const durable = claimed.get(owner) ?? [];
+        durable.push(record);
+        claimed.set(owner, durable);
+        names.set(record, owner.actorName);
+      }
       chunk.push(record);
       if (chunk.length >= REMOTE_CHUNK) {
-        this.publishRemote(chunk);
+        this.publishRemote(chunk, names);
         chunk = [];
       }
     }
-    if (chunk.length > 0) this.publishRemote(chunk);
+    if (chunk.length > 0) this.publishRemote(chunk, names);
+    if (claimed.size > 0) {
+      this.pending = this.pending.filter((commit) => !claimed.has(commit));
+      for (const [commit, durable] of claimed) {
+        if (durable.length !== commit.proposed?.length) {
+          throw new TeamError(
+            'LOG_INVARIANT',
+            `the log holds ${durable.length} of the ${commit.proposed?.length} records of proposal ${commit.proposalId}`,
+            { details: { proposalId: commit.proposalId } },
+          );
+        }
+      }
+    }
     if (reverted) this.redecide(() => false);
+    for (const [commit, durable] of claimed) commit.resolve(durable);
+    for (const proposal of this.deferred.splice(0)) this.receive(proposal, true);
     return read;
   }
 
@@ -361,6 +644,7 @@ export class CommitPipeline {
 
   private failAll(error: TeamError): void {
     for (const commit of this.pending.splice(0)) commit.reject(error);
+    for (const proposal of this.deferred.splice(0)) proposal.answer({ outcome: 'unsent' });
     this.unconfirmed.clear();
   }
 
@@ -389,10 +673,16 @@ export class CommitPipeline {
     for (const record of records) events.publish(actorName, { type: 'record', record });
   }
 
-  private publishRemote(records: readonly TeamRecord[]): void {
+  /** Publishes records read from the log; `names` names the actor of this process's own ones. */
+  private publishRemote(
+    records: readonly TeamRecord[],
+    names?: ReadonlyMap<TeamRecord, string>,
+  ): void {
     const { events, state } = this.options;
-    for (const record of records)
-      events.publish(recordActorName(state, record), { type: 'record', record });
+    for (const record of records) {
+      const actor = names?.get(record) ?? recordActorName(state, record);
+      events.publish(actor, { type: 'record', record });
+    }
     this.tell((f) => f.durable?.(records));
   }
 
@@ -408,6 +698,29 @@ export class CommitPipeline {
     }
     return this.brokenError;
   }
+}
+
+/** The part of an append a `FENCED` rejection names (`details.part`), if any. */
+function partOf(error: TeamError): number | undefined {
+  const part = (error.details as { part?: unknown } | undefined)?.part;
+  return typeof part === 'number' && Number.isInteger(part) && part >= 0 ? part : undefined;
+}
+
+/** The proposal ids a `SEQ_CONFLICT` says the log already holds (`details.proposalIds`). */
+function writtenProposals(error: TeamError): ReadonlySet<string> {
+  const ids = (error.details as { proposalIds?: unknown } | undefined)?.proposalIds;
+  if (!Array.isArray(ids)) return new Set();
+  return new Set(ids.filter((id): id is string => typeof id === 'string'));
+}
+
+/** The stable code of a refusal, for the proposer. */
+function codeOf(error: unknown): string {
+  return TeamError.isInstance(error) ? error.code : 'INTERNAL';
+}
+
+/** The name a proposed record is published under: its sender's. */
+function senderNameOf(record: TeamRecord): string {
+  return record.type === 'message.queued' ? record.message.senderName : 'team';
 }
 
 /** Whose change a record written by another process is, as observers name it. */

@@ -43,6 +43,7 @@ export type {
 export { isLiveEventType, LIVE_FORMAT_VERSION, LiveRelay } from './live-relay.js';
 export type { OpenTeamOptions } from './open-team.js';
 export { openTeam } from './open-team.js';
+export { isRebasable, rebaseRecords } from './rebase.js';
 export { DEFAULT_MAX_REPEATED_FAILURES } from './repeated-failures.js';
 export type {
   AckInboxResult,

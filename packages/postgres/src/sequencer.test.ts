@@ -1,0 +1,335 @@
+import type {
+  IncomingProposal,
+  MessageQueuedRecord,
+  TeamRecord,
+  TeamSequencer,
+  TeamService,
+} from '@teamwire/core';
+import { createAgentRegistry, openTeam, TeamError } from '@teamwire/core';
+import {
+  conformanceRecord,
+  createScriptedModel,
+  createSimpleFormat,
+  createSimplePolicy,
+} from '@teamwire/core/testing';
+import pg from 'pg';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { PostgresSequencer, SEQUENCER_FORMAT_VERSION, sequencerChannelOf } from './sequencer.js';
+import type { PostgresTeamStore } from './store.js';
+import { describePg, eventually, PG_URL, Scratch } from './test-support.js';
+
+const TEAM = '01JTEAMSEQUENCER0000000000';
+/** Short, so a process takes the sequencer's lock (and says so) within a test's patience. */
+const POLL_MS = 50;
+
+/** A `message.queued` record at `seq`, from the lead to `targetId`. */
+function mail(seq: number, id: string, targetId = 'member-x'): MessageQueuedRecord {
+  return {
+    seq,
+    at: 1_700_000_000_000 + seq,
+    teamId: TEAM,
+    schemaVersion: 1,
+    type: 'message.queued',
+    message: {
+      id,
+      senderId: TEAM,
+      senderName: 'lead',
+      targetId,
+      kind: 'message',
+      delivery: 'wakeup',
+      content: [{ type: 'text', text: `mail ${id}` }],
+    },
+  };
+}
+
+function sequencerOf(store: PostgresTeamStore): PostgresSequencer {
+  const sequencer = store.log.shared?.sequencer as TeamSequencer;
+  expect(sequencer).toBeInstanceOf(PostgresSequencer);
+  return sequencer as PostgresSequencer;
+}
+
+/** A placement that runs nothing (the process only writes), so its writes are not fenced. */
+const RUNS_NOTHING = {
+  specificationVersion: 'v1' as const,
+  async start() {},
+  runsHere: () => false,
+  candidatesChanged() {},
+  close: async () => {},
+};
+
+async function errorOf(promise: Promise<unknown>): Promise<TeamError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (TeamError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a TeamError');
+}
+
+describePg('the sequencer of a team on PostgreSQL', () => {
+  let scratch: Scratch;
+  const services: TeamService[] = [];
+  const clients: pg.Client[] = [];
+  beforeEach(() => {
+    scratch = new Scratch();
+    services.length = 0;
+  });
+  afterEach(async () => {
+    for (const service of services) await service.dispose().catch(() => undefined);
+    for (const client of clients.splice(0)) await client.end().catch(() => undefined);
+    await scratch.cleanup();
+  });
+
+  async function records(): Promise<TeamRecord[]> {
+    const rows = await scratch.sql<{ record: string }>(
+      `SELECT record FROM "${scratch.schema}".team_log WHERE team_id = $1 ORDER BY seq`,
+      [TEAM],
+    );
+    return rows.rows.map((row) => JSON.parse(row.record) as TeamRecord);
+  }
+
+  /** NOTIFYs `payload` on the team's sequencer channel from a connection of the test's own. */
+  async function notify(payload: string): Promise<void> {
+    const client = new pg.Client({ connectionString: PG_URL });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    await client.query('SELECT pg_notify($1, $2)', [
+      sequencerChannelOf(scratch.schema, TEAM),
+      payload,
+    ]);
+  }
+
+  /** A store that serves as sequencer, handing every proposal it gets to `received`. */
+  async function leader(received: IncomingProposal[]): Promise<PostgresTeamStore> {
+    const store = await scratch.open(TEAM, { pollMs: POLL_MS });
+    const sequencer = sequencerOf(store);
+    sequencer.serve((proposal) => received.push(proposal));
+    await eventually(() => sequencer.leading(), 'the sequencer lock');
+    return store;
+  }
+
+  function proposalPayload(overrides: Record<string, unknown> = {}): string {
+    return JSON.stringify({
+      v: SEQUENCER_FORMAT_VERSION,
+      k: 'p',
+      id: crypto.randomUUID(),
+      from: 'process-b',
+      actor: null,
+      token: null,
+      records: [mail(2, 'm-forged')],
+      ...overrides,
+    });
+  }
+
+  it('writes a proposal id once: a second append of it is SEQ_CONFLICT naming it, nothing written', async () => {
+    const store = await scratch.open(TEAM);
+    const id = crypto.randomUUID();
+    await store.log.append({ records: [conformanceRecord(TEAM, 1)] });
+    await store.log.append({ records: [mail(2, 'a')], parts: [{ count: 1, proposalId: id }] });
+    const error = await errorOf(
+      store.log.append({ records: [mail(3, 'b')], parts: [{ count: 1, proposalId: id }] }),
+    );
+    expect(error.code).toBe('SEQ_CONFLICT');
+    expect(error.details?.proposalIds).toEqual([id]);
+    expect((await records()).map((r) => r.seq)).toEqual([1, 2]);
+    const stored = await scratch.sql<{ proposal_id: string | null }>(
+      `SELECT proposal_id::text AS proposal_id FROM "${scratch.schema}".team_log ORDER BY seq`,
+    );
+    expect(stored.rows.map((row) => row.proposal_id)).toEqual([null, id]);
+  });
+
+  it("fences each part with its own proposer's claim: one failed claim refuses only its part", async () => {
+    const received: IncomingProposal[] = [];
+    const store = await leader(received);
+    await store.log.append({ records: [conformanceRecord(TEAM, 1)] });
+    await notify(proposalPayload({ actor: 'member-x', token: '424242' }));
+    await eventually(() => received.length === 1, 'the proposal');
+    const proposal = received[0] as IncomingProposal;
+    expect(proposal.actorId).toBe('member-x');
+    const own = crypto.randomUUID();
+    const batch = [mail(2, 'm-forged'), mail(3, 'm-own')];
+    // process-b holds no placement of member-x with token 424242: its part is refused
+    const refused = await errorOf(
+      store.log.append({
+        records: batch,
+        parts: [
+          { count: 1, actorId: 'member-x', proposal },
+          { count: 1, proposalId: own },
+        ],
+      }),
+    );
+    expect(refused.code).toBe('FENCED');
+    expect(refused.details).toMatchObject({ memberId: 'member-x', part: 0 });
+    expect((await records()).map((r) => r.seq)).toEqual([1]);
+    // the other part goes through alone
+    await store.log.append({ records: [mail(2, 'm-own')], parts: [{ count: 1, proposalId: own }] });
+    // with the claim in place, the proposal is written with its proposer's process and token
+    await scratch.sql(
+      `INSERT INTO "${scratch.schema}".placements (team_id, member_id, process_id, token)
+       VALUES ($1, 'member-x', 'process-b', 424242)`,
+      [TEAM],
+    );
+    await store.log.append({
+      records: [mail(3, 'm-forged')],
+      parts: [{ count: 1, actorId: 'member-x', proposal }],
+    });
+    const rows = await scratch.sql<{ process_id: string; fence: string; proposal_id: string }>(
+      `SELECT process_id, fence::text AS fence, proposal_id::text AS proposal_id
+         FROM "${scratch.schema}".team_log WHERE seq = 3`,
+    );
+    expect(rows.rows).toEqual([
+      { process_id: 'process-b', fence: '424242', proposal_id: proposal.id },
+    ]);
+  });
+
+  it('validates every proposal it receives and drops what is malformed or too large', async () => {
+    const received: IncomingProposal[] = [];
+    const store = await leader(received);
+    const sequencer = sequencerOf(store);
+    const before = sequencer.stats.dropped;
+    const bad = [
+      'not json',
+      JSON.stringify({ v: 99, k: 'p' }),
+      proposalPayload({ id: 'not-a-uuid' }),
+      proposalPayload({ token: 'drop table' }),
+      proposalPayload({ records: [] }),
+      proposalPayload({ records: [{ ...mail(2, 'x'), teamId: 'another-team' }] }),
+      proposalPayload({ records: [mail(2, 'x'), mail(4, 'y')] }),
+      proposalPayload({ records: [{ ...conformanceRecord(TEAM, 1), seq: 2 }] }),
+      proposalPayload({ records: [{ ...mail(2, 'x'), type: 'nonsense' }] }),
+      proposalPayload({ pad: 'x'.repeat(7300) }),
+    ];
+    for (const payload of bad) await notify(payload);
+    await notify(proposalPayload());
+    await eventually(() => received.length === 1, 'the valid proposal');
+    expect(sequencer.stats.dropped - before).toBe(bad.length);
+    expect(received[0]?.records).toEqual([mail(2, 'm-forged')]);
+  });
+
+  describePg('with team services', () => {
+    async function openProcess(lead: boolean): Promise<{
+      store: PostgresTeamStore;
+      service: TeamService;
+    }> {
+      const store = await scratch.open(TEAM, {
+        pollMs: POLL_MS,
+        leaseMs: 2000,
+        runs: { lead, agentTypes: [] },
+      });
+      const model = createScriptedModel({ scripts: { lead: () => ({ text: 'OK.' }) } });
+      const service = await openTeam({
+        teamId: TEAM,
+        log: store.log,
+        transcripts: store.transcripts,
+        format: createSimpleFormat(),
+        policy: createSimplePolicy(),
+        agents: createAgentRegistry([
+          { type: 'lead', systemPrompt: 'You lead.', model },
+          { type: 'worker', systemPrompt: 'You work.', model },
+        ]),
+        lead: { agentType: 'lead' },
+        idleClaim: false,
+        ...(lead ? {} : { placement: RUNS_NOTHING }),
+      });
+      services.push(service);
+      return { store, service };
+    }
+
+    /** The lead's process (the sequencer: it serves first) and two writers, three teammates. */
+    async function team() {
+      const a = await openProcess(true);
+      await eventually(() => sequencerOf(a.store).leading(), 'the sequencer lock');
+      const b = await openProcess(false);
+      const c = await openProcess(false);
+      for (const name of ['alice', 'bob', 'carol']) {
+        await a.service.spawnTeammate(a.service.lead, {
+          name,
+          description: 'helps',
+          prompt: `Hi ${name}.`,
+          agentType: 'worker',
+        });
+      }
+      for (const p of [b, c]) {
+        await eventually(() => p.service.listMembers(p.service.lead).length === 4, 'the team');
+      }
+      // the writers hear the sequencer (it says so at every look)
+      await new Promise((resolve) => setTimeout(resolve, 3 * POLL_MS));
+      return { a, b, c };
+    }
+
+    async function sendMany(
+      procs: { service: TeamService }[],
+      count: number,
+      tag: string,
+    ): Promise<string[]> {
+      const ids = await Promise.all(
+        procs.map(async ({ service }, p) => {
+          const out: string[] = [];
+          for (let i = 0; i < count; i++) {
+            const to = ['alice', 'bob', 'carol'][(p + i) % 3] as string;
+            const sent = await service.sendMessage(service.lead, { to, text: `${tag} ${p} ${i}` });
+            out.push(sent.messageId);
+          }
+          return out;
+        }),
+      );
+      return ids.flat();
+    }
+
+    it('commits interleaved proposals of several processes once each, through the sequencer', async () => {
+      const { a, b, c } = await team();
+      const sent = await sendMany([a, b, c], 8, 'hello');
+      const queued = (await records()).flatMap((r) =>
+        r.type === 'message.queued' && r.message.content[0]?.type === 'text' ? [r.message] : [],
+      );
+      const mine = queued.filter((m) => sent.includes(m.id));
+      expect(mine.map((m) => m.id).toSorted()).toEqual(sent.toSorted());
+      expect(new Set(mine.map((m) => m.id)).size).toBe(mine.length);
+      // the writers' mail went through the sequencer: proposals committed, rows carry their ids
+      const committed = [b, c].reduce(
+        (sum, p) => sum + sequencerOf(p.store).stats.outcomes.committed,
+        0,
+      );
+      expect(committed).toBeGreaterThan(0);
+      const withIds = await scratch.sql<{ n: string }>(
+        `SELECT count(*)::text AS n FROM "${scratch.schema}".team_log WHERE proposal_id IS NOT NULL`,
+      );
+      expect(Number(withIds.rows[0]?.n)).toBeGreaterThanOrEqual(committed);
+      // every process holds the same mailboxes
+      for (const p of [b, c]) {
+        await eventually(
+          () => p.store.log.lastSeq() === a.store.log.lastSeq(),
+          'the writers reading the log',
+        );
+      }
+    });
+
+    it('settles every send exactly once when the sequencer loses its connections mid-batch', async () => {
+      const { a, b, c } = await team();
+      const writers = [b, c];
+      const sending = sendMany(writers, 12, 'through a failover');
+      await eventually(
+        () => writers.some((p) => sequencerOf(p.store).stats.outcomes.committed > 0),
+        'proposals committed',
+      );
+      // every connection of the sequencer's process goes, its lock with them
+      await scratch.sql(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`,
+        [`teamwire:${a.store.processId}`.slice(0, 63)],
+      );
+      const sent = await sending;
+      const queued = (await records()).flatMap((r) =>
+        r.type === 'message.queued' ? [r.message.id] : [],
+      );
+      for (const id of sent) expect(queued.filter((q) => q === id)).toHaveLength(1);
+      expect(sent).toHaveLength(24);
+      // one of the writers took over as the sequencer
+      await eventually(
+        () => writers.some((p) => sequencerOf(p.store).leading()),
+        'another process leading',
+      );
+    });
+  });
+});

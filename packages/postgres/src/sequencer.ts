@@ -1,0 +1,392 @@
+import { createHash } from 'node:crypto';
+import type {
+  IncomingProposal,
+  Proposal,
+  ProposalAnswer,
+  TeamRecord,
+  TeamSequencer,
+} from '@teamwire/core';
+import {
+  isRebasable,
+  parseAppendedRecord,
+  SEQUENCER_ANSWER_TIMEOUT_MS,
+  SEQUENCER_BATCH_RECORDS_MAX,
+  SEQUENCER_PROPOSAL_BYTES_MAX,
+  TeamError,
+} from '@teamwire/core';
+import type { Doorbell } from './doorbell.js';
+import { MAX_ID_LENGTH } from './limits.js';
+import type { PostgresPlacement } from './placement.js';
+
+/** The version of the sequencer's wire format (proposals, answers, hellos); see the README. */
+export const SEQUENCER_FORMAT_VERSION = 1;
+
+/** How a proposal's payload starts (`JSON.stringify` keeps the key order it is built with). */
+const PROPOSAL_PREFIX = `{"v":${SEQUENCER_FORMAT_VERSION},"k":"p",`;
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TOKEN_PATTERN = /^[0-9]{1,19}$/;
+const CODE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
+const OUTCOMES = new Set(['committed', 'refused', 'fenced', 'unanswered', 'unsent']);
+
+/** Refuses a proposal id that is not a lower-case UUID (what the log's `proposal_id` holds). */
+export function checkProposalId(id: unknown): asserts id is string {
+  if (typeof id !== 'string' || !UUID_PATTERN.test(id)) {
+    throw new TeamError(
+      'INVALID_ARGUMENT',
+      `a proposal id must be a lower-case UUID, got ${JSON.stringify(id)?.slice(0, 80)}`,
+      { details: { proposalId: typeof id === 'string' ? id.slice(0, 80) : id } },
+    );
+  }
+}
+
+/**
+ * The LISTEN/NOTIFY channel of a team's sequencer: proposals, answers and the sequencer's hellos.
+ * One per team and schema; a digest keeps the name within the 63 bytes of an identifier.
+ */
+export function sequencerChannelOf(schema: string, teamId: string): string {
+  const digest = createHash('sha256').update(`${schema}\u0000${teamId}`).digest('hex');
+  return `teamwire_seq_${digest.slice(0, 40)}`;
+}
+
+/** The key of the session advisory lock its sequencer holds, the same in every process. */
+function lockKey(schema: string, teamId: string): string {
+  return `teamwire:sequencer:${schema}:${teamId}`;
+}
+
+/** Whose claim fences a proposal received from another process (see the log's parts). */
+const fences = new WeakMap<IncomingProposal, { processId: string; token: string | null }>();
+
+/** The proposer's process and fence token of a proposal this store received, if it did. */
+export function proposalFence(
+  proposal: IncomingProposal,
+): { processId: string; token: string | null } | undefined {
+  return fences.get(proposal);
+}
+
+/** What a store's sequencer counted (see {@link PostgresSequencer.stats}). */
+export interface SequencerStats {
+  /** This process's proposals by answer, its own fallbacks (`unanswered`, `unsent`) included. */
+  readonly outcomes: Record<ProposalAnswer['outcome'], number>;
+  /** Proposals of other processes handed to this process's pipeline while it sequenced. */
+  served: number;
+  /** Payloads received on the sequencer channel that were not valid, dropped. */
+  dropped: number;
+}
+
+/** One answer on the wire: `[proposalId, toProcessId, outcome, first|code?, last?]`. */
+type WireAnswer = [string, string, ProposalAnswer['outcome'], (number | string)?, number?];
+
+/** Encodes answers in as few payloads as fit {@link SEQUENCER_PROPOSAL_BYTES_MAX} each. */
+function answerPayloads(answers: readonly WireAnswer[]): string[] {
+  const payloads: string[] = [];
+  let batch: WireAnswer[] = [];
+  const encode = (list: WireAnswer[]) =>
+    JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'a', answers: list });
+  for (const answer of answers) {
+    batch.push(answer);
+    if (Buffer.byteLength(encode(batch), 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
+      batch.pop();
+      if (batch.length > 0) payloads.push(encode(batch));
+      batch = [answer];
+    }
+  }
+  if (batch.length > 0) payloads.push(encode(batch));
+  return payloads;
+}
+
+/**
+ * The {@link TeamSequencer} of a PostgreSQL store. The process that serves (its commit pipeline
+ * called {@link serve}) and holds the team's session advisory lock on its LISTEN connection is the
+ * sequencer; the lock goes with the connection, so when that process dies or loses its network
+ * another one takes it at its next look (every `pollMs`). The sequencer says so on the team's
+ * sequencer channel at every look; a process that heard it recently proposes there, one that
+ * did not (or whose last proposal went unanswered) appends itself. Every payload received is
+ * bounded and validated; anything else is dropped (its proposer then times out and appends).
+ */
+export class PostgresSequencer implements TeamSequencer {
+  readonly #doorbell: Doorbell;
+  readonly #placement: PostgresPlacement;
+  readonly #teamId: string;
+  readonly #processId: string;
+  readonly #key: string;
+  readonly #pollMs: number;
+  readonly #unlisten: () => void;
+  readonly #unring: () => void;
+  #handler: ((proposal: IncomingProposal) => void) | undefined;
+  /** Until when (ms since the epoch) a sequencer is believed to be there. */
+  #heardUntil = 0;
+  readonly #waiting = new Map<
+    string,
+    { resolve: (answer: ProposalAnswer) => void; timer: ReturnType<typeof setTimeout> }
+  >();
+  #outbox: WireAnswer[] = [];
+  #flushing = false;
+  #closed = false;
+  /**
+   * What this process did as a proposer (`outcomes`: its proposals' answers, its own fallbacks
+   * included) and as the sequencer (`served`: proposals handed to its pipeline), and `dropped`
+   * payloads received that were not valid. Counters that only grow.
+   */
+  readonly stats: SequencerStats = {
+    outcomes: { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 },
+    served: 0,
+    dropped: 0,
+  };
+
+  constructor(options: {
+    doorbell: Doorbell;
+    placement: PostgresPlacement;
+    schema: string;
+    teamId: string;
+    processId: string;
+    pollMs: number;
+  }) {
+    this.#doorbell = options.doorbell;
+    this.#placement = options.placement;
+    this.#teamId = options.teamId;
+    this.#processId = options.processId;
+    this.#pollMs = options.pollMs;
+    this.#key = lockKey(options.schema, options.teamId);
+    this.#unlisten = this.#doorbell.listenSequencer((payload) => this.#received(payload));
+    this.#unring = this.#doorbell.listen((ring) => {
+      if (ring.kind === 'poll' || ring.kind === 'reconnected') void this.#look();
+    });
+  }
+
+  leading(): boolean {
+    return this.#handler !== undefined && !this.#closed && this.#doorbell.holdsLock();
+  }
+
+  async propose(proposal: Proposal): Promise<ProposalAnswer> {
+    const answer = await this.#propose(proposal);
+    this.stats.outcomes[answer.outcome]++;
+    return answer;
+  }
+
+  #propose(proposal: Proposal): Promise<ProposalAnswer> {
+    const unsent: ProposalAnswer = { outcome: 'unsent' };
+    if (this.#closed || this.leading() || Date.now() > this.#heardUntil) {
+      return Promise.resolve(unsent);
+    }
+    let token: string | null = null;
+    if (proposal.actorId !== undefined) {
+      const fence = this.#placement.fence(proposal.actorId);
+      if (fence.kind === 'lost') return Promise.resolve({ outcome: 'fenced' });
+      if (fence.kind === 'held') token = fence.token;
+    }
+    const payload = JSON.stringify({
+      v: SEQUENCER_FORMAT_VERSION,
+      k: 'p',
+      id: proposal.id,
+      from: this.#processId,
+      actor: proposal.actorId ?? null,
+      token,
+      records: proposal.records,
+    });
+    if (Buffer.byteLength(payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
+      return Promise.resolve(unsent);
+    }
+    if (!this.#doorbell.sendSequencer(payload)) return Promise.resolve(unsent);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(proposal.id);
+        // no answer: stop proposing until the sequencer is heard from again
+        this.#heardUntil = 0;
+        resolve({ outcome: 'unanswered' });
+      }, SEQUENCER_ANSWER_TIMEOUT_MS);
+      timer.unref?.();
+      this.#waiting.set(proposal.id, { resolve, timer });
+    });
+  }
+
+  serve(handler: (proposal: IncomingProposal) => void): () => void {
+    this.#handler = handler;
+    void this.#look();
+    return () => {
+      if (this.#handler !== handler) return;
+      this.#handler = undefined;
+      void this.#doorbell.unlock(this.#key);
+    };
+  }
+
+  /** Stops serving and answers every proposal still waiting with `unanswered`. */
+  close(): void {
+    this.#closed = true;
+    this.#handler = undefined;
+    this.#unlisten();
+    this.#unring();
+    for (const [, waiting] of this.#waiting) {
+      clearTimeout(waiting.timer);
+      waiting.resolve({ outcome: 'unanswered' });
+    }
+    this.#waiting.clear();
+  }
+
+  /** At every poll: a serving process tries to take the lead; the sequencer says it is there. */
+  async #look(): Promise<void> {
+    if (this.#closed || this.#handler === undefined) return;
+    if (!this.#doorbell.holdsLock() && !(await this.#doorbell.tryLock(this.#key))) return;
+    if (this.#closed || this.#handler === undefined) {
+      await this.#doorbell.unlock(this.#key);
+      return;
+    }
+    this.#doorbell.sendSequencer(
+      JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'h', from: this.#processId }),
+    );
+  }
+
+  #heard(): void {
+    this.#heardUntil = Date.now() + 2 * this.#pollMs + SEQUENCER_ANSWER_TIMEOUT_MS;
+  }
+
+  #received(payload: string): void {
+    if (this.#closed) return;
+    // every process hears every proposal: only the sequencer reads them
+    if (payload.startsWith(PROPOSAL_PREFIX) && !this.leading()) return;
+    if (Buffer.byteLength(payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
+      this.stats.dropped++;
+      return;
+    }
+    let message: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(payload);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new Error('not an object');
+      }
+      message = parsed as Record<string, unknown>;
+      if (message.v !== SEQUENCER_FORMAT_VERSION) throw new Error('unknown version');
+    } catch {
+      this.stats.dropped++;
+      return;
+    }
+    if (message.k === 'h') {
+      if (isProcessId(message.from) && message.from !== this.#processId) this.#heard();
+      else if (!isProcessId(message.from)) this.stats.dropped++;
+      return;
+    }
+    if (message.k === 'a') {
+      this.#answers(message.answers);
+      return;
+    }
+    if (message.k === 'p') {
+      // only the sequencer acts on proposals; every other process hears them and drops them
+      if (!this.leading()) return;
+      const proposal = this.#proposal(message);
+      if (proposal === undefined) {
+        this.stats.dropped++;
+        return;
+      }
+      this.stats.served++;
+      this.#handler?.(proposal);
+      return;
+    }
+    this.stats.dropped++;
+  }
+
+  #answers(answers: unknown): void {
+    if (!Array.isArray(answers)) {
+      this.stats.dropped++;
+      return;
+    }
+    for (const entry of answers) {
+      if (!Array.isArray(entry) || entry[1] !== this.#processId) continue;
+      const answer = parseAnswer(entry);
+      if (answer === undefined) {
+        this.stats.dropped++;
+        continue;
+      }
+      const waiting = this.#waiting.get(entry[0] as string);
+      this.#heard();
+      if (waiting === undefined) continue;
+      this.#waiting.delete(entry[0] as string);
+      clearTimeout(waiting.timer);
+      waiting.resolve(answer);
+    }
+  }
+
+  /** A validated proposal from another process, or undefined. */
+  #proposal(message: Record<string, unknown>): IncomingProposal | undefined {
+    const { id, from, actor, token, records } = message;
+    if (typeof id !== 'string' || !UUID_PATTERN.test(id)) return undefined;
+    if (!isProcessId(from) || from === this.#processId) return undefined;
+    if (actor !== null && !isProcessId(actor)) return undefined;
+    if (token !== null && (typeof token !== 'string' || !TOKEN_PATTERN.test(token))) {
+      return undefined;
+    }
+    if (
+      !Array.isArray(records) ||
+      records.length === 0 ||
+      records.length > SEQUENCER_BATCH_RECORDS_MAX
+    ) {
+      return undefined;
+    }
+    const copies: TeamRecord[] = [];
+    try {
+      for (const value of records) {
+        const copy = parseAppendedRecord(value);
+        if (copy.teamId !== this.#teamId) return undefined;
+        const previous = copies.at(-1);
+        if (previous !== undefined && copy.seq !== previous.seq + 1) return undefined;
+        copies.push(copy);
+      }
+    } catch {
+      return undefined;
+    }
+    if (!isRebasable(copies)) return undefined;
+    let answered = false;
+    const proposal: IncomingProposal = {
+      id,
+      actorId: actor === null ? undefined : (actor as string),
+      records: copies,
+      answer: (answer) => {
+        if (answered) return;
+        answered = true;
+        this.#queueAnswer(id, from, answer);
+      },
+    };
+    fences.set(proposal, { processId: from, token: token as string | null });
+    return proposal;
+  }
+
+  #queueAnswer(id: string, to: string, answer: ProposalAnswer): void {
+    const wire: WireAnswer = [id, to, answer.outcome];
+    if (answer.outcome === 'committed') wire.push(answer.first, answer.last);
+    else if (answer.outcome === 'refused') wire.push(answer.code);
+    this.#outbox.push(wire);
+    if (this.#flushing) return;
+    this.#flushing = true;
+    // answers settled together (one append) go out in one payload
+    setImmediate(() => {
+      this.#flushing = false;
+      const answers = this.#outbox;
+      this.#outbox = [];
+      for (const payload of answerPayloads(answers)) this.#doorbell.sendSequencer(payload);
+    });
+  }
+}
+
+function isProcessId(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
+}
+
+/** An answer entry as received, validated; undefined when malformed. */
+function parseAnswer(entry: unknown[]): ProposalAnswer | undefined {
+  const [id, , outcome, third, fourth] = entry;
+  if (typeof id !== 'string' || !UUID_PATTERN.test(id)) return undefined;
+  if (typeof outcome !== 'string' || !OUTCOMES.has(outcome)) return undefined;
+  switch (outcome) {
+    case 'committed':
+      if (!isSeq(third) || !isSeq(fourth) || fourth < third) return undefined;
+      return { outcome, first: third, last: fourth };
+    case 'refused':
+      if (typeof third !== 'string' || !CODE_PATTERN.test(third)) return undefined;
+      return { outcome, code: third };
+    default:
+      return { outcome: outcome as 'fenced' | 'unanswered' | 'unsent' };
+  }
+}
+
+function isSeq(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+}
