@@ -384,6 +384,8 @@ export class PostgresTeamLog implements TeamLog {
     const tokens: (string | null)[] = [];
     const proposals: (string | null)[] = [];
     const partOf: number[] = [];
+    // Commands proposed together share their proposal's id: the log holds it once, on the first.
+    const marked = new Set<string>();
     for (const [index, part] of parts.entries()) {
       let owner = processId;
       let token: string | null = null;
@@ -403,7 +405,11 @@ export class PostgresTeamLog implements TeamLog {
         if (fence.kind === 'lost') throw fencedPart(part, index);
         token = fence.kind === 'held' ? fence.token : null;
       }
-      const proposalId = part.proposal?.id ?? part.proposalId ?? null;
+      let proposalId = part.proposal?.id ?? part.proposalId ?? null;
+      if (proposalId !== null) {
+        if (marked.has(proposalId)) proposalId = null;
+        else marked.add(proposalId);
+      }
       for (let k = 0; k < part.count; k++) {
         actors.push(part.actorId ?? null);
         processes.push(owner);

@@ -140,6 +140,25 @@ describePg('the sequencer of a team on PostgreSQL', () => {
     expect(stored.rows.map((row) => row.proposal_id)).toEqual([null, id]);
   });
 
+  it('writes the commands proposed together under one id in one append, the id held once', async () => {
+    // A proposer whose proposal went unanswered appends its commands itself: one part each, all
+    // under the proposal's id.
+    const store = await scratch.open(TEAM);
+    const id = crypto.randomUUID();
+    await store.log.append({ records: [conformanceRecord(TEAM, 1)] });
+    await store.log.append({
+      records: [mail(2, 'a'), mail(3, 'b')],
+      parts: [
+        { count: 1, proposalId: id },
+        { count: 1, proposalId: id },
+      ],
+    });
+    const stored = await scratch.sql<{ proposal_id: string | null }>(
+      `SELECT proposal_id::text AS proposal_id FROM "${scratch.schema}".team_log ORDER BY seq`,
+    );
+    expect(stored.rows.map((row) => row.proposal_id)).toEqual([null, id, null]);
+  });
+
   it("fences each part with its own proposer's claim: one failed claim refuses only its part", async () => {
     const received: IncomingProposal[] = [];
     const store = await leader(received);

@@ -33,7 +33,8 @@ export interface AppendPart {
   /**
    * The id of the proposal whose records these are, if they were ever proposed: the log holds a
    * proposal id at most once, so a proposal is never written twice, by its sequencer and its
-   * proposer alike.
+   * proposer alike. Consecutive parts of one append may share an id (the commands of one
+   * proposal, appended by their proposer): the id is then held once, for all of them.
    */
   readonly proposalId?: string | undefined;
   /**

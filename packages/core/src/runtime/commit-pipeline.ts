@@ -388,6 +388,18 @@ export class CommitPipeline {
         return;
       }
       const done = this.pending.splice(0, count);
+      // A proposal's id is in the log now, written by this append: commands proposed with these
+      // that wait for a later append are this process's to write, without the id.
+      for (const commit of this.pending) {
+        const id = commit.proposalId;
+        if (
+          id !== undefined &&
+          commit.remote === undefined &&
+          done.some((d) => d.proposalId === id)
+        ) {
+          commit.proposalId = undefined;
+        }
+      }
       this.lastRemote = 0;
       if (leading) for (const commit of done) if (commit.remote !== undefined) this.lastRemote++;
       this.options.state.settle((records.at(-1) as TeamRecord).seq);

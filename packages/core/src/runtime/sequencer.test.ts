@@ -37,7 +37,14 @@ class FakeSharedLog {
       throw new TeamError('SEQ_CONFLICT', `seq ${first.seq} is taken`);
     }
     const parts = options.parts ?? [{ count: options.records.length, actorId: options.actorId }];
+    const shared = new Set<string>();
     for (const [part, each] of parts.entries()) {
+      const own = each.proposal?.id ?? each.proposalId;
+      // parts of one append may share an id (one proposal's commands); never with another append
+      if (own !== undefined && shared.has(own) && parts[part - 1]?.proposalId !== own) {
+        throw new Error(`proposal ${own} is named by parts that are not consecutive`);
+      }
+      if (own !== undefined) shared.add(own);
       if (each.actorId !== undefined && this.fenced.has(each.actorId)) {
         throw new TeamError('FENCED', `${each.actorId} is fenced`, {
           details: { memberId: each.actorId, part },
@@ -361,6 +368,31 @@ describe('a team sequenced by one process', () => {
     await settledAll(leader, a);
     expect(queuedIds(team.log.records)).toEqual(['lost-once']);
     expect(team.log.records[(sent[0] as TeamRecord).seq - 1]).toEqual(sent[0]);
+  });
+
+  it('appends the commands of one unanswered proposal itself, each once, and keeps writing', async () => {
+    const { records, ids } = startingLog();
+    const team = new FakeTeam(records);
+    const leader = team.join('leader');
+    const a = team.join('a');
+    team.leader = leader;
+    team.delivery = 'lose';
+    const sent = await Promise.all([
+      a.send1(ids[0] as string, 'together-1'),
+      a.send1(ids[1] as string, 'together-2'),
+    ]);
+    // one proposal carried both; its proposer then wrote both under its id
+    expect(a.answers).toEqual(['unanswered']);
+    expect(team.log.proposalIds.size).toBe(1);
+    expect(queuedIds(team.log.records)).toEqual(['together-1', 'together-2']);
+    team.delivery = 'deliver';
+    await a.send1(ids[2] as string, 'after');
+    await settledAll(leader, a);
+    expect(queuedIds(team.log.records)).toEqual(['together-1', 'together-2', 'after']);
+    expect(sent.map((each) => (each[0] as TeamRecord).seq)).toEqual([
+      team.log.records.length - 2,
+      team.log.records.length - 1,
+    ]);
   });
 
   it('writes a proposal once when the sequencer commits it after its proposer gave up waiting', async () => {
