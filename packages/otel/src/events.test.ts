@@ -240,6 +240,91 @@ describe('spans from events', () => {
     expect(turn.attributes[ATTR.provider]).toBe('openai');
   });
 
+  it("gives each span and metric point the member's task and model as they are at the time", async () => {
+    const { exporter, reader, publish } = setup();
+    const record = (r: Record<string, unknown>, seq: number) =>
+      publish('alice', { type: 'record', record: { ...base, seq, ...r } as TeamRecord });
+    const member = (provider: string | undefined, seq: number) =>
+      record(
+        {
+          type: 'member',
+          schemaVersion: 1,
+          member: {
+            id: 'm-alice',
+            name: 'alice',
+            description: '',
+            agentType: 'worker',
+            ...(provider === undefined ? {} : { provider }),
+            context: 'fresh',
+            phase: 'active',
+          },
+        },
+        seq,
+      );
+    const task = (status: string, seq: number) =>
+      record(
+        {
+          type: 'task',
+          schemaVersion: 1,
+          task: {
+            id: 'task-1',
+            revision: seq,
+            subject: 's',
+            description: 'd',
+            status,
+            creatorId: 'm-alice',
+            ownerId: 'm-alice',
+            blockedBy: [],
+            writeScopes: [],
+          },
+        },
+        seq,
+      );
+    const step = () =>
+      publish('alice', { type: 'model.step', step: 1, usage: { inputTokens: 3, outputTokens: 1 } });
+    const tool = (id: string) =>
+      publish('alice', {
+        type: 'tool.call',
+        toolCall: { id, name: 'read', input: {} },
+      } as AgentEvent);
+    member(undefined, 1);
+    publish('alice', { type: 'turn.start', reason: 'host' });
+    step();
+    tool('call-1');
+    task('in_progress', 2);
+    member('openai:gpt-x', 3);
+    step();
+    tool('call-2');
+    task('completed', 4);
+    tool('call-3');
+    publish('alice', { type: 'turn.end', stopReason: 'end_turn', steps: 2, text: '' });
+    const spans = exporter.getFinishedSpans();
+    const taskOf = (callId: string) =>
+      spans.find((s) => s.attributes[ATTR.toolCallId] === callId)?.attributes[ATTR.task];
+    expect([taskOf('call-1'), taskOf('call-2'), taskOf('call-3')]).toEqual([
+      undefined,
+      'task-1',
+      undefined,
+    ]);
+    expect(
+      spans
+        .filter((s) => s.name.startsWith('chat'))
+        .map((s) => [s.name, s.attributes[ATTR.task], s.attributes[ATTR.requestModel]]),
+    ).toEqual([
+      ['chat', undefined, undefined],
+      ['chat gpt-x', 'task-1', 'gpt-x'],
+    ]);
+    const { resourceMetrics } = await reader.collect();
+    const tokens = resourceMetrics.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === METRIC.tokenUsage);
+    expect(
+      tokens?.dataPoints
+        .map((p) => `${p.attributes[ATTR.tokenType]}:${p.attributes[ATTR.requestModel] ?? '-'}`)
+        .sort(),
+    ).toEqual(['input:-', 'input:gpt-x', 'output:-', 'output:gpt-x']);
+  });
+
   it('never throws into the runtime, and forwards every event through wrap', () => {
     const { telemetry } = setup();
     const seen: string[] = [];

@@ -96,6 +96,28 @@ interface Track {
   chat: { span: Span; endAt: number } | undefined;
   tools: Map<string, Span>;
   compaction: Span | undefined;
+  /** Attribute sets of this member, built once and reused until what they say changes. */
+  attrs: MemberAttributes | undefined;
+}
+
+/**
+ * A member's attribute sets, frozen so that sharing one between spans and metric points is safe:
+ * a tracer or meter copies or keeps them, never changes them. Rebuilt when the team, the member's
+ * id, its task in progress or its model changes.
+ */
+interface MemberAttributes {
+  teamId: string | undefined;
+  id: string | undefined;
+  task: string | undefined;
+  model: Model | undefined;
+  /** Team, agent name and id, member, task in progress: what every span of the member carries. */
+  span: Attributes;
+  /** Team, member, `chat` operation, provider and model: the model-call metrics' attributes. */
+  chat: Attributes;
+  chatInput: Attributes;
+  chatOutput: Attributes;
+  /** Metric attribute sets of the member by the attribute pair they add (enum values only). */
+  metrics: Map<string, Map<string, Map<string, Attributes>>>;
 }
 
 interface Remembered {
@@ -129,7 +151,8 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
   const tracer = options.tracer ?? trace.getTracer(INSTRUMENTATION_NAME);
   const meter = options.meter ?? metrics.getMeter(INSTRUMENTATION_NAME);
   const capture = options.captureContent === true;
-  const now = options.now ?? (() => performance.timeOrigin + performance.now());
+  const origin = performance.timeOrigin;
+  const now = options.now ?? (() => origin + performance.now());
   let teamId = options.teamId;
   let team: TelemetryTeamView | undefined;
   let closed = false;
@@ -138,7 +161,7 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
   /** Member names by id, and ids by name, from the records seen and the attached roster. */
   const names = new Map<string, string>();
   const ids = new Map<string, string>();
-  const models = new Map<string, Model>();
+  const models = new Map<string, Model | undefined>();
   /** The task each member (by id) has in progress. */
   const tasks = new Map<string, string>();
   const mail = new Map<string, Remembered>();
@@ -201,6 +224,7 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
         chat: undefined,
         tools: new Map(),
         compaction: undefined,
+        attrs: undefined,
       };
       tracks.set(name, found);
     }
@@ -230,20 +254,88 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
       } catch {
         // a roster that cannot be read leaves the model unnamed
       }
+      // read once per name: a member record that names a model later still sets it
+      if (!models.has(name)) models.set(name, undefined);
     }
     return models.get(name);
   }
 
-  /** Attributes every span of `name` carries. */
-  function memberAttrs(name: string): Attributes {
-    const attributes: Attributes = { ...teamAttrs(), [ATTR.agentName]: name, [ATTR.member]: name };
-    const id = ids.get(name);
-    if (id !== undefined) {
-      attributes[ATTR.agentId] = id;
-      const task = tasks.get(id);
-      if (task !== undefined) attributes[ATTR.task] = task;
+  /** The member's attribute sets, rebuilt only when the team, its id, task or model changed. */
+  function attributesOf(t: Track): MemberAttributes {
+    const id = ids.get(t.name);
+    const task = id === undefined ? undefined : tasks.get(id);
+    const model = modelOf(t.name);
+    const cached = t.attrs;
+    if (
+      cached !== undefined &&
+      cached.teamId === teamId &&
+      cached.id === id &&
+      cached.task === task &&
+      cached.model === model
+    ) {
+      return cached;
     }
-    return attributes;
+    const span: Attributes = teamAttrs();
+    span[ATTR.agentName] = t.name;
+    span[ATTR.member] = t.name;
+    if (id !== undefined) {
+      span[ATTR.agentId] = id;
+      if (task !== undefined) span[ATTR.task] = task;
+    }
+    const chat: Attributes = teamAttrs();
+    chat[ATTR.member] = t.name;
+    chat[ATTR.operation] = 'chat';
+    if (model !== undefined) {
+      chat[ATTR.provider] = model.provider;
+      if (model.model !== undefined) chat[ATTR.requestModel] = model.model;
+    }
+    const built: MemberAttributes = {
+      teamId,
+      id,
+      task,
+      model,
+      span: Object.freeze(span),
+      chat: Object.freeze(chat),
+      chatInput: Object.freeze({ ...chat, [ATTR.tokenType]: 'input' }),
+      chatOutput: Object.freeze({ ...chat, [ATTR.tokenType]: 'output' }),
+      metrics: new Map(),
+    };
+    t.attrs = built;
+    return built;
+  }
+
+  /**
+   * A metric attribute set of the member: team, member and the two attributes given, built once
+   * per value pair. The values come from small enums (reasons, kinds), so the sets stay few.
+   */
+  function metricAttrs(
+    t: Track,
+    first: string,
+    firstValue: string,
+    second: string,
+    secondValue: string | undefined,
+  ): Attributes {
+    const { metrics } = attributesOf(t);
+    let byFirst = metrics.get(first);
+    if (byFirst === undefined) metrics.set(first, (byFirst = new Map()));
+    let bySecond = byFirst.get(firstValue);
+    if (bySecond === undefined) byFirst.set(firstValue, (bySecond = new Map()));
+    let found = bySecond.get(secondValue ?? '');
+    if (found === undefined) {
+      const attributes = teamAttrs();
+      attributes[ATTR.member] = t.name;
+      attributes[first] = firstValue;
+      if (secondValue !== undefined) attributes[second] = secondValue;
+      found = Object.freeze(attributes);
+      bySecond.set(secondValue ?? '', found);
+    }
+    return found;
+  }
+
+  /** A new attribute object: what every span of the member carries, and `extra`. */
+  function spanAttrs(t: Track, extra?: Attributes): Attributes {
+    const attributes = Object.assign({}, attributesOf(t).span);
+    return extra === undefined ? attributes : Object.assign(attributes, extra);
   }
 
   function clip(text: string): string {
@@ -259,6 +351,7 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
   }
 
   function endTools(t: Track, at: number): void {
+    if (t.tools.size === 0) return;
     for (const span of t.tools.values()) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: 'the turn ended before the tool' });
       span.setAttribute(ATTR.errorType, 'interrupted');
@@ -283,12 +376,11 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
     at: number,
   ): void {
     if (t.turn !== undefined) endTurn(t, undefined, at);
-    const attributes: Attributes = {
-      ...memberAttrs(t.name),
-      [ATTR.operation]: 'invoke_agent',
-      [ATTR.turnReason]: event.reason,
-    };
-    const model = modelOf(t.name);
+    const member = attributesOf(t);
+    const attributes = spanAttrs(t);
+    attributes[ATTR.operation] = 'invoke_agent';
+    attributes[ATTR.turnReason] = event.reason;
+    const { model } = member;
     if (model !== undefined) {
       attributes[ATTR.provider] = model.provider;
       if (model.model !== undefined) attributes[ATTR.requestModel] = model.model;
@@ -353,18 +445,18 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
     }
     t.last = toMessageTrace(span.spanContext());
     span.end(at);
-    turnDuration.record(Math.max(0, at - turn.startedAt) / 1000, {
-      ...teamAttrs(),
-      [ATTR.member]: t.name,
-      [ATTR.turnReason]: turn.reason,
-      [ATTR.stopReason]: stopReason,
-    });
+    turnDuration.record(
+      Math.max(0, at - turn.startedAt) / 1000,
+      metricAttrs(t, ATTR.turnReason, turn.reason, ATTR.stopReason, stopReason),
+    );
   }
 
   function onModelStep(t: Track, event: Extract<AgentEvent, { type: 'model.step' }>, at: number) {
     finishChat(t, undefined);
-    const model = modelOf(t.name);
-    const attributes: Attributes = { ...memberAttrs(t.name), [ATTR.operation]: 'chat' };
+    const member = attributesOf(t);
+    const { model } = member;
+    const attributes = spanAttrs(t);
+    attributes[ATTR.operation] = 'chat';
     if (model !== undefined) {
       attributes[ATTR.provider] = model.provider;
       if (model.model !== undefined) attributes[ATTR.requestModel] = model.model;
@@ -385,18 +477,9 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
     );
     t.chat = { span, endAt: at };
     t.boundary = at;
-    const metricAttrs: Attributes = {
-      ...teamAttrs(),
-      [ATTR.member]: t.name,
-      [ATTR.operation]: 'chat',
-    };
-    if (model !== undefined) {
-      metricAttrs[ATTR.provider] = model.provider;
-      if (model.model !== undefined) metricAttrs[ATTR.requestModel] = model.model;
-    }
-    tokenUsage.record(usage.inputTokens, { ...metricAttrs, [ATTR.tokenType]: 'input' });
-    tokenUsage.record(usage.outputTokens, { ...metricAttrs, [ATTR.tokenType]: 'output' });
-    operationDuration.record((at - startedAt) / 1000, metricAttrs);
+    tokenUsage.record(usage.inputTokens, member.chatInput);
+    tokenUsage.record(usage.outputTokens, member.chatOutput);
+    operationDuration.record((at - startedAt) / 1000, member.chat);
   }
 
   function onRecord(record: TeamRecord): void {
@@ -438,11 +521,10 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
         forget(record.messageId);
         const target = names.get(record.targetId);
         if (target === undefined || !local.has(target)) break;
-        deliveryLatency.record(Math.max(0, record.at - message.queuedAt) / 1000, {
-          ...teamAttrs(),
-          [ATTR.member]: target,
-          [ATTR.messageKind]: message.kind,
-        });
+        deliveryLatency.record(
+          Math.max(0, record.at - message.queuedAt) / 1000,
+          metricAttrs(track(target), ATTR.messageKind, message.kind, '', undefined),
+        );
         // mail spliced into a running turn: the turn links to the span that sent it
         const turn = tracks.get(target)?.turn;
         const sender = fromMessageTrace(message.trace);
@@ -503,13 +585,11 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
         break;
       case 'tool.call': {
         finishChat(t, ['tool_calls']);
-        const attributes: Attributes = {
-          ...memberAttrs(t.name),
-          [ATTR.operation]: 'execute_tool',
-          [ATTR.toolName]: event.toolCall.name,
-          [ATTR.toolCallId]: event.toolCall.id,
-          [ATTR.toolType]: 'function',
-        };
+        const attributes = spanAttrs(t);
+        attributes[ATTR.operation] = 'execute_tool';
+        attributes[ATTR.toolName] = event.toolCall.name;
+        attributes[ATTR.toolCallId] = event.toolCall.id;
+        attributes[ATTR.toolType] = 'function';
         if (capture) {
           attributes[ATTR.toolArguments] = clip(JSON.stringify(event.toolCall.input) ?? 'null');
         }
@@ -543,12 +623,11 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
           `compaction ${t.name}`,
           {
             kind: SpanKind.INTERNAL,
-            attributes: {
-              ...memberAttrs(t.name),
+            attributes: spanAttrs(t, {
               [ATTR.compactionReason]: event.reason,
               [ATTR.tokensBefore]: event.tokensBefore,
               [ATTR.estimated]: event.estimated,
-            },
+            }),
             startTime: at,
           },
           parentOf(t),
@@ -563,21 +642,18 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
             parentOf(t),
           );
         t.compaction = undefined;
-        span.setAttributes({
-          ...memberAttrs(t.name),
-          [ATTR.compactionReason]: event.reason,
-          [ATTR.tokensBefore]: event.tokensBefore,
-          [ATTR.tokensAfter]: event.tokensAfter,
-          [ATTR.estimated]: event.estimated,
-          [ATTR.replacedMessages]: event.replacedMessages,
-          [ATTR.compactionPolicy]: event.policy,
-        });
+        span.setAttributes(
+          spanAttrs(t, {
+            [ATTR.compactionReason]: event.reason,
+            [ATTR.tokensBefore]: event.tokensBefore,
+            [ATTR.tokensAfter]: event.tokensAfter,
+            [ATTR.estimated]: event.estimated,
+            [ATTR.replacedMessages]: event.replacedMessages,
+            [ATTR.compactionPolicy]: event.policy,
+          }),
+        );
         span.end(at);
-        compactions.add(1, {
-          ...teamAttrs(),
-          [ATTR.member]: t.name,
-          [ATTR.compactionReason]: event.reason,
-        });
+        compactions.add(1, metricAttrs(t, ATTR.compactionReason, event.reason, '', undefined));
         t.boundary = at;
         break;
       }
