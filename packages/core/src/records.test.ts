@@ -432,6 +432,17 @@ describe('the compiled record schema, the fast path of record validation', () =>
     );
   });
 
+  it('refuses a schemaVersion that is an object, even one that cannot become a string', () => {
+    for (const schemaVersion of [{ toString: 0 }, Object.create(null), [1], () => 1]) {
+      const value = { ...(TYPICAL[0] as Json), schemaVersion };
+      const refusal = catchTeamError(() => parseTeamRecord(value));
+      expect(refusal.code).toBe('INVALID_RECORD');
+      expect(refusal.message).toMatch(
+        /has no valid schemaVersion \(got an? (object|array|function)\)/,
+      );
+    }
+  });
+
   it('accepts a typical record of each type, and strips keys it does not know', () => {
     for (const record of TYPICAL) {
       expect(parseTeamRecord(record)).toStrictEqual(record);

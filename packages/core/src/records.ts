@@ -535,13 +535,21 @@ export function parseAppendedRecord(value: unknown): TeamRecord {
   return built.has(value as object) ? (value as TeamRecord) : parseTeamRecord(value);
 }
 
+/** A bad `schemaVersion` as an error message shows it: never by calling anything on it. */
+function shownVersion(version: unknown): string {
+  if (Array.isArray(version)) return 'an array';
+  if (typeof version === 'object' && version !== null) return 'an object';
+  if (typeof version === 'function') return 'a function';
+  return String(version);
+}
+
 /** Refuses a value whose `schemaVersion` is missing, not an integer, or unknown. */
 export function checkSchemaVersion(value: unknown): void {
   const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
     throw new TeamError(
       'INVALID_RECORD',
-      `record has no valid schemaVersion (got ${String(version)})`,
+      `record has no valid schemaVersion (got ${shownVersion(version)})`,
     );
   }
   if (version > SCHEMA_VERSION) {
