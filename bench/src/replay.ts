@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { foldTeam, openTeam, parseTeamRecord, type TeamRecord } from '@teamwire/core';
+import { foldTeam, openTeam, readTeamRecord, type TeamRecord } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
 import { xmlFormat } from '@teamwire/protocol';
 import { openJsonlTeamStore } from '@teamwire/storage';
@@ -34,10 +34,13 @@ function bareParse(log: JsonlLog): void {
   sink ^= seqs;
 }
 
-/** What recovery does with each line: decode, `JSON.parse`, validate the record, fold it. */
+/**
+ * What recovery does with each line: decode, `JSON.parse`, validate the record as a team log does
+ * (`readTeamRecord`), fold it.
+ */
 function* validatedRecords(log: JsonlLog): Generator<TeamRecord> {
   const count = log.offsets.length - 1;
-  for (let i = 0; i < count; i++) yield parseTeamRecord(JSON.parse(lineAt(log, i)));
+  for (let i = 0; i < count; i++) yield readTeamRecord(JSON.parse(lineAt(log, i)));
 }
 
 function foldLog(log: JsonlLog): void {

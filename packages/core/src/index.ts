@@ -169,6 +169,7 @@ export {
   parseTeamRecord,
   QueuedMessage,
   RECORD_SCHEMA_VERSIONS,
+  readTeamRecord,
   SCHEMA_VERSION,
   TASK_ID_PATTERN,
   Task,

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -7,6 +8,7 @@ import {
   compiledTeamRecord,
   parseAppendedRecord,
   parseTeamRecord,
+  readTeamRecord,
   SCHEMA_VERSION,
   TeamRecord,
   TRANSCRIPT_SCHEMA_VERSION,
@@ -354,6 +356,7 @@ const keyOrder = (v: unknown): unknown =>
 function agreesWithZod(value: unknown): void {
   const compiled = compiledTeamRecord();
   const zod = TeamRecord.safeParse(value);
+  readAgreesWithZod(value);
   expect(takenFast(compiled, value)).toBe(zod.success);
   const fast = compiled.safeParse(value);
   expect(fast.success).toBe(zod.success);
@@ -380,6 +383,38 @@ function agreesWithZod(value: unknown): void {
   for (const [path, o] of objectsOf(copy)) {
     expect(inputs.has(o), path.join('.')).toBe(zodShares.get(path.join('.')));
   }
+}
+
+/**
+ * `readTeamRecord` of the value as JSON text gives it (what a log hands it) agrees with the schema
+ * on that value: the same refusal, or the same record, and that record is the value itself exactly
+ * when the schema dropped nothing from it.
+ */
+function readAgreesWithZod(value: unknown): void {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return; // no JSON text holds it
+  }
+  if (text === undefined) return;
+  const owned: unknown = JSON.parse(text);
+  const zod = TeamRecord.safeParse(owned);
+  if (!zod.success) {
+    const again: unknown = JSON.parse(text);
+    expectRefusal(
+      () => readTeamRecord(again),
+      again,
+      SCHEMA_VERSION,
+      'invalid team record',
+      zod.error,
+    );
+    return;
+  }
+  const dropped = !isDeepStrictEqual(owned, zod.data);
+  const read = readTeamRecord(owned);
+  expect(read).toStrictEqual(zod.data);
+  expect(read === owned).toBe(!dropped);
 }
 
 /**
@@ -435,11 +470,13 @@ describe('the compiled record schema, the fast path of record validation', () =>
   it('refuses a schemaVersion that is an object, even one that cannot become a string', () => {
     for (const schemaVersion of [{ toString: 0 }, Object.create(null), [1], () => 1]) {
       const value = { ...(TYPICAL[0] as Json), schemaVersion };
-      const refusal = catchTeamError(() => parseTeamRecord(value));
-      expect(refusal.code).toBe('INVALID_RECORD');
-      expect(refusal.message).toMatch(
-        /has no valid schemaVersion \(got an? (object|array|function)\)/,
-      );
+      for (const read of [parseTeamRecord, readTeamRecord]) {
+        const refusal = catchTeamError(() => read(value));
+        expect(refusal.code).toBe('INVALID_RECORD');
+        expect(refusal.message).toMatch(
+          /has no valid schemaVersion \(got an? (object|array|function)\)/,
+        );
+      }
     }
   });
 
@@ -447,6 +484,9 @@ describe('the compiled record schema, the fast path of record validation', () =>
     for (const record of TYPICAL) {
       expect(parseTeamRecord(record)).toStrictEqual(record);
       expect(parseTeamRecord({ ...record, extra: true })).toStrictEqual(record);
+      const owned = structuredClone(record);
+      expect(readTeamRecord(owned)).toBe(owned);
+      expect(readTeamRecord({ ...record, extra: true })).toStrictEqual(record);
       expect(takenFast(compiledTeamRecord(), { ...record, extra: true })).toBe(true);
       agreesWithZod(record);
     }

@@ -509,6 +509,73 @@ export function parseTeamRecord(value: unknown): TeamRecord {
 }
 
 /**
+ * `schema` with every object in it strict: the same shapes and checks, and a key the shape does not
+ * name refused instead of dropped (objects that keep unknown keys, such as unknown content blocks,
+ * stay as they are). Derived from the schema, so it cannot drift from it: a value with no unknown
+ * key gets the same verdict from both. `undefined` where the schema cannot be walked (a zod whose
+ * internals differ), and then nothing uses it.
+ */
+function strictSchema(schema: z.ZodType): z.ZodType | undefined {
+  type Node = { _zod: { def: Record<string, unknown> }; clone(def: object): Node };
+  const walk = (node: Node): Node => {
+    const def = node._zod.def;
+    switch (def.type) {
+      case 'object': {
+        const shape: Record<string, Node> = {};
+        for (const [key, value] of Object.entries(def.shape as Record<string, Node>)) {
+          shape[key] = walk(value);
+        }
+        return node.clone({ ...def, shape, catchall: def.catchall ?? z.never() });
+      }
+      case 'array':
+        return node.clone({ ...def, element: walk(def.element as Node) });
+      case 'optional':
+        return node.clone({ ...def, innerType: walk(def.innerType as Node) });
+      case 'union':
+        return node.clone({ ...def, options: (def.options as Node[]).map(walk) });
+      default:
+        return node;
+    }
+  };
+  try {
+    return walk(schema as unknown as Node) as unknown as z.ZodType;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The strict {@link TeamRecord} as zod compiles it, for {@link readTeamRecord}; see {@link strictSchema}. */
+const strictTeamRecord: () => ((value: unknown) => boolean) | undefined = (() => {
+  let validate: ((value: unknown) => boolean) | undefined;
+  let built = false;
+  return () => {
+    if (!built) {
+      built = true;
+      const strict = strictSchema(TeamRecord);
+      const compile = (z as { compile?: typeof z.compile }).compile;
+      const compiled =
+        strict === undefined || typeof compile !== 'function' ? strict : compile(strict);
+      const check = (compiled as { validate?: (value: unknown) => boolean } | undefined)?.validate;
+      validate = typeof check === 'function' ? check.bind(compiled) : undefined;
+    }
+    return validate;
+  };
+})();
+
+/**
+ * Validates a value fresh from `JSON.parse` (plain objects and arrays that nothing else holds) as a
+ * {@link TeamRecord}: what a team log does with each record it reads. A value that is exactly a
+ * record, every key one the schema names, is checked in place and returned itself, with no copy
+ * built. Anything else is read as {@link parseTeamRecord} reads it: keys the schema does not name
+ * are dropped in a copy, and a value the schema refuses gets the same error. For any other value
+ * (one a caller keeps, or with prototypes of its own) use {@link parseTeamRecord}.
+ */
+export function readTeamRecord(value: unknown): TeamRecord {
+  const validate = strictTeamRecord();
+  return validate?.(value) ? (value as TeamRecord) : parseTeamRecord(value);
+}
+
+/**
  * Schema-checks a record a command built from its input and returns the parsed copy, detached
  * from the caller's objects; a value the schema refuses is the caller's mistake, `INVALID_ARGUMENT`.
  * The copy is one core built: {@link parseAppendedRecord} takes it without checking it again.

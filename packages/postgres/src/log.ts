@@ -7,7 +7,7 @@ import type {
   TeamLogAppendOptions,
   TeamRecord,
 } from '@teamwire/core';
-import { parseAppendedRecord, parseTeamRecord, TeamError } from '@teamwire/core';
+import { parseAppendedRecord, readTeamRecord, TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import type { RetryPolicy, SqlValue } from './connection.js';
 import {
@@ -525,7 +525,7 @@ export class PostgresTeamLog implements TeamLog {
     const details = { table: 'team_log', teamId: this.teamId, seq };
     try {
       if (seq !== expected) throw new Error(`seq ${expected} is missing`);
-      const record = parseTeamRecord(JSON.parse(row.record));
+      const record = readTeamRecord(JSON.parse(row.record));
       if (record.seq !== seq) throw new Error(`the record holds seq ${record.seq}`);
       if (record.teamId !== this.teamId) {
         throw new Error(`the record belongs to team ${record.teamId}`);

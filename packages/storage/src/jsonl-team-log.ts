@@ -7,7 +7,7 @@ import type {
   TeamRecord,
   TeamStateSnapshot,
 } from '@teamwire/core';
-import { parseAppendedRecord, parseTeamRecord, TeamError } from '@teamwire/core';
+import { parseAppendedRecord, readTeamRecord, TeamError } from '@teamwire/core';
 import type { Durability } from './append-writer.js';
 import { AppendWriter } from './append-writer.js';
 import type { StorageFileHandle, StorageFs } from './fs-seam.js';
@@ -46,11 +46,12 @@ export interface JsonlTeamLog extends TeamLog {
 const CHECKPOINT_STRIDE = 1024;
 
 /**
- * Validates one stored line as a record of this team at the expected position. Shared by the
- * owner's recovery and the read-only inspection, so both accept exactly the same files.
+ * Validates one stored line, as `JSON.parse` gave it, as a record of this team at the expected
+ * position (with core's `readTeamRecord`: checked in place, no copy). Shared by the owner's
+ * recovery and the read-only inspection, so both accept exactly the same files.
  */
 export function checkLogLine(value: unknown, seq: number, teamId: string | undefined) {
-  const record = parseTeamRecord(value);
+  const record = readTeamRecord(value);
   if (record.seq !== seq) {
     throw new Error(`expected seq ${seq}, found seq ${record.seq}`);
   }

@@ -15,7 +15,7 @@ import type {
 } from '../ports/placement.js';
 import type { SharedTeamLog, TeamLog } from '../ports/team-log.js';
 import type { TeamRecord } from '../records.js';
-import { parseTeamRecord } from '../records.js';
+import { readTeamRecord } from '../records.js';
 
 /** What a participant of a {@link MemorySharedTeam} is willing to run. */
 export interface MemoryRuns {
@@ -287,7 +287,7 @@ export function createMemorySharedTeam(options: { teamId: string }): MemoryShare
           }
           let expected = stored.length + 1;
           const copies = records.map((record) => {
-            const copy = parseTeamRecord(JSON.parse(JSON.stringify(record)));
+            const copy = readTeamRecord(JSON.parse(JSON.stringify(record)));
             if (copy.seq !== expected++) {
               throw new TeamError('INVALID_ARGUMENT', `append leaves a gap at seq ${copy.seq}`);
             }

@@ -3,7 +3,7 @@ import { TeamError } from '../errors.js';
 import type { TeamLog, TeamLogSnapshots } from '../ports/team-log.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import type { TeamRecord } from '../records.js';
-import { parseTeamRecord } from '../records.js';
+import { parseTeamRecord, readTeamRecord } from '../records.js';
 import { resolveSnapshotPolicy, type SnapshotPolicy } from '../state/snapshot-policy.js';
 import { repairTranscript } from '../transcript-repair.js';
 
@@ -108,7 +108,7 @@ export function createMemoryTeamLog(options: {
       for (const record of records) {
         const text = JSON.stringify(record);
         logBytes += text.length;
-        const copy = parseTeamRecord(JSON.parse(text));
+        const copy = readTeamRecord(JSON.parse(text));
         if (copy.seq !== expected) {
           throw new TeamError(
             'LOG_INVARIANT',
