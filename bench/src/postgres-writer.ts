@@ -10,6 +10,7 @@ import {
   type SequencerStats,
 } from '@teamwire/postgres';
 import { xmlFormat } from '@teamwire/protocol';
+import pg from 'pg';
 import { benchAgents } from './team-fixture.js';
 import { LEAD_TYPE, WORKER_TYPE } from './team-log.js';
 
@@ -65,6 +66,22 @@ export function countingLog(
   return counted;
 }
 
+/**
+ * A pool for a store, with the settings the store gives the pool it makes itself; the caller ends
+ * it (a store never ends a pool it was given).
+ */
+export function storePool(connectionString: string): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
+  pool.on('error', () => {});
+  return pool;
+}
+
 type Outcomes = SequencerStats['outcomes'];
 
 /** What the parent tells a team process. */
@@ -95,9 +112,13 @@ export type ToWriter =
 export interface WriterRound {
   /** Appends this process made itself, and how many of each size (when sized). */
   appends: number;
+  /** Statements this process's store ran (its pool's checkouts; the doorbell's not included). */
+  statements: number;
   sizes: [number, number][];
   /** CPU (user + system) and event-loop utilization of this process over the round. */
   cpuMs: number;
+  /** The kernel's part of `cpuMs` (system time). */
+  systemMs: number;
   busy: number;
   /** Answers to this process's proposals, and proposals of others it sequenced. */
   outcomes: Outcomes;
@@ -131,6 +152,8 @@ function failure(error: unknown): string {
  */
 export async function runPostgresWriter(): Promise<number> {
   let store: PostgresTeamStore | undefined;
+  let pool: pg.Pool | undefined;
+  let statements = 0;
   let team: TeamService | undefined;
   let log: ReturnType<typeof countingLog> | undefined;
   let opened: Extract<ToWriter, { type: 'open' }> | undefined;
@@ -145,7 +168,12 @@ export async function runPostgresWriter(): Promise<number> {
         at: number;
       }
     | undefined;
-  let before = { appends: 0, outcomes: undefined as Outcomes | undefined, served: 0 };
+  let before = {
+    appends: 0,
+    statements: 0,
+    outcomes: undefined as Outcomes | undefined,
+    served: 0,
+  };
   const micros = () => Number(process.hrtime.bigint() / 1000n);
   const windows: [number, number][] = [];
   const close = () => {
@@ -156,6 +184,7 @@ export async function runPostgresWriter(): Promise<number> {
       }
       await team?.dispose().catch(() => undefined);
       await store?.close().catch(() => undefined);
+      await pool?.end().catch(() => undefined);
     })();
     return closing;
   };
@@ -173,9 +202,11 @@ export async function runPostgresWriter(): Promise<number> {
 
   async function open(options: Extract<ToWriter, { type: 'open' }>): Promise<void> {
     opened = options;
+    pool = storePool(options.connectionString);
+    pool.on('acquire', () => statements++);
     store = await openPostgresTeamStore({
       teamId: options.teamId,
-      connectionString: options.connectionString,
+      pool,
       schema: options.schema,
       runs: { lead: options.lead, agentTypes: [] },
     });
@@ -248,6 +279,7 @@ export async function runPostgresWriter(): Promise<number> {
     log.sizing = sizing;
     before = {
       appends: log.appends,
+      statements,
       outcomes: { ...seq.stats.outcomes },
       served: seq.stats.served,
     };
@@ -282,8 +314,10 @@ export async function runPostgresWriter(): Promise<number> {
       seq: seen,
       round: {
         appends: log.appends - before.appends,
+        statements: statements - before.statements,
         sizes: [...log.sizes],
         cpuMs: (cpu.user + cpu.system) / 1000,
+        systemMs: cpu.system / 1000,
         busy: performance.eventLoopUtilization(start.loop).utilization,
         outcomes,
         served: seq.stats.served - before.served,

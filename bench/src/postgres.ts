@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
   type Clock,
@@ -29,6 +29,7 @@ import {
   type FromWriter,
   POSTGRES_WRITER_ENV,
   POSTGRES_WRITER_PROFILE_ENV,
+  storePool,
   type ToWriter,
   type WriterRound,
 } from './postgres-writer.js';
@@ -142,14 +143,7 @@ class Scratch {
    * cleanup (a store never ends a pool it was given).
    */
   pool(): pg.Pool {
-    const pool = new pg.Pool({
-      connectionString: this.url,
-      max: 10,
-      connectionTimeoutMillis: 5000,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
-    });
-    pool.on('error', () => {});
+    const pool = storePool(this.url);
     this.pools.push(pool);
     return pool;
   }
@@ -833,24 +827,38 @@ type Writer = ForkedProcess<ToWriter, FromWriter>;
 function writerTotals() {
   const totals = {
     appends: 0,
+    statements: 0,
     records: 0,
     /** Rounds measured, and their wall ms from the sends to every process having read the last record. */
     rounds: 0,
     wallMs: 0,
     cpuMs: 0,
+    systemMs: 0,
     /** CPU of the process that sequenced, and the busiest event loop seen in a round. */
     sequencerCpuMs: 0,
     busiest: 0,
+    /** The machine's CPU time (all its cores) over the sends, and the part of it not idle. */
+    machineMs: 0,
+    machineBusyMs: 0,
     served: 0,
     sizes: new Map<number, number>(),
     outcomes: { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 },
-    add(rounds: readonly WriterRound[], records: number, wallMs: number) {
+    add(
+      rounds: readonly WriterRound[],
+      records: number,
+      wallMs: number,
+      machine: { totalMs: number; busyMs: number },
+    ) {
       totals.rounds++;
+      totals.machineMs += machine.totalMs;
+      totals.machineBusyMs += machine.busyMs;
       totals.records += records;
       totals.wallMs += wallMs;
       for (const round of rounds) {
         totals.appends += round.appends;
+        totals.statements += round.statements;
         totals.cpuMs += round.cpuMs;
+        totals.systemMs += round.systemMs;
         if (round.leading) totals.sequencerCpuMs += round.cpuMs;
         totals.busiest = Math.max(totals.busiest, round.busy);
         totals.served += round.served;
@@ -864,6 +872,24 @@ function writerTotals() {
     },
   };
   return totals;
+}
+
+/**
+ * The CPU time of every core of the machine so far (ms), or since `since`: all its processes,
+ * PostgreSQL's included.
+ */
+function machineTimes(since?: { totalMs: number; busyMs: number }) {
+  let totalMs = 0;
+  let idleMs = 0;
+  for (const cpu of cpus()) {
+    const { user, nice, sys, idle, irq } = cpu.times;
+    totalMs += user + nice + sys + idle + irq;
+    idleMs += idle;
+  }
+  const busyMs = totalMs - idleMs;
+  return since === undefined
+    ? { totalMs, busyMs }
+    : { totalMs: totalMs - since.totalMs, busyMs: busyMs - since.busyMs };
 }
 
 /**
@@ -943,6 +969,7 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
     const rates = await alternate(sizes.repeats, sizes.warmups, {
       subject: async (round) => {
         const sizing = round >= sizes.warmups;
+        const machine = machineTimes();
         const start = now();
         const sent = await Promise.all(
           writers.map((w) =>
@@ -950,6 +977,7 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
           ),
         );
         const ms = now() - start;
+        const busy = machineTimes(machine);
         const end = Math.max(...sent.map((s) => s.seq));
         const settled = await settleAll(end);
         const written = end - lastSeq;
@@ -961,7 +989,7 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
           const reports = settled.flatMap((s) => (s.round === undefined ? [] : [s.round]));
           if (reports.length !== WRITERS)
             throw new Error(`round ${round}: a process sent no report`);
-          totals.add(reports, written, now() - start);
+          totals.add(reports, written, now() - start, busy);
         }
         return (written * 1000) / ms;
       },
@@ -984,7 +1012,7 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
       'append, 16 processes (team service each), through the sequencer',
       '16 processes',
       rates,
-      `16 forked node processes on this machine's ${availableParallelism()} cores (shared with PostgreSQL and the parent), each a store with its own pool and doorbell and a team service folding every record; process 0 runs the lead, the 15 others run nothing and only write; each sends its own teammate messages one after the other (mean ${Math.round(meanBytes(rows.json))} B records); process ${sequencers[0]} held the sequencer lock (it served ${totals.served} proposals); the others' proposals: ${outcomes}; ${(totals.records / Math.max(1, totals.appends)).toFixed(1)} records per append over all processes (${commonSizes(totals.sizes)}); CPU per record summed over the 16 processes ${perRecord(totals.cpuMs)} ms (the sequencer's ${perRecord(totals.sequencerCpuMs)} ms), ${cores.toFixed(2)} cores busy from the sends to every process having read the round, busiest event loop ${Math.round(totals.busiest * 100)}%; every process heard the sequencer first (${probeAttempts} probe messages); vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
+      `16 forked node processes on this machine's ${availableParallelism()} cores (shared with PostgreSQL, the bench's own process and any other work), each a store with its own pool and doorbell and a team service folding every record; process 0 runs the lead, the 15 others run nothing and only write; each sends its own teammate messages one after the other (mean ${Math.round(meanBytes(rows.json))} B records); process ${sequencers[0]} held the sequencer lock (it served ${totals.served} proposals); the others' proposals: ${outcomes}; ${(totals.records / Math.max(1, totals.appends)).toFixed(1)} records per append over all processes (${commonSizes(totals.sizes)}), ${(totals.statements / Math.max(1, totals.records)).toFixed(1)} statements per record over all stores (appends and reads back, not the NOTIFYs); CPU per record summed over the 16 processes ${perRecord(totals.cpuMs)} ms (${Math.round((totals.systemMs / Math.max(1, totals.cpuMs)) * 100)}% of it in the kernel; the sequencer's ${perRecord(totals.sequencerCpuMs)} ms), ${cores.toFixed(2)} cores busy from the sends to every process having read the round, busiest event loop ${Math.round(totals.busiest * 100)}%; the machine's cores were ${Math.round((totals.machineBusyMs / Math.max(1, totals.machineMs)) * 100)}% busy during the sends (every process of the machine); every process heard the sequencer first (${probeAttempts} probe messages); vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
     );
   } finally {
     await Promise.all(writers.map((w) => w.stop({ type: 'close' }).catch(() => undefined)));
