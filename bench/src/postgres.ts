@@ -912,8 +912,8 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
     (_, i) =>
       new ForkedProcess<ToWriter, FromWriter>(`team process ${i}`, POSTGRES_WRITER_ENV, execArgv),
   );
-  const clients = await Promise.all(Array.from({ length: WRITERS }, () => scratch.client()));
   try {
+    const clients = await Promise.all(Array.from({ length: WRITERS }, () => scratch.client()));
     const rounds = sizes.warmups + sizes.repeats;
     const perRound = WRITERS * sizes.perStore;
     const rows = queuedRows(team, rounds * perRound, createRandom(0x5e9));
@@ -1003,6 +1003,9 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
           opened[0]?.processId ?? 'bench',
         ),
     });
+    // an error a process reported while no wait was pending (during the last bare round)
+    const failures = writers.flatMap((w) => w.errors.map((e) => `${w.name}: ${e}`));
+    if (failures.length > 0) throw new Error(`team processes reported: ${failures.join('; ')}`);
     const outcomes = Object.entries(totals.outcomes)
       .map(([key, value]) => `${value} ${key}`)
       .join(', ');
