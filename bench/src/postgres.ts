@@ -269,6 +269,11 @@ function queuedRows(team: string, count: number, random: Random) {
   return { texts, json };
 }
 
+/** The `perRound` items of round `round` (from 0) of `items`. */
+function roundOf<T>(items: readonly T[], perRound: number): (round: number) => T[] {
+  return (round) => items.slice(round * perRound, (round + 1) * perRound);
+}
+
 /** Mean UTF-8 bytes of the records' JSON. */
 function meanBytes(texts: readonly string[]): number {
   let total = 0;
@@ -484,11 +489,11 @@ async function singleWriter(scratch: Scratch, sizes: Sizes, say: BenchContext['l
   const texts = messages.map((record) => JSON.stringify(record));
   say(`${BENCH}: 1 writer, ${sizes.single} appends per round, ${rounds} rounds`);
   try {
-    const slice = (round: number) => texts.slice(round * sizes.single, (round + 1) * sizes.single);
+    const slice = roundOf(texts, sizes.single);
     const none: RowExtras = { actorId: null, fence: null };
     const rates = await alternate(sizes.repeats, sizes.warmups, {
       subject: async (round) => {
-        const records = messages.slice(round * sizes.single, (round + 1) * sizes.single);
+        const records = roundOf(messages, sizes.single)(round);
         const start = now();
         for (const record of records) await store.log.append({ records: [record] });
         return (records.length * 1000) / (now() - start);
@@ -556,6 +561,7 @@ async function oneProcessCallers(scratch: Scratch, sizes: Sizes, say: BenchConte
     const perRound = WRITERS * sizes.perCaller;
     const members = service.listMembers(service.lead).filter((m) => !m.isLead);
     const { texts, json: bareTexts } = queuedRows(team, rounds * perRound, createRandom(0xa16));
+    const slice = roundOf(bareTexts, perRound);
     const token = await scratch.admin.query<{ token: string }>(
       `SELECT token::text AS token FROM "${scratch.schema}".placements WHERE team_id = $1 AND member_id = $2`,
       [team, team],
@@ -592,14 +598,7 @@ async function oneProcessCallers(scratch: Scratch, sizes: Sizes, say: BenchConte
         return (written * 1000) / ms;
       },
       bare: (round) =>
-        bareInserts(
-          scratch,
-          clients,
-          `${team}-b${round}`,
-          bareTexts.slice(round * perRound, (round + 1) * perRound),
-          extras,
-          store.processId,
-        ),
+        bareInserts(scratch, clients, `${team}-b${round}`, slice(round), extras, store.processId),
     });
     errors.check('16 callers through the team service');
     return throughputFigure(
@@ -674,7 +673,7 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
       `${BENCH}: 16 stores, optimistic seqs, ${sizes.perStore} records each per round, ${rounds} rounds`,
     );
     const processId = (stores[0] as PostgresTeamStore).processId;
-    const slice = (round: number) => bareTexts.slice(round * perRound, (round + 1) * perRound);
+    const slice = roundOf(bareTexts, perRound);
     const none: RowExtras = { actorId: null, fence: null };
     let optimisticRows = 0;
     const rates = await alternate(sizes.repeats, sizes.warmups, {
@@ -963,6 +962,8 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
     let lastSeq = setupSeq;
     const totals = writerTotals();
     const none: RowExtras = { actorId: null, fence: null };
+    const slice = roundOf(rows.json, perRound);
+    const processId = opened[0]?.processId ?? 'bench';
     say(
       `${BENCH}: 16 processes through the sequencer (process ${sequencers[0]}), ${sizes.perStore} messages each per round, ${rounds} rounds`,
     );
@@ -994,14 +995,7 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
         return (written * 1000) / ms;
       },
       bare: (round) =>
-        bareInserts(
-          scratch,
-          clients,
-          `${team}-b${round}`,
-          rows.json.slice(round * perRound, (round + 1) * perRound),
-          none,
-          opened[0]?.processId ?? 'bench',
-        ),
+        bareInserts(scratch, clients, `${team}-b${round}`, slice(round), none, processId),
     });
     // an error a process reported while no wait was pending (during the last bare round)
     const failures = writers.flatMap((w) => w.errors.map((e) => `${w.name}: ${e}`));
