@@ -958,8 +958,8 @@ async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContex
           w.ask({ type: 'settle', seq }, 'settled', 60_000, `reading up to ${seq}`),
         ),
       );
-    const setupSeq = Math.max(...(await settleAll(0)).map((s) => s.seq));
-    let lastSeq = setupSeq;
+    // the log's last seq before the rounds, as every process has read it
+    let lastSeq = Math.max(...(await settleAll(0)).map((s) => s.seq));
     const totals = writerTotals();
     const none: RowExtras = { actorId: null, fence: null };
     const slice = roundOf(rows.json, perRound);
