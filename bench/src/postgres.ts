@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { availableParallelism, cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
   type Clock,
@@ -7,26 +8,31 @@ import {
   type MessageQueuedRecord,
   openTeam,
   TeamError,
-  type TeamLog,
   type TeamRecord,
   TeamState,
   textContent,
 } from '@teamwire/core';
 import { createScriptedModel } from '@teamwire/core/testing';
-import {
-  openPostgresTeamStore,
-  type PostgresSequencer,
-  type PostgresTeamStore,
-} from '@teamwire/postgres';
+import { openPostgresTeamStore, type PostgresTeamStore } from '@teamwire/postgres';
 import { xmlFormat } from '@teamwire/protocol';
 import pg from 'pg';
 import type { Bench, BenchContext } from './context.js';
+import { ForkedProcess } from './forked.js';
 import {
   type FromTeammate,
   POSTGRES_TEAMMATE_ENV,
   type ToTeammate,
   wallNow,
 } from './postgres-teammate.js';
+import {
+  countingLog,
+  type FromWriter,
+  POSTGRES_WRITER_ENV,
+  POSTGRES_WRITER_PROFILE_ENV,
+  storePool,
+  type ToWriter,
+  type WriterRound,
+} from './postgres-writer.js';
 import { createRandom, createUlidLike, prose, type Random } from './random.js';
 import { type Figure, figure, formatNumber as formatRate } from './report.js';
 import { median, now, percentile, within } from './stats.js';
@@ -34,6 +40,8 @@ import { benchAgents, errorCollector } from './team-fixture.js';
 import { LEAD_TYPE, WORKER_TYPE } from './team-log.js';
 
 const BENCH = 'postgres';
+/** Connections, callers, stores or processes of the rows that write concurrently. */
+const WRITERS = 16;
 
 /** The database: `TEAMWIRE_PG_URL` (as for the package's tests), else the local default. */
 export function pgUrl(): string {
@@ -135,14 +143,7 @@ class Scratch {
    * cleanup (a store never ends a pool it was given).
    */
   pool(): pg.Pool {
-    const pool = new pg.Pool({
-      connectionString: this.url,
-      max: 10,
-      connectionTimeoutMillis: 5000,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
-    });
-    pool.on('error', () => {});
+    const pool = storePool(this.url);
     this.pools.push(pool);
     return pool;
   }
@@ -242,6 +243,35 @@ function messageLog(team: string, count: number, seed: number) {
     );
   }
   return { setup: built.setup, messages };
+}
+
+/**
+ * `count` message texts of a few hundred bytes, and the JSON of the `message.queued` records that
+ * sending text `i` from the lead to teammate `i % 16 + 1` makes, built by `TeamState` alike: the
+ * rows of the bare baseline.
+ */
+function queuedRows(team: string, count: number, random: Random) {
+  const texts = Array.from({ length: count }, () => messageText(random));
+  const sample = buildTeam(team, WRITERS);
+  const ids = createUlidLike(random, () => Date.now());
+  const json = texts.map((text, i) =>
+    JSON.stringify(
+      sample.state.queueMessage({
+        id: ids.next(),
+        senderId: team,
+        targetId: sample.ids[i % WRITERS] as string,
+        kind: 'message',
+        delivery: 'wakeup',
+        content: textContent(text),
+      }),
+    ),
+  );
+  return { texts, json };
+}
+
+/** The `perRound` items of round `round` (from 0) of `items`. */
+function roundOf<T>(items: readonly T[], perRound: number): (round: number) => T[] {
+  return (round) => items.slice(round * perRound, (round + 1) * perRound);
 }
 
 /** Mean UTF-8 bytes of the records' JSON. */
@@ -442,8 +472,6 @@ interface Sizes {
   messageWarmups: number;
 }
 
-const WRITERS = 16;
-
 // ------------------------------------------------------------------ 1 writer
 
 /**
@@ -461,11 +489,11 @@ async function singleWriter(scratch: Scratch, sizes: Sizes, say: BenchContext['l
   const texts = messages.map((record) => JSON.stringify(record));
   say(`${BENCH}: 1 writer, ${sizes.single} appends per round, ${rounds} rounds`);
   try {
-    const slice = (round: number) => texts.slice(round * sizes.single, (round + 1) * sizes.single);
+    const slice = roundOf(texts, sizes.single);
     const none: RowExtras = { actorId: null, fence: null };
     const rates = await alternate(sizes.repeats, sizes.warmups, {
       subject: async (round) => {
-        const records = messages.slice(round * sizes.single, (round + 1) * sizes.single);
+        const records = roundOf(messages, sizes.single)(round);
         const start = now();
         for (const record of records) await store.log.append({ records: [record] });
         return (records.length * 1000) / (now() - start);
@@ -495,36 +523,6 @@ async function singleWriter(scratch: Scratch, sizes: Sizes, say: BenchContext['l
 }
 
 // ------------------------------------------------------------------ 16 callers, one process
-
-/**
- * A team log that counts the appends that pass through it (and how many of each size, while
- * `sizing` is set), and delegates everything.
- */
-function countingLog(
-  log: TeamLog,
-): TeamLog & { appends: number; sizing: boolean; sizes: Map<number, number> } {
-  const counted = {
-    specificationVersion: log.specificationVersion,
-    teamId: log.teamId,
-    shared: log.shared,
-    appends: 0,
-    sizing: false,
-    sizes: new Map<number, number>(),
-    append(options: Parameters<TeamLog['append']>[0]) {
-      counted.appends++;
-      if (counted.sizing) {
-        const size = options.records.length;
-        counted.sizes.set(size, (counted.sizes.get(size) ?? 0) + 1);
-      }
-      return log.append(options);
-    },
-    read: (options?: Parameters<TeamLog['read']>[0]) => log.read(options),
-    subscribe: (options: Parameters<TeamLog['subscribe']>[0]) => log.subscribe(options),
-    lastSeq: () => log.lastSeq(),
-    close: () => log.close(),
-  };
-  return counted;
-}
 
 /**
  * Sixteen concurrent callers in one process, through the team service: `openTeam` over the store
@@ -559,26 +557,11 @@ async function oneProcessCallers(scratch: Scratch, sizes: Sizes, say: BenchConte
         agentType: WORKER_TYPE,
       });
     }
-    const random = createRandom(0xa16);
     const rounds = sizes.warmups + sizes.repeats;
     const perRound = WRITERS * sizes.perCaller;
-    const texts = Array.from({ length: rounds * perRound }, () => messageText(random));
-    // The bare rows: the JSON of the records these sends make, built by TeamState alike.
-    const sample = buildTeam(team, WRITERS);
     const members = service.listMembers(service.lead).filter((m) => !m.isLead);
-    const ids = createUlidLike(random, () => Date.now());
-    const bareTexts = texts.map((text, i) =>
-      JSON.stringify(
-        sample.state.queueMessage({
-          id: ids.next(),
-          senderId: team,
-          targetId: sample.ids[i % WRITERS] as string,
-          kind: 'message',
-          delivery: 'wakeup',
-          content: textContent(text),
-        }),
-      ),
-    );
+    const { texts, json: bareTexts } = queuedRows(team, rounds * perRound, createRandom(0xa16));
+    const slice = roundOf(bareTexts, perRound);
     const token = await scratch.admin.query<{ token: string }>(
       `SELECT token::text AS token FROM "${scratch.schema}".placements WHERE team_id = $1 AND member_id = $2`,
       [team, team],
@@ -615,14 +598,7 @@ async function oneProcessCallers(scratch: Scratch, sizes: Sizes, say: BenchConte
         return (written * 1000) / ms;
       },
       bare: (round) =>
-        bareInserts(
-          scratch,
-          clients,
-          `${team}-b${round}`,
-          bareTexts.slice(round * perRound, (round + 1) * perRound),
-          extras,
-          store.processId,
-        ),
+        bareInserts(scratch, clients, `${team}-b${round}`, slice(round), extras, store.processId),
     });
     errors.check('16 callers through the team service');
     return throughputFigure(
@@ -697,7 +673,7 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
       `${BENCH}: 16 stores, optimistic seqs, ${sizes.perStore} records each per round, ${rounds} rounds`,
     );
     const processId = (stores[0] as PostgresTeamStore).processId;
-    const slice = (round: number) => bareTexts.slice(round * perRound, (round + 1) * perRound);
+    const slice = roundOf(bareTexts, perRound);
     const none: RowExtras = { actorId: null, fence: null };
     let optimisticRows = 0;
     const rates = await alternate(sizes.repeats, sizes.warmups, {
@@ -844,179 +820,199 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
 
 // ------------------------------------------------------------------ 16 processes, sequencer
 
-/** A placement that runs nothing here (the process only writes, as the lead's client would). */
-const RUNS_NOTHING = {
-  specificationVersion: 'v1' as const,
-  async start() {},
-  runsHere: () => false,
-  candidatesChanged() {},
-  close: async () => {},
-};
+type Writer = ForkedProcess<ToWriter, FromWriter>;
+
+/** Per-round sums over the 16 processes' {@link WriterRound}s of the measured rounds. */
+function writerTotals() {
+  const totals = {
+    appends: 0,
+    statements: 0,
+    records: 0,
+    /** Rounds measured, and their wall ms from the sends to every process having read the last record. */
+    rounds: 0,
+    wallMs: 0,
+    cpuMs: 0,
+    systemMs: 0,
+    /** CPU of the process that sequenced, and the busiest event loop seen in a round. */
+    sequencerCpuMs: 0,
+    busiest: 0,
+    /** The machine's CPU time (all its cores) over the sends, and the part of it not idle. */
+    machineMs: 0,
+    machineBusyMs: 0,
+    served: 0,
+    sizes: new Map<number, number>(),
+    outcomes: { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 },
+    add(
+      rounds: readonly WriterRound[],
+      records: number,
+      wallMs: number,
+      machine: { totalMs: number; busyMs: number },
+    ) {
+      totals.rounds++;
+      totals.machineMs += machine.totalMs;
+      totals.machineBusyMs += machine.busyMs;
+      totals.records += records;
+      totals.wallMs += wallMs;
+      for (const round of rounds) {
+        totals.appends += round.appends;
+        totals.statements += round.statements;
+        totals.cpuMs += round.cpuMs;
+        totals.systemMs += round.systemMs;
+        if (round.leading) totals.sequencerCpuMs += round.cpuMs;
+        totals.busiest = Math.max(totals.busiest, round.busy);
+        totals.served += round.served;
+        for (const [size, count] of round.sizes) {
+          totals.sizes.set(size, (totals.sizes.get(size) ?? 0) + count);
+        }
+        for (const key of Object.keys(totals.outcomes) as (keyof typeof totals.outcomes)[]) {
+          totals.outcomes[key] += round.outcomes[key];
+        }
+      }
+    },
+  };
+  return totals;
+}
 
 /**
- * Sixteen processes of one team, each a store with its own pool and doorbell and a full team
- * runtime (`openTeam`: its own state, folding every record), all in this node process. Process 0
- * runs the lead; the 15 others run no member (a placement of their own that runs nothing, so
- * their writes are not fenced). Each process sends its own teammate messages, one after the
- * other. The process holding the team's sequencer lock commits its own and the others' proposals
- * in batched appends; the others propose and read the records back. Records per second, against
- * 16 connections inserting as many rows concurrently. Every record is folded and read back by 16
- * runtimes here, on this machine's cores, where separate processes would each have their own:
- * the note gives the CPU this node process spent per record and how busy its event loop was.
+ * The CPU time of every core of the machine so far (ms), or since `since`: all its processes,
+ * PostgreSQL's included.
+ */
+function machineTimes(since?: { totalMs: number; busyMs: number }) {
+  let totalMs = 0;
+  let idleMs = 0;
+  for (const cpu of cpus()) {
+    const { user, nice, sys, idle, irq } = cpu.times;
+    totalMs += user + nice + sys + idle + irq;
+    idleMs += idle;
+  }
+  const busyMs = totalMs - idleMs;
+  return since === undefined
+    ? { totalMs, busyMs }
+    : { totalMs: totalMs - since.totalMs, busyMs: busyMs - since.busyMs };
+}
+
+/**
+ * Sixteen processes of one team, each a forked node process with its own store (pool, doorbell)
+ * and team service (`openTeam`, folding every record of the team). Process 0 runs the lead; the
+ * 15 others run no member (a placement that runs nothing, so their writes are not fenced) and
+ * only write. Each round, every process sends its own teammate messages, one after the other; the
+ * process holding the team's sequencer lock commits its own and the others' proposals in batched
+ * appends, the others propose and read the records back. Records per second from the first send
+ * to the last process's last send answered, against 16 connections (in this process) inserting
+ * as many rows concurrently. The processes share this machine's cores with each other and with
+ * PostgreSQL.
  */
 async function sixteenProcesses(scratch: Scratch, sizes: Sizes, say: BenchContext['log']) {
   const team = teamId('seq');
-  const stores: PostgresTeamStore[] = [];
-  const logs: ReturnType<typeof countingLog>[] = [];
-  const services: Awaited<ReturnType<typeof openTeam>>[] = [];
-  const errors = errorCollector();
-  const clients = await Promise.all(Array.from({ length: WRITERS }, () => scratch.client()));
+  const profile = process.env[POSTGRES_WRITER_PROFILE_ENV];
+  const execArgv = profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile];
+  const writers: Writer[] = Array.from(
+    { length: WRITERS },
+    (_, i) =>
+      new ForkedProcess<ToWriter, FromWriter>(`team process ${i}`, POSTGRES_WRITER_ENV, execArgv),
+  );
   try {
-    for (let i = 0; i < WRITERS; i++) {
-      const store = await scratch.open(team, {
-        pool: scratch.pool(),
-        runs: { lead: i === 0, agentTypes: [] },
-      });
-      stores.push(store);
-      const log = countingLog(store.log);
-      logs.push(log);
-      services.push(
-        await openTeam({
-          teamId: team,
-          log,
-          transcripts: store.transcripts,
-          format: xmlFormat,
-          agents: benchAgents(createScriptedModel({ scripts: { lead: () => ({ text: 'OK.' }) } })),
-          lead: { agentType: LEAD_TYPE },
-          events: errors,
-          idleClaim: false,
-          limits: { maxMembers: WRITERS + 1, maxPendingPerMember: 1_000_000_000 },
-          ...(i === 0 ? {} : { placement: RUNS_NOTHING }),
-        }),
-      );
-    }
-    const lead = services[0] as Awaited<ReturnType<typeof openTeam>>;
-    for (let i = 1; i <= WRITERS; i++) {
-      await lead.spawnTeammate(lead.lead, {
-        name: workerName(i),
-        description: 'Implements and tests one area of the code base.',
-        prompt: 'Wait for instructions from the lead.',
-        agentType: WORKER_TYPE,
-      });
-    }
-    // every process sees the whole team, and has heard the sequencer (it says so at every look)
-    for (const service of services) {
-      await within(
-        (async () => {
-          while (service.listMembers(service.lead).length < WRITERS + 1) {
-            await new Promise((resolve) => setTimeout(resolve, 20));
-          }
-        })(),
-        30_000,
-        'every process reading the team',
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    const random = createRandom(0x5e9);
+    const clients = await Promise.all(Array.from({ length: WRITERS }, () => scratch.client()));
     const rounds = sizes.warmups + sizes.repeats;
     const perRound = WRITERS * sizes.perStore;
-    const texts = Array.from({ length: rounds * perRound }, () => messageText(random));
-    const sample = buildTeam(team, WRITERS);
-    const ids = createUlidLike(random, () => Date.now());
-    const bareTexts = texts.map((text, i) =>
-      JSON.stringify(
-        sample.state.queueMessage({
-          id: ids.next(),
-          senderId: team,
-          targetId: sample.ids[i % WRITERS] as string,
-          kind: 'message',
-          delivery: 'wakeup',
-          content: textContent(text),
-        }),
-      ),
+    const rows = queuedRows(team, rounds * perRound, createRandom(0x5e9));
+    const open = (i: number): Extract<ToWriter, { type: 'open' }> => ({
+      type: 'open',
+      connectionString: scratch.url,
+      schema: scratch.schema,
+      teamId: team,
+      lead: i === 0,
+      spawn: i === 0 ? Array.from({ length: WRITERS }, (_, w) => workerName(w + 1)) : [],
+      maxMembers: WRITERS + 1,
+      to: workerName(i + 1),
+      // process i sends every WRITERS-th text, as the 16 callers of one process do
+      texts: rows.texts.filter((_, t) => t % WRITERS === i),
+      perRound: sizes.perStore,
+    });
+    say(`${BENCH}: forking 16 team processes; process 0 opens the team and spawns 16 teammates`);
+    const [first, ...others] = writers as [Writer, ...Writer[]];
+    const opened = [await first.ask(open(0), 'ready', 60_000, 'opening the team')];
+    opened.push(
+      ...(await Promise.all(
+        others.map((w, i) => w.ask(open(i + 1), 'ready', 60_000, 'opening the team')),
+      )),
     );
-    const processId = (stores[0] as PostgresTeamStore).processId;
+    const short = opened.findIndex((r) => r.members !== WRITERS + 1);
+    if (short >= 0) {
+      throw new Error(
+        `team process ${short} read ${opened[short]?.members} members, not ${WRITERS + 1}`,
+      );
+    }
+    // every process has had a proposal committed by the sequencer (so it heard it), or is it
+    const probes = await Promise.all(
+      writers.map((w) => w.ask({ type: 'probe' }, 'probed', 30_000, 'hearing the sequencer')),
+    );
+    const sequencers = probes.flatMap((p, i) => (p.leading ? [i] : []));
+    if (sequencers.length !== 1) {
+      throw new Error(`expected one sequencing process, found ${sequencers.length}`);
+    }
+    const probeAttempts = probes.reduce((sum, p) => sum + p.attempts, 0);
+    const settleAll = async (seq: number) =>
+      Promise.all(
+        writers.map((w) =>
+          w.ask({ type: 'settle', seq }, 'settled', 60_000, `reading up to ${seq}`),
+        ),
+      );
+    // the log's last seq before the rounds, as every process has read it
+    let lastSeq = Math.max(...(await settleAll(0)).map((s) => s.seq));
+    const totals = writerTotals();
     const none: RowExtras = { actorId: null, fence: null };
-    const outcomes = () => {
-      const sum = { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 };
-      for (const store of stores) {
-        const sequencer = store.log.shared?.sequencer as PostgresSequencer | undefined;
-        if (sequencer === undefined) continue;
-        for (const key of Object.keys(sum) as (keyof typeof sum)[]) {
-          sum[key] += sequencer.stats.outcomes[key];
-        }
-      }
-      return sum;
-    };
-    let appends = 0;
-    let records = 0;
-    let cpuMs = 0;
-    let busy = 0;
-    let measured = 0;
-    const outcomesBefore = outcomes();
+    const slice = roundOf(rows.json, perRound);
+    const processId = opened[0]?.processId ?? 'bench';
     say(
-      `${BENCH}: 16 processes through the sequencer, ${sizes.perStore} messages each per round, ${rounds} rounds`,
+      `${BENCH}: 16 processes through the sequencer (process ${sequencers[0]}), ${sizes.perStore} messages each per round, ${rounds} rounds`,
     );
     const rates = await alternate(sizes.repeats, sizes.warmups, {
       subject: async (round) => {
-        const base = round * perRound;
-        const before = logs.reduce((sum, log) => sum + log.appends, 0);
-        for (const log of logs) log.sizing = round >= sizes.warmups;
-        const loop = performance.eventLoopUtilization();
-        const cpu = process.cpuUsage();
+        const sizing = round >= sizes.warmups;
+        const machine = machineTimes();
         const start = now();
-        await Promise.all(
-          services.map(async (service, w) => {
-            const to = workerName(w + 1);
-            for (let k = 0; k < sizes.perStore; k++) {
-              await service.sendMessage(service.lead, {
-                to,
-                text: texts[base + k * WRITERS + w] as string,
-              });
-            }
-          }),
+        const sent = await Promise.all(
+          writers.map((w) =>
+            w.ask({ type: 'send', round, sizing }, 'sent', 120_000, `round ${round}`),
+          ),
         );
         const ms = now() - start;
-        for (const log of logs) log.sizing = false;
-        if (round >= sizes.warmups) {
-          const used = process.cpuUsage(cpu);
-          cpuMs += (used.user + used.system) / 1000;
-          busy += performance.eventLoopUtilization(loop).utilization;
-          measured++;
-          appends += logs.reduce((sum, log) => sum + log.appends, 0) - before;
-          records += perRound;
+        const busy = machineTimes(machine);
+        const end = Math.max(...sent.map((s) => s.seq));
+        const settled = await settleAll(end);
+        const written = end - lastSeq;
+        lastSeq = end;
+        if (written !== perRound) {
+          throw new Error(`round ${round} wrote ${written} records, not ${perRound}`);
         }
-        return (perRound * 1000) / ms;
+        if (sizing) {
+          const reports = settled.flatMap((s) => (s.round === undefined ? [] : [s.round]));
+          if (reports.length !== WRITERS)
+            throw new Error(`round ${round}: a process sent no report`);
+          totals.add(reports, written, now() - start, busy);
+        }
+        return (written * 1000) / ms;
       },
       bare: (round) =>
-        bareInserts(
-          scratch,
-          clients,
-          `${team}-b${round}`,
-          bareTexts.slice(round * perRound, (round + 1) * perRound),
-          none,
-          processId,
-        ),
+        bareInserts(scratch, clients, `${team}-b${round}`, slice(round), none, processId),
     });
-    errors.check('16 processes through the sequencer');
-    const sizesAll = new Map<number, number>();
-    for (const log of logs) {
-      for (const [size, count] of log.sizes) sizesAll.set(size, (sizesAll.get(size) ?? 0) + count);
-    }
-    const after = outcomes();
-    const answered = Object.entries(after)
-      .map(([key, value]) => `${value - outcomesBefore[key as keyof typeof after]} ${key}`)
+    // an error a process reported while no wait was pending (during the last bare round)
+    const failures = writers.flatMap((w) => w.errors.map((e) => `${w.name}: ${e}`));
+    if (failures.length > 0) throw new Error(`team processes reported: ${failures.join('; ')}`);
+    const outcomes = Object.entries(totals.outcomes)
+      .map(([key, value]) => `${value} ${key}`)
       .join(', ');
+    const perRecord = (ms: number) => (ms / Math.max(1, totals.records)).toFixed(2);
+    const cores = totals.cpuMs / Math.max(1, totals.wallMs);
     return throughputFigure(
       'append, 16 processes (team service each), through the sequencer',
       '16 processes',
       rates,
-      `16 stores and team runtimes in one node process, each sending its own teammate messages one after the other (mean ${Math.round(meanBytes(bareTexts))} B records); proposals: ${answered}; ${(records / Math.max(1, appends)).toFixed(1)} records per append over all processes (${commonSizes(sizesAll)}); this node process spent ${(cpuMs / Math.max(1, records)).toFixed(2)} ms of CPU per record (16 folds and read-backs) with its event loop ${Math.round((busy / Math.max(1, measured)) * 100)}% busy; vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
+      `16 forked node processes on this machine's ${availableParallelism()} cores (shared with PostgreSQL, the bench's own process and any other work), each a store with its own pool and doorbell and a team service folding every record; process 0 runs the lead, the 15 others run nothing and only write; each sends its own teammate messages one after the other (mean ${Math.round(meanBytes(rows.json))} B records); process ${sequencers[0]} held the sequencer lock (it served ${totals.served} proposals); the others' proposals: ${outcomes}; ${(totals.records / Math.max(1, totals.appends)).toFixed(1)} records per append over all processes (${commonSizes(totals.sizes)}), ${(totals.statements / Math.max(1, totals.records)).toFixed(1)} statements per record over all stores (appends and reads back, not the NOTIFYs); CPU per record summed over the 16 processes ${perRecord(totals.cpuMs)} ms (${Math.round((totals.systemMs / Math.max(1, totals.cpuMs)) * 100)}% of it in the kernel; the sequencer's ${perRecord(totals.sequencerCpuMs)} ms), ${cores.toFixed(2)} cores busy from the sends to every process having read the round, busiest event loop ${Math.round(totals.busiest * 100)}%; the machine's cores were ${Math.round((totals.machineBusyMs / Math.max(1, totals.machineMs)) * 100)}% busy during the sends (every process of the machine); every process heard the sequencer first (${probeAttempts} probe messages); vs 16 connections, one INSERT per row; median of ${sizes.repeats} rounds of ${perRound}`,
     );
   } finally {
-    for (const service of services) await service.dispose().catch(() => undefined);
-    for (const store of stores) await scratch.close(store).catch(() => undefined);
-    await scratch.endPools();
+    await Promise.all(writers.map((w) => w.stop({ type: 'close' }).catch(() => undefined)));
   }
 }
 

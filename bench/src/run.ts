@@ -9,6 +9,7 @@ import { opCostBench } from './op-cost.js';
 import { postgresBench } from './postgres.js';
 import { POSTGRES_SCALE_ENV, postgresScaleBench, runScaleProcess } from './postgres-scale.js';
 import { POSTGRES_TEAMMATE_ENV, runPostgresTeammate } from './postgres-teammate.js';
+import { POSTGRES_WRITER_ENV, runPostgresWriter } from './postgres-writer.js';
 import { replayBench } from './replay.js';
 import {
   type Figure,
@@ -204,10 +205,13 @@ const child =
     ? runPostgresTeammate
     : process.env[POSTGRES_SCALE_ENV] === '1'
       ? runScaleProcess
-      : undefined;
+      : process.env[POSTGRES_WRITER_ENV] === '1'
+        ? runPostgresWriter
+        : undefined;
 if (child !== undefined) {
-  // The other process of the `postgres` benchmark's cross-process delivery, or one of the
-  // teammate processes of `postgres-scale`, forked by them.
+  // The other process of the `postgres` benchmark's cross-process delivery, one of the 16 team
+  // processes of its sequencer row, or one of the teammate processes of `postgres-scale`, forked
+  // by them.
   child().then(
     (code) => {
       process.exitCode = code;
