@@ -15,7 +15,7 @@ import { createTeamTelemetry, type TeamTelemetry } from '@teamwire/otel';
 import { xmlFormat } from '@teamwire/protocol';
 import type { Bench } from './context.js';
 import { type Figure, figure } from './report.js';
-import { median, now, within } from './stats.js';
+import { collectGarbage, median, now, within } from './stats.js';
 import { benchAgents, createPolicyModel, type PolicyStep } from './team-fixture.js';
 import { BENCH_TEAM_ID, LEAD_TYPE, WORKER_TYPE } from './team-log.js';
 
@@ -100,7 +100,8 @@ async function round(timed: Timed): Promise<number> {
 /**
  * Telemetry: the same ping rounds with no telemetry (off: what a team not configured for it runs),
  * with `@teamwire/otel` on the API with no SDK registered, and with every span recorded (on),
- * interleaved so machine drift falls on all three alike. A round
+ * interleaved so machine drift falls on all three alike, each round after a full garbage
+ * collection so none pays for another's garbage. A round
  * is one ping per teammate and its answer: 2 messages, 2 turns, 2 model calls and 1 tool call.
  */
 export const telemetryBench: Bench = {
@@ -119,6 +120,9 @@ export const telemetryBench: Bench = {
       say(`telemetry: ${rounds} rounds of ${teammates} pings, none / off / on interleaved`);
       for (let i = 0; i < warmups + rounds; i++) {
         for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) {
+          // each round starts on a collected heap, so no mode pays for the garbage of the one
+          // before it (the recorded spans of `on` above all)
+          collectGarbage();
           const ms = await round(teams.get(mode) as Timed);
           if (i >= warmups) times.get(mode)?.push(ms);
         }
@@ -143,7 +147,7 @@ export const telemetryBench: Bench = {
         ratioOf: 'no SDK / none',
         ratio: none / off,
         target: { op: '>=', value: 0.9 },
-        note: `median of ${rounds} rounds of ${teammates} pings and answers, in-memory stores, interleaved; off (not configured) is the none path itself: core asks no trace context and the CLI and the example load no @teamwire/otel`,
+        note: `median of ${rounds} rounds of ${teammates} pings and answers, in-memory stores, interleaved, each after a full garbage collection; off (not configured) is the none path itself: core asks no trace context and the CLI and the example load no @teamwire/otel`,
       }),
       figure({
         bench: 'telemetry',
