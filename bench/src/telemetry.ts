@@ -34,6 +34,16 @@ function policy(agentName: string, messages: readonly ChatMessage[]): PolicyStep
 
 type Mode = 'none' | 'off' | 'on';
 
+/** The six orders of the three modes, one per round of each. */
+const ORDERS: readonly (readonly Mode[])[] = [
+  ['none', 'off', 'on'],
+  ['off', 'on', 'none'],
+  ['on', 'none', 'off'],
+  ['on', 'off', 'none'],
+  ['off', 'none', 'on'],
+  ['none', 'on', 'off'],
+];
+
 interface Timed {
   team: TeamService;
   telemetry: TeamTelemetry | undefined;
@@ -100,7 +110,7 @@ async function round(timed: Timed): Promise<number> {
 /**
  * Telemetry: the same ping rounds with no telemetry (off: what a team not configured for it runs),
  * with `@teamwire/otel` on the API with no SDK registered, and with every span recorded (on),
- * interleaved so machine drift falls on all three alike, each round after a full garbage
+ * interleaved in every order in turn so machine drift and position fall on all three alike, each round after a full garbage
  * collection so none pays for another's garbage. A round
  * is one ping per teammate and its answer: 2 messages, 2 turns, 2 model calls and 1 tool call.
  */
@@ -110,7 +120,7 @@ export const telemetryBench: Bench = {
     'OpenTelemetry: throughput with @teamwire/otel and no SDK, and the cost per message with spans recorded',
   async run({ quick, log: say }) {
     const teammates = 8;
-    const rounds = quick ? 15 : 60;
+    const rounds = quick ? 18 : 60;
     const warmups = 3;
     const modes: Mode[] = ['none', 'off', 'on'];
     const teams = new Map<Mode, Timed>();
@@ -119,7 +129,10 @@ export const telemetryBench: Bench = {
     try {
       say(`telemetry: ${rounds} rounds of ${teammates} pings, none / off / on interleaved`);
       for (let i = 0; i < warmups + rounds; i++) {
-        for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) {
+        // every order of the three in turn, so each mode runs in each position and after each
+        // other mode equally often (alternating one order and its reverse kept `off` always in
+        // the middle, which alone cost a team about 15% in a run of two identical teams)
+        for (const mode of ORDERS[i % ORDERS.length] as Mode[]) {
           // each round starts on a collected heap, so no mode pays for the garbage of the one
           // before it (the recorded spans of `on` above all)
           collectGarbage();
