@@ -49,7 +49,7 @@ interface CliOptions {
 
 const USAGE = `Usage: node --expose-gc dist/run.js [--quick] [--only <name>[,<name>...]] [--out <file>] [--markdown]
 
-  --quick      smaller sizes, for CI (under a minute on 2 cores)
+  --quick      smaller sizes, for CI (about two minutes on 2 cores)
   --only       run only these benchmarks: ${BENCHES.map((b) => b.name).join(', ')}
   --out        where to write the JSON results (default: results/latest.json for a full run of
                every benchmark, results/quick.json for --quick, results/partial.json with --only)
