@@ -317,9 +317,15 @@ export function createTeamTelemetry(options: TeamTelemetryOptions = {}): TeamTel
   ): Attributes {
     const { metrics } = attributesOf(t);
     let byFirst = metrics.get(first);
-    if (byFirst === undefined) metrics.set(first, (byFirst = new Map()));
+    if (byFirst === undefined) {
+      byFirst = new Map();
+      metrics.set(first, byFirst);
+    }
     let bySecond = byFirst.get(firstValue);
-    if (bySecond === undefined) byFirst.set(firstValue, (bySecond = new Map()));
+    if (bySecond === undefined) {
+      bySecond = new Map();
+      byFirst.set(firstValue, bySecond);
+    }
     let found = bySecond.get(secondValue ?? '');
     if (found === undefined) {
       const attributes = teamAttrs();
