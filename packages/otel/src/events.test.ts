@@ -41,6 +41,23 @@ function setup() {
 
 const base = { at: 1, teamId: 'team-1' } as const;
 
+/** The fields of the member record of `alice` (`m-alice`), naming `provider` when given. */
+function aliceMember(provider: string | undefined): Record<string, unknown> {
+  return {
+    type: 'member',
+    schemaVersion: 1,
+    member: {
+      id: 'm-alice',
+      name: 'alice',
+      description: '',
+      agentType: 'worker',
+      ...(provider === undefined ? {} : { provider }),
+      context: 'fresh',
+      phase: 'active',
+    },
+  };
+}
+
 describe('spans from events', () => {
   it('traces a compaction under the turn and counts it', async () => {
     const { exporter, reader, publish } = setup();
@@ -154,22 +171,7 @@ describe('spans from events', () => {
     const sender = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const record = (r: Record<string, unknown>, seq: number) =>
       publish('alice', { type: 'record', record: { ...base, seq, ...r } as TeamRecord });
-    record(
-      {
-        type: 'member',
-        schemaVersion: 1,
-        member: {
-          id: 'm-alice',
-          name: 'alice',
-          description: '',
-          agentType: 'worker',
-          provider: 'openai:gpt-x',
-          context: 'fresh',
-          phase: 'active',
-        },
-      },
-      1,
-    );
+    record(aliceMember('openai:gpt-x'), 1);
     publish('alice', { type: 'turn.start', reason: 'host' });
     record(
       {
@@ -245,22 +247,7 @@ describe('spans from events', () => {
     const record = (r: Record<string, unknown>, seq: number) =>
       publish('alice', { type: 'record', record: { ...base, seq, ...r } as TeamRecord });
     const member = (provider: string | undefined, seq: number) =>
-      record(
-        {
-          type: 'member',
-          schemaVersion: 1,
-          member: {
-            id: 'm-alice',
-            name: 'alice',
-            description: '',
-            agentType: 'worker',
-            ...(provider === undefined ? {} : { provider }),
-            context: 'fresh',
-            phase: 'active',
-          },
-        },
-        seq,
-      );
+      record(aliceMember(provider), seq);
     const task = (status: string, seq: number) =>
       record(
         {
