@@ -508,12 +508,29 @@ export function parseTeamRecord(value: unknown): TeamRecord {
   );
 }
 
+/** Schema kinds that hold no object, so a strict form of one is the schema itself. */
+const LEAF_KINDS = new Set([
+  'string',
+  'number',
+  'int',
+  'boolean',
+  'bigint',
+  'literal',
+  'enum',
+  'null',
+  'undefined',
+  'unknown',
+  'any',
+  'never',
+  'template_literal',
+]);
+
 /**
  * `schema` with every object in it strict: the same shapes and checks, and a key the shape does not
  * name refused instead of dropped (objects that keep unknown keys, such as unknown content blocks,
  * stay as they are). Derived from the schema, so it cannot drift from it: a value with no unknown
- * key gets the same verdict from both. `undefined` where the schema cannot be walked (a zod whose
- * internals differ), and then nothing uses it.
+ * key gets the same verdict from both. `undefined` where the schema cannot be walked (a kind the
+ * walk does not know, or a zod whose internals differ), and then nothing uses it.
  */
 function strictSchema(schema: z.ZodType): z.ZodType | undefined {
   type Node = { _zod: { def: Record<string, unknown> }; clone(def: object): Node };
@@ -534,7 +551,10 @@ function strictSchema(schema: z.ZodType): z.ZodType | undefined {
       case 'union':
         return node.clone({ ...def, options: (def.options as Node[]).map(walk) });
       default:
-        return node;
+        // a kind that holds no object passes as it is; any other (nullable, record, tuple, ...)
+        // would need its own walk, so the strict form is not built and every value is copied
+        if (LEAF_KINDS.has(def.type as string)) return node;
+        throw new Error(`no strict form of a ${String(def.type)} schema`);
     }
   };
   try {
