@@ -209,6 +209,17 @@ async function settledAll(...processes: FakeProcess[]): Promise<void> {
   }
 }
 
+/** A team of a sequencer (`leader`) and one proposer (`a`) whose proposals the sequencer never gets. */
+function losingTeam() {
+  const { records, ids } = startingLog();
+  const team = new FakeTeam(records);
+  const leader = team.join('leader');
+  const a = team.join('a');
+  team.leader = leader;
+  team.delivery = 'lose';
+  return { team, leader, a, ids };
+}
+
 describe('the rebase rule', () => {
   it('is only for mail: a task record is not rebasable', () => {
     const team = createTestTeam();
@@ -345,12 +356,7 @@ describe('a team sequenced by one process', () => {
   });
 
   it('appends itself when the sequencer does not answer, and the late sequencer writes nothing twice', async () => {
-    const { records, ids } = startingLog();
-    const team = new FakeTeam(records);
-    const leader = team.join('leader');
-    const a = team.join('a');
-    team.leader = leader;
-    team.delivery = 'lose';
+    const { team, leader, a, ids } = losingTeam();
     const sent = await a.send1(ids[0] as string, 'lost-once');
     expect(a.answers).toEqual(['unanswered']);
     expect(queuedIds(team.log.records)).toEqual(['lost-once']);
@@ -371,12 +377,7 @@ describe('a team sequenced by one process', () => {
   });
 
   it('appends the commands of one unanswered proposal itself, each once, and keeps writing', async () => {
-    const { records, ids } = startingLog();
-    const team = new FakeTeam(records);
-    const leader = team.join('leader');
-    const a = team.join('a');
-    team.leader = leader;
-    team.delivery = 'lose';
+    const { team, leader, a, ids } = losingTeam();
     const sent = await Promise.all([
       a.send1(ids[0] as string, 'together-1'),
       a.send1(ids[1] as string, 'together-2'),
@@ -396,12 +397,7 @@ describe('a team sequenced by one process', () => {
   });
 
   it('writes a proposal once when the sequencer commits it after its proposer gave up waiting', async () => {
-    const { records, ids } = startingLog();
-    const team = new FakeTeam(records);
-    const leader = team.join('leader');
-    const a = team.join('a');
-    team.leader = leader;
-    team.delivery = 'lose';
+    const { team, leader, a, ids } = losingTeam();
     // the sequencer commits the lost proposal before its proposer's own append lands
     const originalAppend = team.log.append.bind(team.log);
     let raced = false;
