@@ -231,3 +231,12 @@ export const SEQUENCER_BATCH_RECORDS_MAX = 256;
  * (their proposers are reading the last one back), instead of writing its own records alone.
  */
 export const SEQUENCER_GATHER_MS = 10;
+/**
+ * The lead's turn that failed while it had mail waiting (its host sees the error): it starts no
+ * turn on that mail for this long (ms), doubling on each failure in a row up to
+ * {@link LEAD_RETRY_MAX_MS}, so a refusal that persists cannot spin it; a host prompt or a turn
+ * that ends cleanly goes on at once and starts the waits over.
+ */
+export const LEAD_RETRY_INITIAL_MS = 1000;
+/** The longest wait before the lead retries its mail after failed turns (ms). */
+export const LEAD_RETRY_MAX_MS = 60_000;

@@ -1,6 +1,7 @@
 import { type ChatMessage, COMPACTION_DELIVERED_MAX, type TranscriptEntry } from '../chat.js';
 import type { Clock } from '../clock.js';
 import { contentText } from '../content.js';
+import { TeamError } from '../errors.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import { TRANSCRIPT_SCHEMA_VERSION } from '../records.js';
 import {
@@ -33,6 +34,12 @@ export interface ConversationOptions {
    * a revival that reads the transcript from the last compaction on still recognises them.
    */
   pendingIds?: () => Iterable<string>;
+  /**
+   * Reads the durable transcript again, as the conversation was first built from, when memory
+   * can no longer be trusted to match it (see {@link Conversation.append}). Default:
+   * `loadTranscript` of the store.
+   */
+  reload?: () => Promise<readonly TranscriptEntry[]>;
 }
 
 /**
@@ -55,6 +62,11 @@ export class Conversation {
   private endReply: TurnEndReply | undefined;
   /** The `at` of the last entry written or loaded. */
   private lastAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Set when a write failed: the store may have made it durable all the same (a lost answer), so
+   * memory is rebuilt from the store before the next write.
+   */
+  private unsure = false;
 
   constructor(
     readonly memberId: string,
@@ -65,12 +77,35 @@ export class Conversation {
     entries: readonly TranscriptEntry[] = [],
     private readonly options: ConversationOptions = {},
   ) {
+    this.context = [];
+    this.sizes = [];
+    this.rebuild(entries);
+  }
+
+  private rebuild(entries: readonly TranscriptEntry[]): void {
+    this.deliveredIds.clear();
     for (const entry of entries) this.index(entry.message);
     this.endReply = turnEndReply(entries);
-    this.lastAt = entries.at(-1)?.at ?? Number.NEGATIVE_INFINITY;
-    this.context = transcriptContext(entries);
-    this.sizes = this.context.map(messageBytes);
+    this.lastAt = Math.max(this.lastAt, entries.at(-1)?.at ?? Number.NEGATIVE_INFINITY);
+    this.setContext(transcriptContext(entries));
+  }
+
+  private setContext(context: ChatMessage[]): void {
+    this.context = context;
+    this.sizes = context.map(messageBytes);
+    this.total = 0;
     for (const size of this.sizes) this.total += size;
+  }
+
+  /** Rebuilds memory from the durable transcript when a write failed since it was last built. */
+  private async settle(): Promise<void> {
+    if (!this.unsure) return;
+    const { reload } = this.options;
+    const entries = await (reload === undefined
+      ? loadTranscript(this.store, this.memberId)
+      : reload());
+    this.rebuild(entries);
+    this.unsure = false;
   }
 
   /** The context, oldest first. */
@@ -93,14 +128,38 @@ export class Conversation {
     return this.deliveredIds.has(messageId);
   }
 
-  /** Appends durably, then to memory. */
+  /**
+   * Appends durably, then to memory. Team-message entries of a message the transcript already
+   * holds are left out. A write that failed may have become durable all the same (its answer
+   * lost); a store may then refuse the message as held (`MESSAGE_STATE`). Either way memory is
+   * rebuilt from the durable transcript first, so a message is neither written twice nor refused
+   * forever, and the context stays what the transcript folds to.
+   */
   async append(messages: readonly ChatMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    await this.write(messages);
-    for (const message of messages) {
+    await this.settle();
+    let fresh = this.unheld(messages);
+    if (fresh.length === 0) return;
+    try {
+      await this.write(fresh);
+    } catch (error) {
+      if (!TeamError.hasCode(error, 'MESSAGE_STATE')) throw error;
+      await this.settle();
+      fresh = this.unheld(fresh);
+      if (fresh.length === 0) return;
+      await this.write(fresh);
+    }
+    for (const message of fresh) {
       this.index(message);
       this.push(message);
     }
+  }
+
+  /** `messages` without the entries of team messages the transcript holds already. */
+  private unheld(messages: readonly ChatMessage[]): readonly ChatMessage[] {
+    return messages.filter(
+      (message) =>
+        message.source?.kind !== 'team-message' || !this.deliveredIds.has(message.source.messageId),
+    );
   }
 
   /**
@@ -113,10 +172,7 @@ export class Conversation {
     if (summary !== compaction) next = applyCompaction(this.context, summary);
     await this.write([summary]);
     this.index(summary);
-    this.context = next;
-    this.sizes = next.map(messageBytes);
-    this.total = 0;
-    for (const size of this.sizes) this.total += size;
+    this.setContext(next);
   }
 
   /**
@@ -176,7 +232,12 @@ export class Conversation {
       at,
       message,
     }));
-    await this.store.append({ memberId: this.memberId, entries });
+    try {
+      await this.store.append({ memberId: this.memberId, entries });
+    } catch (error) {
+      this.unsure = true;
+      throw error;
+    }
     if (entries.length > 0) this.endReply = turnEndReply(entries);
   }
 

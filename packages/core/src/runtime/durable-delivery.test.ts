@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { contentText } from '../content.js';
+import { TeamError } from '../errors.js';
+import { LEAD_RETRY_INITIAL_MS } from '../limits.js';
 import type { TeamLog } from '../ports/team-log.js';
-import { deferred, notedLead, openHarness, spawnIdle } from './test-harness.js';
+import type { TranscriptStore } from '../ports/transcript-store.js';
+import { foldTeam } from '../state/fold.js';
+import type { MemoryTranscriptStore } from '../testing/memory-stores.js';
+import {
+  deferred,
+  messageIdsIn,
+  notedLead,
+  openHarness,
+  spawnIdle,
+  TEAM_ID,
+} from './test-harness.js';
 
 describe('delivery waits for durability', () => {
   it('never splices a message whose message.queued append has not resolved', async () => {
@@ -60,5 +72,101 @@ describe('delivery waits for durability', () => {
     // once durable it is delivered, once, in a turn of its own
     expect(seen()).toEqual([false, false, false, true]);
     expect(h.transcript('bob').filter((line) => line.includes('held'))).toHaveLength(1);
+  });
+});
+
+/**
+ * Stores that, like the PostgreSQL one, refuse a team message a transcript already holds, and
+ * that make the first append of mail saying "lost" durable but answer it with a failure.
+ */
+function losingStores({ log, transcripts }: { log: TeamLog; transcripts: MemoryTranscriptStore }) {
+  let lost = false;
+  const store: TranscriptStore = {
+    specificationVersion: 'v1',
+    async append(options) {
+      const held = new Set(messageIdsIn(transcripts.raw(options.memberId)));
+      const taken = messageIdsIn(options.entries).find((id) => held.has(id));
+      if (taken !== undefined) {
+        throw new TeamError('MESSAGE_STATE', `message ${taken} is already in the transcript`);
+      }
+      await transcripts.append(options);
+      const mail = options.entries.filter((e) => e.message.source?.kind === 'team-message');
+      if (!lost && mail.some((e) => contentText(e.message.content).includes('lost'))) {
+        lost = true;
+        throw new TeamError('STORAGE_IO', 'the connection was cut before the answer');
+      }
+    },
+    load: (options) => transcripts.load(options),
+    close: () => transcripts.close(),
+  };
+  return { log, transcripts: store, wasLost: () => lost };
+}
+
+describe('a transcript write whose answer was lost', () => {
+  it('to a teammate: the mail is in its transcript once, read by its model, and delivered', async () => {
+    let stores: ReturnType<typeof losingStores> | undefined;
+    const h = await openHarness({
+      scripts: { lead: notedLead, bob: ({ call }) => ({ text: `bob turn ${call}` }) },
+      wrap: (memory) => {
+        stores = losingStores(memory);
+        return stores;
+      },
+    });
+    await spawnIdle(h, 'bob');
+    const callsBefore = h.model.requests('bob').length;
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'lost' });
+    await h.service.idle();
+    expect(stores?.wasLost()).toBe(true);
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'next' });
+    await h.service.idle();
+
+    const lines = h.transcript('bob');
+    expect(lines.filter((line) => line.includes('lost'))).toHaveLength(1);
+    expect(lines.filter((line) => line.includes('next'))).toHaveLength(1);
+    expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
+    expect(h.sink.errors().map((e) => e.code)).toEqual(['STORAGE_IO']);
+    const seen = h.model
+      .requests('bob')
+      .at(-1)
+      ?.messages.map((m) => contentText(m.content))
+      .join('\n');
+    expect(seen).toContain('lost');
+    expect(seen).toContain('next');
+    expect(h.model.requests('bob').length - callsBefore).toBeLessThanOrEqual(2);
+  });
+
+  it('to the lead: it retries after a wait, delivers the mail once and reads it', async () => {
+    let stores: ReturnType<typeof losingStores> | undefined;
+    const h = await openHarness({
+      scripts: {
+        lead: notedLead,
+        bob: ({ call }) => ({ text: call === 1 ? 'ready' : 'lost' }),
+      },
+      wrap: (memory) => {
+        stores = losingStores(memory);
+        return stores;
+      },
+    });
+    await spawnIdle(h, 'bob');
+    const leadCalls = h.model.requests('lead').length;
+    // bob's reply "lost" reaches the lead as an idle notice; the lead's delivery of it is lost
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'go' });
+    await h.sink.waitFor((_, event) => event.type === 'error' && event.code === 'STORAGE_IO');
+    expect(stores?.wasLost()).toBe(true);
+    // the lead waits before it tries its mail again, then goes on by itself
+    h.clock.advance(LEAD_RETRY_INITIAL_MS);
+    await h.service.idle();
+
+    const lines = h.transcript('lead');
+    expect(lines.filter((line) => line.includes('lost'))).toHaveLength(1);
+    expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
+    expect(h.sink.errors().map((e) => e.code)).toEqual(['STORAGE_IO']);
+    const seen = h.model
+      .requests('lead')
+      .at(-1)
+      ?.messages.map((m) => contentText(m.content))
+      .join('\n');
+    expect(seen).toContain('lost');
+    expect(h.model.requests('lead').length - leadCalls).toBe(1);
   });
 });

@@ -1,7 +1,9 @@
+import { Backoff } from '../backoff.js';
 import type { ChatMessage, MessageSource, ToolCall, ToolResultMessage } from '../chat.js';
 import type { ContentBlock } from '../content.js';
 import { clipText, textContent } from '../content.js';
 import { TeamError } from '../errors.js';
+import { LEAD_RETRY_INITIAL_MS, LEAD_RETRY_MAX_MS } from '../limits.js';
 import type { MemberStatus } from '../ports/events.js';
 import type { SystemBlock } from '../ports/model.js';
 import type { Member, MemberWorkspace, QueuedMessage, TeamRecord } from '../records.js';
@@ -102,6 +104,15 @@ export class AgentRunner {
   private stalled = false;
   /** Set by {@link interrupt}; the turn it ends schedules the member's own tasks to resume. */
   private interrupted = false;
+  /**
+   * The lead's waits after failed turns: while one runs (`retryCancel` set) the lead starts no
+   * turn on its mail, only on a host prompt, so a refusal that persists cannot spin it.
+   */
+  private readonly retryWaits = new Backoff({
+    initialDelayMs: LEAD_RETRY_INITIAL_MS,
+    maxDelayMs: LEAD_RETRY_MAX_MS,
+  });
+  private retryCancel: (() => void) | undefined;
   /**
    * Tasks this member had in progress and gave back to the board itself (released): idle-claim
    * does not take them again, or a member that declined a task would claim it for ever.
@@ -220,6 +231,12 @@ export class AgentRunner {
         entries,
         {
           pendingIds: () => this.host.state.pending(this.member.id).map((message) => message.id),
+          reload: async () =>
+            reopenParkedCalls(
+              await loadTranscript(this.host.transcripts, this.member.id),
+              state,
+              this.member.id,
+            ),
         },
       );
       if (entries.length === 0 && seed !== undefined) {
@@ -311,6 +328,7 @@ export class AgentRunner {
   stop(reason?: TeamError): Promise<void> {
     this.stopReason ??= reason;
     this.stopping = true;
+    this.retryCancel?.();
     this.turnAbort?.abort(
       this.stopReason ?? new TeamError('DISPOSED', 'the team service was disposed'),
     );
@@ -385,6 +403,7 @@ export class AgentRunner {
     }
     const prompt = this.hostPrompts.shift();
     if (prompt !== undefined) return { type: 'host', prompt };
+    if (this.retryCancel !== undefined) return undefined;
     const owned = this.noteOwnedTasks();
     // Mail first: it may change what the member should do with its task (an operator's note
     // after an interrupt, the lead's answer); the task resumes on the turn after.
@@ -574,6 +593,7 @@ export class AgentRunner {
       }
       if (work.type === 'claim') this.noteOwnedTasks();
       if (work.type === 'host') work.prompt.resolve(outcome);
+      this.endRetryWait();
       if (outcome.stopReason === 'repeated_failure') {
         this.stalled = true;
         if (!this.isLead) await this.notifyIdle(this.loopNotice(), 'failure');
@@ -587,12 +607,32 @@ export class AgentRunner {
       events.publish(this.name, { type: 'error', code: failure.code, message: failure.message });
       this.published = failure;
       events.publish(this.name, { type: 'turn.end', stopReason: 'error', steps: 0, text: '' });
-      // The lead cannot fail: the host sees the error and may prompt it again.
+      // The lead cannot fail: the host sees the error and may prompt it again. Its mail waits a
+      // while before the next try, so a failure that persists is not retried in a tight loop.
       if (!this.isLead) throw failure;
+      this.waitToRetry();
     } finally {
       this.turnAbort = undefined;
       this.interrupted = false;
     }
+  }
+
+  /** Starts the next of the lead's waits after a failed turn (see `retryWaits`). */
+  private waitToRetry(): void {
+    this.retryCancel?.();
+    const cancel = this.host.clock.setTimer(this.retryWaits.next(), () => {
+      if (this.retryCancel !== cancel) return;
+      this.retryCancel = undefined;
+      this.notify();
+    });
+    this.retryCancel = cancel;
+  }
+
+  /** A turn ended cleanly: the lead's mail is taken at once again, its waits start over. */
+  private endRetryWait(): void {
+    this.retryCancel?.();
+    this.retryCancel = undefined;
+    this.retryWaits.reset();
   }
 
   /** What the lead reads when this member ended a turn on a repeated failure. */
