@@ -137,6 +137,59 @@ describe('context budget and compaction', () => {
     );
   });
 
+  it('keeps the transcript loadable through compactions after a write whose answer was lost', async () => {
+    const memory = {
+      log: createMemoryTeamLog({ teamId: TEAM_ID }),
+      transcripts: createMemoryTranscriptStore(),
+    };
+    let lost = 0;
+    const model = createScriptedModel({ tokens: { window: WINDOW } });
+    const h = await openHarness({
+      memory,
+      model,
+      scripts: { lead: ({ call }) => ({ text: prose(call, 700) }) },
+      context: budget(),
+      // the lead's host prompt "lost" is made durable, and the write answered with a failure
+      wrap: ({ log, transcripts }) => ({
+        log,
+        transcripts: {
+          specificationVersion: 'v1',
+          async append(options) {
+            await transcripts.append(options);
+            const text = options.entries.map((e) => contentText(e.message.content)).join('');
+            if (text.startsWith('prompt lost')) {
+              lost++;
+              throw new TeamError('STORAGE_IO', 'the connection was cut before the answer');
+            }
+          },
+          load: (options) => transcripts.load(options),
+          close: () => transcripts.close(),
+        },
+      }),
+    });
+    await h.service.idle();
+    for (let i = 0; i < 40; i++) {
+      const text = i === 3 ? 'prompt lost' : `prompt ${i}: ${prose(i, 500)}`;
+      await h.service.promptLead(text).catch((error) => {
+        if (!TeamError.hasCode(error, 'STORAGE_IO')) throw error;
+      });
+    }
+    await h.service.idle();
+    expect(lost).toBe(1);
+    const leadId = h.service.lead.memberId;
+    expect(compacted(h).length).toBeGreaterThan(0);
+    // the stored transcript folds (every compaction follows the context it names), and its fold
+    // is what the lead was sent last, the prompt whose answer was lost included
+    const stored = transcriptContext(memory.transcripts.raw(leadId));
+    const last = model.requests('lead').at(-1) as RecordedRequest;
+    expect(stored.slice(0, last.messages.length)).toEqual(last.messages);
+    expect(
+      memory.transcripts
+        .raw(leadId)
+        .filter((e) => contentText(e.message.content) === 'prompt lost'),
+    ).toHaveLength(1);
+  });
+
   it('reports each compaction on the hub with tokens before and after', async () => {
     const model = createScriptedModel({ tokens: { bytesPerToken: 4, window: WINDOW } });
     const h = await openHarness({

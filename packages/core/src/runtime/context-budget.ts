@@ -368,6 +368,8 @@ export class ContextKeeper implements TurnBudget {
    */
   async compact(reason: 'budget' | 'overflow', signal: AbortSignal): Promise<boolean> {
     const { budget, conversation, events, agentName, clock } = this.options;
+    // a compaction names the context it follows: work it out on what the transcript holds
+    await conversation.settle();
     const context = conversation.messages;
     const cut = this.findCut(context);
     if (cut === undefined) return false;

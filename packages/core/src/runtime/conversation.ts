@@ -97,8 +97,11 @@ export class Conversation {
     for (const size of this.sizes) this.total += size;
   }
 
-  /** Rebuilds memory from the durable transcript when a write failed since it was last built. */
-  private async settle(): Promise<void> {
+  /**
+   * Rebuilds memory from the durable transcript when a write failed since it was last built (see
+   * {@link append}); otherwise does nothing.
+   */
+  async settle(): Promise<void> {
     if (!this.unsure) return;
     const { reload } = this.options;
     const entries = await (reload === undefined
@@ -167,6 +170,9 @@ export class Conversation {
    * memory exactly as loading the transcript will.
    */
   async compact(compaction: CompactionMessage): Promise<void> {
+    // Memory the store may not match is rebuilt first; a compaction worked out on the old
+    // context then no longer fits it and is refused below, with nothing written.
+    await this.settle();
     let next = applyCompaction(this.context, compaction);
     const summary = this.withPendingIds(compaction, next);
     if (summary !== compaction) next = applyCompaction(this.context, summary);
