@@ -6,8 +6,10 @@ import type { TeamLog } from '../ports/team-log.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import { foldTeam } from '../state/fold.js';
 import type { MemoryTranscriptStore } from '../testing/memory-stores.js';
+import type { AgentScript } from '../testing/scripted-model.js';
 import {
   deferred,
+  type Harness,
   messageIdsIn,
   notedLead,
   openHarness,
@@ -102,21 +104,36 @@ function losingStores({ log, transcripts }: { log: TeamLog; transcripts: MemoryT
   return { log, transcripts: store, wasLost: () => lost };
 }
 
+/** A harness over {@link losingStores}, with them. */
+async function openLosing(scripts: Record<string, AgentScript>) {
+  let stores: ReturnType<typeof losingStores> | undefined;
+  const h = await openHarness({
+    scripts,
+    wrap: (memory) => {
+      stores = losingStores(memory);
+      return stores;
+    },
+  });
+  return { h, wasLost: () => stores?.wasLost() };
+}
+
+/** The text of every message `name`'s model was sent in its last request. */
+function lastRead(h: Harness, name: string): string {
+  const last = h.model.requests(name).at(-1);
+  return last?.messages.map((m) => contentText(m.content)).join('\n') ?? '';
+}
+
 describe('a transcript write whose answer was lost', () => {
   it('to a teammate: the mail is in its transcript once, read by its model, and delivered', async () => {
-    let stores: ReturnType<typeof losingStores> | undefined;
-    const h = await openHarness({
-      scripts: { lead: notedLead, bob: ({ call }) => ({ text: `bob turn ${call}` }) },
-      wrap: (memory) => {
-        stores = losingStores(memory);
-        return stores;
-      },
+    const { h, wasLost } = await openLosing({
+      lead: notedLead,
+      bob: ({ call }) => ({ text: `bob turn ${call}` }),
     });
     await spawnIdle(h, 'bob');
     const callsBefore = h.model.requests('bob').length;
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'lost' });
     await h.service.idle();
-    expect(stores?.wasLost()).toBe(true);
+    expect(wasLost()).toBe(true);
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'next' });
     await h.service.idle();
 
@@ -125,34 +142,22 @@ describe('a transcript write whose answer was lost', () => {
     expect(lines.filter((line) => line.includes('next'))).toHaveLength(1);
     expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
     expect(h.sink.errors().map((e) => e.code)).toEqual(['STORAGE_IO']);
-    const seen = h.model
-      .requests('bob')
-      .at(-1)
-      ?.messages.map((m) => contentText(m.content))
-      .join('\n');
-    expect(seen).toContain('lost');
-    expect(seen).toContain('next');
+    expect(lastRead(h, 'bob')).toContain('lost');
+    expect(lastRead(h, 'bob')).toContain('next');
     expect(h.model.requests('bob').length - callsBefore).toBeLessThanOrEqual(2);
   });
 
   it('to the lead: it retries after a wait, delivers the mail once and reads it', async () => {
-    let stores: ReturnType<typeof losingStores> | undefined;
-    const h = await openHarness({
-      scripts: {
-        lead: notedLead,
-        bob: ({ call }) => ({ text: call === 1 ? 'ready' : 'lost' }),
-      },
-      wrap: (memory) => {
-        stores = losingStores(memory);
-        return stores;
-      },
+    const { h, wasLost } = await openLosing({
+      lead: notedLead,
+      bob: ({ call }) => ({ text: call === 1 ? 'ready' : 'lost' }),
     });
     await spawnIdle(h, 'bob');
     const leadCalls = h.model.requests('lead').length;
     // bob's reply "lost" reaches the lead as an idle notice; the lead's delivery of it is lost
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'go' });
     await h.sink.waitFor((_, event) => event.type === 'error' && event.code === 'STORAGE_IO');
-    expect(stores?.wasLost()).toBe(true);
+    expect(wasLost()).toBe(true);
     // the lead waits before it tries its mail again, then goes on by itself
     h.clock.advance(LEAD_RETRY_INITIAL_MS);
     await h.service.idle();
@@ -161,12 +166,7 @@ describe('a transcript write whose answer was lost', () => {
     expect(lines.filter((line) => line.includes('lost'))).toHaveLength(1);
     expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
     expect(h.sink.errors().map((e) => e.code)).toEqual(['STORAGE_IO']);
-    const seen = h.model
-      .requests('lead')
-      .at(-1)
-      ?.messages.map((m) => contentText(m.content))
-      .join('\n');
-    expect(seen).toContain('lost');
+    expect(lastRead(h, 'lead')).toContain('lost');
     expect(h.model.requests('lead').length - leadCalls).toBe(1);
   });
 });
