@@ -170,3 +170,56 @@ describe('a transcript write whose answer was lost', () => {
     expect(h.model.requests('lead').length - leadCalls).toBe(1);
   });
 });
+
+describe('a lead whose mail keeps failing', () => {
+  it('tries again after waits that double, never in a tight loop, and goes on once the store does', async () => {
+    let down = true;
+    let tries = 0;
+    const h = await openHarness({
+      scripts: { lead: notedLead, bob: ({ call }) => ({ text: call === 1 ? 'ready' : 'down' }) },
+      // the lead's transcript refuses every write of mail saying "down" while `down` holds; a
+      // write tried more often than the test allows never settles, so a spinning lead stops
+      wrap: ({ log, transcripts }) => ({
+        log,
+        transcripts: {
+          specificationVersion: 'v1',
+          async append(options) {
+            const mail = options.entries.filter((e) => e.message.source?.kind === 'team-message');
+            const carries = mail.some((e) => contentText(e.message.content).includes('down'));
+            if (carries && ++tries > 8) return new Promise<void>(() => {});
+            if (down && carries) throw new TeamError('STORAGE_IO', 'the database is down');
+            await transcripts.append(options);
+          },
+          load: (options) => transcripts.load(options),
+          close: () => transcripts.close(),
+        },
+      }),
+    });
+    await spawnIdle(h, 'bob');
+    const leadCalls = h.model.requests('lead').length;
+    // The n-th failure, then one turn of the event loop: the memory stores answer in microtasks,
+    // so a lead that tried again at once would never let it come, and would fail again meanwhile.
+    const failures = async (n: number) => {
+      await h.sink.waitFor((_, event) => event.type === 'error' && event.code === 'STORAGE_IO', n);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(h.sink.errors()).toHaveLength(n);
+    };
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'go' });
+    await failures(1);
+    let wait = LEAD_RETRY_INITIAL_MS;
+    for (let n = 2; n <= 4; n++) {
+      h.clock.advance(wait);
+      await failures(n);
+      wait *= 2;
+    }
+    expect(h.model.requests('lead').length).toBe(leadCalls);
+
+    down = false;
+    h.clock.advance(wait);
+    await h.service.idle();
+    expect(h.transcript('lead').filter((line) => line.includes('down'))).toHaveLength(1);
+    expect(lastRead(h, 'lead')).toContain('down');
+    expect(h.model.requests('lead').length - leadCalls).toBe(1);
+    expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
+  });
+});
