@@ -15,7 +15,8 @@ import type { AgentRef, MemberTeamService } from './service-types.js';
 /**
  * The narrow context a runner gets: what it reads (state, settings), how it commits (through the
  * pipeline, fenced as its member), its transcript store, the format and the policy, its events,
- * and three callbacks into the pool (its tools, its member's view, "my activity changed"). The
+ * and four callbacks into the pool (its tools, its member's view, "my activity changed", "my
+ * write was fenced"). The
  * pool builds it from its parts; a runner never holds the pool. Internal: tools never get it,
  * only the {@link MemberTeamService} of their member.
  */
@@ -56,4 +57,9 @@ export interface RunnerHost {
   readonly gates: TeamGates | undefined;
   /** Called whenever a runner's activity changes, so `idle()` can settle. */
   runnerChanged(): void;
+  /**
+   * A store refused a write for `memberId` as `FENCED` (another process runs it now) before the
+   * placement said so: its runner here stops, and the placement looks again.
+   */
+  fenced(memberId: string): void;
 }

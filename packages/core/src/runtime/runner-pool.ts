@@ -173,6 +173,7 @@ export class RunnerPool {
       memberService: (agent) => options.memberService(agent),
       toolsFor: (member, definition, mode) => this.toolsFor(member, definition, mode),
       runnerChanged: () => this.runnerChanged(),
+      fenced: (memberId) => this.fenced(memberId),
     });
     this.placing = new PlacementSide({
       placement: options.placement,
@@ -525,7 +526,7 @@ export class RunnerPool {
     this.runnerChanged();
   }
 
-  /** The log refused a write for `memberId`: another process runs it now. */
+  /** The log or a transcript store refused a write for `memberId`: another process runs it now. */
   fenced(memberId: string): void {
     this.lose(memberId);
     this.placing.candidatesChanged();

@@ -604,6 +604,12 @@ export class AgentRunner {
       if (work.type === 'host') work.prompt.reject(error);
       if (this.host.closed || this.stopping) throw error;
       const failure = toTeamError(error);
+      if (QUIET_STOPS.has(failure.code)) {
+        // Another process runs this member now: a store refused the turn's write before the
+        // placement said so. Nothing failed; the member goes on there, and this runner stops.
+        if (failure.code === 'FENCED') this.host.fenced(this.member.id);
+        throw failure;
+      }
       events.publish(this.name, { type: 'error', code: failure.code, message: failure.message });
       this.published = failure;
       events.publish(this.name, { type: 'turn.end', stopReason: 'error', steps: 0, text: '' });

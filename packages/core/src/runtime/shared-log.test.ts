@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { TeamError } from '../errors.js';
 import { createEventHub } from '../hub/event-hub.js';
 import type { EventHub } from '../hub/types.js';
+import type { TranscriptStore } from '../ports/transcript-store.js';
 import { foldTeam } from '../state/fold.js';
 import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
 import type { MemoryParticipant, MemoryRuns, MemorySharedTeam } from '../testing/memory-shared.js';
@@ -38,7 +40,8 @@ interface World {
   transcripts: MemoryTranscriptStore;
   model: ScriptedModel;
   refs: RefBook;
-  open(runs: MemoryRuns, ids: string): Promise<Process>;
+  /** `fenced`: members whose transcript writes this process's store refuses as `FENCED`. */
+  open(runs: MemoryRuns, ids: string, fenced?: ReadonlySet<string>): Promise<Process>;
 }
 
 function world(scripts: Record<string, AgentScript>): World {
@@ -51,13 +54,13 @@ function world(scripts: Record<string, AgentScript>): World {
     transcripts,
     model,
     refs,
-    async open(runs, ids) {
+    async open(runs, ids, fenced) {
       const participant = team.join({ runs });
       const sink = createRecordingSink();
       const service = await openTeam({
         teamId: TEAM_ID,
         log: participant.log,
-        transcripts,
+        transcripts: fenced === undefined ? transcripts : fencing(transcripts, fenced),
         format: createSimpleFormat(),
         policy: createSimplePolicy(),
         agents: createAgentRegistry([
@@ -72,6 +75,22 @@ function world(scripts: Record<string, AgentScript>): World {
       });
       return { service, sink, index: participant.index, participant };
     },
+  };
+}
+
+/**
+ * `store` as a process sees it whose lease on the members in `fenced` ran out before its
+ * placement said so: their writes are refused as `FENCED`, as a shared store refuses them.
+ */
+function fencing(store: TranscriptStore, fenced: ReadonlySet<string>): TranscriptStore {
+  return {
+    specificationVersion: 'v1',
+    append: (options) =>
+      fenced.has(options.memberId)
+        ? Promise.reject(new TeamError('FENCED', `${options.memberId} runs in another process`))
+        : store.append(options),
+    load: (options) => store.load(options),
+    close: () => store.close(),
   };
 }
 
@@ -426,5 +445,61 @@ describe('a team spread over processes (shared log)', () => {
     const b = await w.open({ lead: false }, 'b');
     await expect(b.service.promptLead('hi')).rejects.toMatchObject({ code: 'NOT_PLACED_HERE' });
     await b.service.dispose();
+  });
+
+  it('a turn whose transcript write is fenced before its placement moved stops quietly; the member finishes where it moves', async () => {
+    const w = world({
+      lead: notedLead,
+      alice: ({ call }) => ({ text: `alice ${call}` }),
+    });
+    const fenced = new Set<string>();
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a');
+    const b = await w.open({ lead: false }, 'b', fenced);
+    await a.service.spawnTeammate(a.service.lead, {
+      name: 'alice',
+      description: 'helps',
+      prompt: 'Hi alice.',
+      agentType: 'worker',
+    });
+    await turnsEnded([b], 'alice');
+    await b.service.idle();
+    const aliceId = (
+      a.service.listMembers(a.service.lead).find((m) => m.name === 'alice') as MemberInfo
+    ).memberId;
+    // b's lease on alice ran out; its placement has not said so yet
+    fenced.add(aliceId);
+    await a.service.sendMessage(a.service.lead, { to: 'alice', text: 'again' });
+    await b.sink.waitFor(
+      (agent, e) => agent === 'alice' && e.type === 'status' && e.status === 'inactive',
+    );
+    // nothing failed: the member runs elsewhere now, and b says nothing of it
+    expect(b.sink.errors()).toEqual([]);
+    expect(a.sink.errors()).toEqual([]);
+    const c = await w.open({ lead: false }, 'c');
+    w.team.move(aliceId, c.index);
+    await turnsEnded([c], 'alice');
+    await c.service.idle();
+    // the message b could not write is read once, in c, with one model call
+    expect(w.model.calls('alice')).toBe(2);
+    const held = messageIdsIn(await w.transcripts.load({ memberId: aliceId }));
+    expect(new Set(held).size).toBe(held.length);
+    expect(c.sink.errors()).toEqual([]);
+    for (const p of [a, b, c]) await p.service.dispose();
+  });
+
+  it('a process whose write for the lead is fenced stops its lead quietly and refuses the prompt; the lead answers where it moves', async () => {
+    const w = world({ lead: ({ call }) => ({ text: `lead ${call}` }) });
+    const fenced = new Set<string>();
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a', fenced);
+    await expect(a.service.promptLead('first')).resolves.toMatchObject({ stopReason: 'end_turn' });
+    fenced.add(TEAM_ID);
+    await expect(a.service.promptLead('second')).rejects.toMatchObject({ code: 'FENCED' });
+    expect(a.sink.errors()).toEqual([]);
+    const b = await w.open({ lead: true, agentTypes: [] }, 'b');
+    w.team.move(TEAM_ID, b.index);
+    await b.service.idle();
+    await expect(b.service.promptLead('third')).resolves.toMatchObject({ stopReason: 'end_turn' });
+    expect(b.sink.errors()).toEqual([]);
+    for (const p of [a, b]) await p.service.dispose();
   });
 });
