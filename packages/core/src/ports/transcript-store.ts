@@ -4,7 +4,11 @@ import type { TranscriptEntry } from '../chat.js';
 export interface TranscriptStore {
   /** The version of this port the store implements; checked when a team opens. */
   readonly specificationVersion: 'v1';
-  /** Appends entries in order; resolves once they are durable under the store's policy. */
+  /**
+   * Appends entries in order; resolves once they are durable under the store's policy. A store
+   * may refuse a team message its transcript already holds (`MESSAGE_STATE`, nothing written):
+   * the error then names it in `details.messageId`, and the runtime takes it as held.
+   */
   append(options: { memberId: string; entries: readonly TranscriptEntry[] }): Promise<void>;
   /**
    * Loads a member's whole conversation (empty when it has none). A tool call left without a

@@ -141,15 +141,24 @@ export class Conversation {
   async append(messages: readonly ChatMessage[]): Promise<void> {
     await this.settle();
     let fresh = this.unheld(messages);
-    if (fresh.length === 0) return;
-    try {
-      await this.write(fresh);
-    } catch (error) {
-      if (!TeamError.hasCode(error, 'MESSAGE_STATE')) throw error;
-      await this.settle();
-      fresh = this.unheld(fresh);
+    for (;;) {
       if (fresh.length === 0) return;
-      await this.write(fresh);
+      try {
+        await this.write(fresh);
+        break;
+      } catch (error) {
+        if (!TeamError.hasCode(error, 'MESSAGE_STATE')) throw error;
+        await this.settle();
+        // The store's word stands even where the transcript read back does not show the message:
+        // another process may have delivered it into entries a compaction has replaced since,
+        // while this process's view of the log still has it pending. Each refusal takes one
+        // message out, so this ends.
+        const held = heldMessageOf(error);
+        if (held !== undefined) this.deliveredIds.add(held);
+        const rest = this.unheld(fresh);
+        if (rest.length === fresh.length) throw error;
+        fresh = rest;
+      }
     }
     for (const message of fresh) {
       this.index(message);
@@ -308,4 +317,10 @@ export function forkSeed(messages: readonly ChatMessage[]): ChatMessage[] {
     const { source: _source, ...rest } = message;
     return rest as ChatMessage;
   });
+}
+
+/** The message a `MESSAGE_STATE` refusal names as already held (`details.messageId`). */
+function heldMessageOf(error: TeamError): string | undefined {
+  const id = (error.details as { messageId?: unknown } | undefined)?.messageId;
+  return typeof id === 'string' ? id : undefined;
 }

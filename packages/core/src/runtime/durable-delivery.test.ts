@@ -223,3 +223,61 @@ describe('a lead whose mail keeps failing', () => {
     expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
   });
 });
+
+describe('mail a transcript holds where reading it back does not show it', () => {
+  it('is taken as held when the store refuses it, and the turn runs: no error, no second write', async () => {
+    const hidden = new Set<string>();
+    const h = await openHarness({
+      scripts: { lead: notedLead, bob: ({ call }) => ({ text: `bob turn ${call}` }) },
+      // As another process that ran bob left it: mail saying "elsewhere" is in bob's transcript
+      // already, in entries a compaction has replaced since, so reading the transcript back does
+      // not show it, while this process still has the message pending. The store refuses it as
+      // held and names it, as the PostgreSQL store does.
+      wrap: ({ log, transcripts }) => ({
+        log,
+        transcripts: {
+          specificationVersion: 'v1',
+          async append(options) {
+            const elsewhere = options.entries.filter(
+              (e) =>
+                e.message.source?.kind === 'team-message' &&
+                contentText(e.message.content).includes('elsewhere'),
+            );
+            if (hidden.size === 0 && elsewhere.length > 0) {
+              await transcripts.append({ memberId: options.memberId, entries: elsewhere });
+              for (const id of messageIdsIn(elsewhere)) hidden.add(id);
+            }
+            const held = new Set(messageIdsIn(transcripts.raw(options.memberId)));
+            const taken = messageIdsIn(options.entries).find((id) => held.has(id));
+            if (taken !== undefined) {
+              throw new TeamError(
+                'MESSAGE_STATE',
+                `message ${taken} is already in the transcript`,
+                {
+                  details: { messageId: taken, memberId: options.memberId },
+                },
+              );
+            }
+            await transcripts.append(options);
+          },
+          load: async (options) =>
+            (await transcripts.load(options)).filter((e) =>
+              messageIdsIn([e]).every((id) => !hidden.has(id)),
+            ),
+          close: () => transcripts.close(),
+        },
+      }),
+    });
+    await spawnIdle(h, 'bob');
+    const calls = h.model.requests('bob').length;
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'elsewhere' });
+    await h.service.idle();
+
+    expect(hidden.size).toBe(1);
+    expect(h.sink.errors()).toEqual([]);
+    expect(h.transcript('bob').filter((line) => line.includes('elsewhere'))).toHaveLength(1);
+    expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
+    // the turn the mail was picked for still runs, once
+    expect(h.model.requests('bob').length - calls).toBe(1);
+  });
+});
