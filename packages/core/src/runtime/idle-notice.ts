@@ -79,7 +79,8 @@ export function turnEndNoticeId(memberId: string, at: number): string {
  * lead never heard the end of (its process stopped after the turn's mail or task prompt was durable,
  * maybe after some of its steps too, and before its idle notice was): the member must finish that
  * turn. Undefined when there is nothing to do: an empty transcript, a turn whose notice was
- * queued, or one that never started.
+ * queued, or one that never started. The lead's transcript is read the same way: no notice is
+ * ever queued for it, so a lead turn on team mail that never ended with a reply is `unfinished`.
  * `wasQueued` answers whether a message id was ever queued in the team.
  */
 export function turnToFinish(

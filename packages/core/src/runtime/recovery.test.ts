@@ -361,3 +361,63 @@ describe('recovery on the in-memory stores', () => {
     await b.service.dispose();
   });
 });
+
+describe('a lead turn its process stopped in', () => {
+  it('is finished by the process that reopens the team, once, so the team goes on', async () => {
+    const memory = memoryStores();
+    let stores: CrashableStores | undefined;
+    const held = deferred();
+    const inTurn = deferred();
+    const a = await openHarness({
+      memory,
+      wrap: (m) => {
+        stores = crashableStores(m.log, m.transcripts);
+        return stores;
+      },
+      scripts: {
+        // the lead's turn on bob's second notice never gets its answer: the process dies in it
+        lead: ({ call }) => {
+          if (call < 2) return { text: 'Noted.' };
+          inTurn.resolve();
+          return { text: 'lost', gate: held.promise };
+        },
+        bob: ({ call }) => ({ text: call === 1 ? 'Ready.' : 'finished' }),
+      },
+    });
+    await spawnIdle(a, 'bob');
+    await a.service.sendMessage(a.service.lead, { to: 'bob', text: 'go' });
+    await inTurn.promise;
+    stores?.crash();
+    const leadId = a.service.lead.memberId;
+    // bob's notice is delivered and in the lead's transcript; no reply followed it
+    expect(foldTeam(memory.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
+    expect(describeTranscript(memory.transcripts.raw(leadId)).at(-1)).toContain('finished');
+
+    const b = await openHarness({
+      memory,
+      scripts: {
+        lead: () => ({ text: 'All done.' }),
+        bob: ({ call }) => ({ text: `b${call}` }),
+      },
+      ids: 'b',
+    });
+    await b.service.idle();
+    expect(b.sink.errors()).toEqual([]);
+    expect(b.model.requests('lead')).toHaveLength(1);
+    expect(describeMessage(b.model.requests('lead')[0]?.messages.at(-1) as never)).toContain(
+      'finished',
+    );
+    expect(describeTranscript(memory.transcripts.raw(leadId)).at(-1)).toBe('assistant: All done.');
+    expect(b.model.requests('bob')).toHaveLength(0);
+
+    // a lead turn that ended with a reply is not run again when the team reopens
+    const c = await openHarness({
+      memory,
+      scripts: { lead: () => ({ text: 'again?' }), bob: ({ call }) => ({ text: `c${call}` }) },
+      ids: 'c',
+    });
+    await c.service.idle();
+    expect(c.model.requests('lead')).toHaveLength(0);
+    held.resolve();
+  });
+});

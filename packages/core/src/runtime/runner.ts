@@ -126,7 +126,9 @@ export class AgentRunner {
   private handingOver = false;
   /**
    * Set by {@link prepare} when the transcript ends within a turn the lead never heard the end of
-   * (see `turnToFinish`): the member finishes it before anything but mail; any turn clears it.
+   * (see `turnToFinish`; for the lead itself, a turn on team mail that never ended with a reply:
+   * its process stopped in it): the member finishes it before anything but mail; any turn clears
+   * it. Otherwise nothing would: the mail that started it is delivered.
    */
   private unfinished = false;
   /** Why host prompts still waiting are refused once the loop ends (default `DISPOSED`). */
@@ -220,7 +222,6 @@ export class AgentRunner {
       const loaded = await loadTranscript(this.host.transcripts, this.member.id);
       const { state } = this.host;
       this.unfinished =
-        !this.isLead &&
         turnToFinish(this.member.id, loaded, (id) => state.wasQueued(id))?.kind === 'unfinished';
       const entries = reopenParkedCalls(loaded, state, this.member.id);
       const conversation = new Conversation(
