@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contentText } from '../content.js';
 import { TeamError } from '../errors.js';
-import { LEAD_RETRY_INITIAL_MS } from '../limits.js';
+import { LEAD_RETRY_INITIAL_MS, LEAD_RETRY_MAX_MS } from '../limits.js';
 import type { TeamLog } from '../ports/team-log.js';
 import type { TranscriptStore } from '../ports/transcript-store.js';
 import { foldTeam } from '../state/fold.js';
@@ -279,5 +279,44 @@ describe('mail a transcript holds where reading it back does not show it', () =>
     expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
     // the turn the mail was picked for still runs, once
     expect(h.model.requests('bob').length - calls).toBe(1);
+  });
+});
+
+describe('a lead turn whose model call failed', () => {
+  it('is finished after the retry wait, once, though its mail was delivered', async () => {
+    let failing = true;
+    const h = await openHarness({
+      scripts: {
+        // the lead's turn on bob's "finished" fails at its model call while `failing` holds
+        lead: ({ request }) => {
+          const last = request.messages.at(-1);
+          if (failing && contentText(last?.content ?? []).includes('finished')) {
+            failing = false;
+            return { error: new TeamError('MODEL_UNAVAILABLE', 'the provider is overloaded') };
+          }
+          return { text: 'Noted.' };
+        },
+        bob: ({ call }) => ({ text: call === 1 ? 'ready' : 'finished' }),
+      },
+    });
+    await spawnIdle(h, 'bob');
+    const leadCalls = h.model.requests('lead').length;
+    await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'go' });
+    await h.sink.waitFor((_, event) => event.type === 'error');
+    await h.service.idle();
+    // the notice is delivered: no mail is left to start the lead's turn again
+    expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
+    expect(h.model.requests('lead').length - leadCalls).toBe(1);
+
+    h.clock.advance(LEAD_RETRY_INITIAL_MS);
+    await h.service.idle();
+    expect(h.model.requests('lead').length - leadCalls).toBe(2);
+    expect(lastRead(h, 'lead')).toContain('finished');
+    expect(h.transcript('lead').at(-1)).toBe('assistant: Noted.');
+    expect(h.sink.errors().map((e) => e.code)).toEqual(['MODEL_UNAVAILABLE']);
+    // finished once: a later wait does not run it again
+    h.clock.advance(LEAD_RETRY_MAX_MS);
+    await h.service.idle();
+    expect(h.model.requests('lead').length - leadCalls).toBe(2);
   });
 });

@@ -97,16 +97,23 @@ export function turnToFinish(
     const noticeId = idleNoticeId(memberId, reply);
     return wasQueued(noticeId) ? undefined : { kind: 'reply', reply, noticeId };
   }
-  // A turn starts on team mail or a task prompt: one after the last reply was never finished. (A
-  // forked teammate's seed alone is the lead's conversation, not a turn of its own.)
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const { message } = entries[i] as TranscriptEntry;
+  return endsInTurn(entries.map((entry) => entry.message)) ? { kind: 'unfinished' } : undefined;
+}
+
+/**
+ * True when `messages` (a conversation, oldest first) end inside a turn that never ended with a
+ * reply. A turn starts on team mail or a task prompt: one after the last reply was never
+ * finished. (A forked teammate's seed alone is the lead's conversation, not a turn of its own.)
+ */
+export function endsInTurn(messages: readonly ChatMessage[]): boolean {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as ChatMessage;
     if (message.role === 'assistant' && message.toolCalls.length === 0 && !message.source) break;
     const kind = message.source?.kind;
-    if (kind === 'team-message' || kind === 'task-claim') return { kind: 'unfinished' };
+    if (kind === 'team-message' || kind === 'task-claim') return true;
     if (kind === 'compaction') break;
   }
-  return undefined;
+  return false;
 }
 
 /** A ULID-shaped id: `at` as its time, then 80 bits of a SHA-256 of `seed`. */

@@ -32,7 +32,13 @@ import {
 import { isWriteFailure } from './commit-pipeline.js';
 import { ContextKeeper, resolveContextBudget } from './context-budget.js';
 import { Conversation, loadTranscript } from './conversation.js';
-import { type CutTextHome, idleNoticeId, turnEndNoticeId, turnToFinish } from './idle-notice.js';
+import {
+  type CutTextHome,
+  endsInTurn,
+  idleNoticeId,
+  turnEndNoticeId,
+  turnToFinish,
+} from './idle-notice.js';
 import {
   appendToTranscript,
   deliveredRecords,
@@ -127,8 +133,9 @@ export class AgentRunner {
   /**
    * Set by {@link prepare} when the transcript ends within a turn the lead never heard the end of
    * (see `turnToFinish`; for the lead itself, a turn on team mail that never ended with a reply:
-   * its process stopped in it): the member finishes it before anything but mail; any turn clears
-   * it. Otherwise nothing would: the mail that started it is delivered.
+   * its process stopped in it), and after a lead turn on such mail failed: the member finishes it
+   * before anything but mail; any turn clears it. Otherwise nothing would: the mail that started
+   * it is delivered.
    */
   private unfinished = false;
   /** Why host prompts still waiting are refused once the loop ends (default `DISPOSED`). */
@@ -615,8 +622,11 @@ export class AgentRunner {
       this.published = failure;
       events.publish(this.name, { type: 'turn.end', stopReason: 'error', steps: 0, text: '' });
       // The lead cannot fail: the host sees the error and may prompt it again. Its mail waits a
-      // while before the next try, so a failure that persists is not retried in a tight loop.
+      // while before the next try, so a failure that persists is not retried in a tight loop;
+      // a turn on mail it already took (a model call that failed, say) is finished after the
+      // wait, since no mail is left to start it again and the teammates may wait for it.
       if (!this.isLead) throw failure;
+      this.unfinished = endsInTurn(conversation.messages);
       this.waitToRetry();
     } finally {
       this.turnAbort = undefined;
