@@ -94,6 +94,16 @@ function fencing(store: TranscriptStore, fenced: ReadonlySet<string>): Transcrip
   };
 }
 
+/** The lead of `process` spawns the worker alice. */
+async function spawnAlice(process: Process): Promise<void> {
+  await process.service.spawnTeammate(process.service.lead, {
+    name: 'alice',
+    description: 'helps',
+    prompt: 'Hi alice.',
+    agentType: 'worker',
+  });
+}
+
 /** Resolves once `process` has seen the log up to the shared log's last record. */
 async function caughtUp(process: Process, team: MemorySharedTeam): Promise<void> {
   const last = team.records().at(-1)?.seq ?? 0;
@@ -158,12 +168,7 @@ describe('a team spread over processes (shared log)', () => {
     });
     const a = await w.open({ lead: true, agentTypes: [] }, 'a');
     const b = await w.open({ lead: false }, 'b');
-    await a.service.spawnTeammate(a.service.lead, {
-      name: 'alice',
-      description: 'helps',
-      prompt: 'Hi alice.',
-      agentType: 'worker',
-    });
+    await spawnAlice(a);
     await b.service.idle();
     await a.service.idle();
     const alice = () =>
@@ -204,12 +209,7 @@ describe('a team spread over processes (shared log)', () => {
     });
     const a = await w.open({ lead: true, agentTypes: [] }, 'a');
     const b = await w.open({ lead: false }, 'b');
-    await a.service.spawnTeammate(a.service.lead, {
-      name: 'alice',
-      description: 'helps',
-      prompt: 'Hi alice.',
-      agentType: 'worker',
-    });
+    await spawnAlice(a);
     await b.service.idle();
     await a.service.idle();
     const alice = () =>
@@ -247,12 +247,7 @@ describe('a team spread over processes (shared log)', () => {
     });
     const a = await w.open({ lead: true, agentTypes: [] }, 'a');
     const b = await w.open({ lead: false }, 'b');
-    await a.service.spawnTeammate(a.service.lead, {
-      name: 'alice',
-      description: 'helps',
-      prompt: 'Hi alice.',
-      agentType: 'worker',
-    });
+    await spawnAlice(a);
     const aliceId = a.service.listMembers(a.service.lead).find((m) => m.name === 'alice')?.memberId;
     expect(w.team.placementOf(aliceId as string)?.participant).toBe(b.index);
     // alice's turn runs in b, and her idle notice wakes the lead in a
@@ -331,12 +326,7 @@ describe('a team spread over processes (shared log)', () => {
     const a = await w.open({ lead: true, agentTypes: [] }, 'a');
     const b = await w.open({ lead: false }, 'b');
     const c = await w.open({ lead: false }, 'c');
-    await a.service.spawnTeammate(a.service.lead, {
-      name: 'alice',
-      description: 'helps',
-      prompt: 'Hi alice.',
-      agentType: 'worker',
-    });
+    await spawnAlice(a);
     await turnsEnded([b, c], 'alice');
     const alice = w.refs.get('alice') as AgentRef;
     const from = w.team.placementOf(alice.memberId)?.participant as number;
@@ -393,12 +383,7 @@ describe('a team spread over processes (shared log)', () => {
       }
     })();
     const openedAt = w.team.records().length;
-    await a.service.spawnTeammate(a.service.lead, {
-      name: 'alice',
-      description: 'helps',
-      prompt: 'Hi alice.',
-      agentType: 'worker',
-    });
+    await spawnAlice(a);
     await turnsEnded([b], 'alice');
     await a.sink.waitFor((agent, e) => agent === 'lead' && e.type === 'turn.end');
     await a.service.idle();
@@ -455,12 +440,7 @@ describe('a team spread over processes (shared log)', () => {
     const fenced = new Set<string>();
     const a = await w.open({ lead: true, agentTypes: [] }, 'a');
     const b = await w.open({ lead: false }, 'b', fenced);
-    await a.service.spawnTeammate(a.service.lead, {
-      name: 'alice',
-      description: 'helps',
-      prompt: 'Hi alice.',
-      agentType: 'worker',
-    });
+    await spawnAlice(a);
     await turnsEnded([b], 'alice');
     await b.service.idle();
     const aliceId = (
