@@ -209,16 +209,7 @@ export class RunnerPool {
         );
       },
       createRunner: (memberId, resumeTasks) => this.createRunner(memberId, resumeTasks),
-      reviveFailed: (memberId, error) => {
-        const failure = TeamError.isInstance(error)
-          ? error
-          : new TeamError('INVALID_ARGUMENT', String(error), { cause: error });
-        this.events.publish(this.state.member(memberId)?.name ?? memberId, {
-          type: 'error',
-          code: failure.code,
-          message: `could not revive: ${failure.message}`,
-        });
-      },
+      reviveFailed: (memberId, error) => this.reportReviveFailure(memberId, error),
     });
     const types = options.agents.types();
     const teammateTypes = [
