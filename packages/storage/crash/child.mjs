@@ -101,14 +101,23 @@ const events = {
   },
 };
 
-/** Set once openTeam returned; scripts run only after that (runners start inside openTeam). */
+/**
+ * Set once openTeam returned. Runners start inside openTeam (the lead finishes a turn its last
+ * process stopped in, revived members take their mail), so a script waits for `opened` before it
+ * looks at the team.
+ */
 let team;
+let markOpened;
+const opened = new Promise((resolve) => {
+  markOpened = resolve;
+});
 const scripts = createCrashTeamScripts({
   createScriptedModel,
   rng,
   team: () => team,
   turns,
   draining: () => drain,
+  ready: opened,
 });
 const { model, members, activeNames } = scripts;
 
@@ -139,6 +148,7 @@ team = await openTeam({
   events,
   idleClaim: drain ? false : { intervalMs: 100 },
 });
+markOpened();
 process.send?.({ type: 'ready', recovered: store.recovered });
 
 if (drain) await drainMail();
