@@ -302,14 +302,25 @@ describe('a lead turn whose model call failed', () => {
     await spawnIdle(h, 'bob');
     const leadCalls = h.model.requests('lead').length;
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'go' });
-    await h.sink.waitFor((_, event) => event.type === 'error');
-    await h.service.idle();
+    await h.sink.waitFor(
+      (agent, event) =>
+        agent === 'lead' && event.type === 'turn.end' && event.stopReason === 'error',
+    );
     // the notice is delivered: no mail is left to start the lead's turn again
     expect(foldTeam(h.log.records(), { teamId: TEAM_ID }).pendingMail).toEqual([]);
     expect(h.model.requests('lead').length - leadCalls).toBe(1);
-
+    // the team is not idle while the lead, parked, owes that turn: idle() resolves once it is taken
+    await h.sink.waitUntil((events) => {
+      const failed = events.findIndex(
+        (e) => e.agent === 'lead' && e.event.type === 'turn.end' && e.event.stopReason === 'error',
+      );
+      return events
+        .slice(failed + 1)
+        .some((e) => e.agent === 'lead' && e.event.type === 'status' && e.event.status === 'idle');
+    });
+    const callsWhenIdle = h.service.idle().then(() => h.model.requests('lead').length - leadCalls);
     h.clock.advance(LEAD_RETRY_INITIAL_MS);
-    await h.service.idle();
+    expect(await callsWhenIdle).toBe(2);
     expect(h.model.requests('lead').length - leadCalls).toBe(2);
     expect(lastRead(h, 'lead')).toContain('finished');
     expect(h.transcript('lead').at(-1)).toBe('assistant: Noted.');

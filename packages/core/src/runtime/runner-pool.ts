@@ -847,6 +847,7 @@ export class RunnerPool {
       if (runner.busy) return false;
       // A member parked on an approval takes no mail before the decision, which wakes it.
       if (runner.awaitingApproval) continue;
+      if (runner.owesTurn) return false;
       const pending = this.state.pending(runner.member.id);
       if (pending.some((m) => m.delivery === 'wakeup')) return false;
     }

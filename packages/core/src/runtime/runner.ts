@@ -192,6 +192,15 @@ export class AgentRunner {
     return this.activity === 'starting' || this.activity === 'running' || this.woken;
   }
 
+  /**
+   * True while the member owes a turn no mail will start: one its process stopped in, or a lead
+   * turn that failed and is finished after the retry wait. `idle()` waits for it, as it waits for
+   * pending wakeup mail.
+   */
+  get owesTurn(): boolean {
+    return this.live && this.unfinished && !this.stalled;
+  }
+
   /** True while the member waits for a decision on an approval: its mail waits with it. */
   get awaitingApproval(): boolean {
     const [first] = openCalls(this.conversation?.messages ?? []);

@@ -360,7 +360,12 @@ export interface TeamService {
   submitPlan(agent: AgentRef, input: { plan: string }): Promise<ApprovalView>;
   /** Starts a lead turn with a host message (after the current one); resolves when it ends. */
   promptLead(input: string | ContentBlock[]): Promise<TurnOutcome>;
-  /** Resolves once no runner is working and no wakeup mail waits for a live runner. */
+  /**
+   * Resolves once no runner is working, no wakeup mail waits for a live runner, and no live runner
+   * owes a turn (one its process stopped in, or a lead turn that failed, taken after the lead's
+   * retry wait; a lead that keeps failing keeps the team from going idle). A member parked on an
+   * approval waits for the decision and does not hold it up.
+   */
   idle(): Promise<void>;
   /**
    * Stops every runner (running turns are aborted), waits for in-flight appends (bounded by
