@@ -8,8 +8,8 @@
 // ({type: 'request', messages}), and `compacting` / `compacted` as bob's context is compacted.
 // The parent kills it with SIGKILL at one of those points.
 // resume: reopens the team, mails bob once more, lets every pending message be delivered, and
-// reports bob's first request and how many summaries it wrote ({type: 'resumed', first,
-// summaries}) before exiting 0.
+// reports bob's first request that reads the resume's mail and how many summaries it wrote
+// ({type: 'resumed', first, summaries}) before exiting 0.
 //
 // Every send that was answered is appended to the acknowledgement file (synced) after the answer.
 
@@ -66,7 +66,11 @@ const model = createScriptedModel({
     lead: () => ({ text: 'Noted.' }),
     bob: ({ call, request }) => {
       if (mode === 'run') process.send?.({ type: 'request', messages: request.messages });
-      else first ??= request.messages;
+      else if (request.messages.some((m) => JSON.stringify(m.content).includes('mail resume'))) {
+        // the first request that reads the resume's mail (a turn the kill cut may be finished
+        // first, when it starts before that mail is durable)
+        first ??= request.messages;
+      }
       const last = request.messages.at(-1);
       if (last?.role === 'tool') return { text: text(call, 300 + (call % 4) * 100) };
       return { text: `On it (${call}).`, toolCalls: [{ name: 'task_list', input: { limit: 1 } }] };
