@@ -16,9 +16,8 @@ import type { AgentRef, MemberTeamService } from './service-types.js';
  * The narrow context a runner gets: what it reads (state, settings), how it commits (through the
  * pipeline, fenced as its member), its transcript store, the format and the policy, its events,
  * and four callbacks into the pool (its tools, its member's view, "my activity changed", "my
- * write was fenced"). The
- * pool builds it from its parts; a runner never holds the pool. Internal: tools never get it,
- * only the {@link MemberTeamService} of their member.
+ * write was fenced"). The pool builds it from its parts; a runner never holds the pool.
+ * Internal: tools never get it, only the {@link MemberTeamService} of their member.
  */
 export interface RunnerHost {
   readonly teamId: string;
