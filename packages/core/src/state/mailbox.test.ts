@@ -339,3 +339,46 @@ describe('Mailbox undo', () => {
     expect(mailbox.boundedCount('x')).toBe(1);
   });
 });
+
+describe('Mailbox ids', () => {
+  const message = (id: string) => ({
+    id,
+    senderId: 'lead',
+    senderName: 'lead',
+    targetId: 'x',
+    kind: 'message' as const,
+    delivery: 'wakeup' as const,
+    content: textContent(id),
+  });
+
+  it('knows every queued id, queued in increasing order or not, before and after delivery', async () => {
+    const { Mailbox } = await import('./mailbox.js');
+    const mailbox = new Mailbox();
+    const queued = ['m05', 'm09', 'm03', 'm07', 'm10', 'm01'];
+    for (const id of queued) mailbox.enqueue(message(id));
+    const never = ['m00', 'm02', 'm04', 'm06', 'm08', 'm11'];
+    const check = () => {
+      for (const id of queued) expect(mailbox.checkNew(id)?.code, id).toBe('MESSAGE_STATE');
+      for (const id of never) expect(mailbox.checkNew(id), id).toBeUndefined();
+    };
+    check();
+    for (const id of ['m03', 'm09', 'm10']) mailbox.deliver(id);
+    expect(mailbox.deliveredText()).toEqual({ text: 'm03\nm09\nm10', last: 'm10' });
+    check();
+    // queued after the history took m10: below it, and above what is still pending
+    mailbox.enqueue(message('m08'));
+    queued.push('m08');
+    never.splice(never.indexOf('m08'), 1);
+    check();
+    for (const id of ['m01', 'm05']) mailbox.deliver(id);
+    expect(mailbox.deliveredText()).toEqual({ text: 'm01\nm03\nm05\nm09\nm10', last: 'm10' });
+    check();
+    expect(mailbox.pendingAll().map((m) => m.id)).toEqual(['m07', 'm08']);
+    mailbox.unqueue(message('m08'));
+    expect(mailbox.wasQueued('m08')).toBe(false);
+    mailbox.enqueue(message('m12'));
+    mailbox.unqueue(message('m12'));
+    expect(mailbox.wasQueued('m12')).toBe(false);
+    expect(mailbox.wasQueued('m07')).toBe(true);
+  });
+});

@@ -32,12 +32,18 @@ const EMPTY: readonly QueuedMessage[] = Object.freeze([]);
  * runner that polls `pending()` at every step boundary pays nothing for an unchanged inbox.
  */
 export class Mailbox {
-  /** Ids queued since the state was restored (or ever, for a fold), delivered or not. */
-  private readonly queued = new Set<string>();
+  /**
+   * Ids queued since the state was restored (or ever, for a fold), delivered or not, in two parts:
+   * `ascending` holds those queued in increasing order (each greater than every id before it, as
+   * ids that grow with time are), sorted, so queueing one costs a comparison and a push instead of
+   * a hash into a set that grows with history; `unordered` holds the rest. See {@link isQueued}.
+   */
+  private ascending: string[] = [];
+  private readonly unordered = new Set<string>();
   /**
    * Ids delivered before the snapshot the state was restored from, sorted: a history-sized list
    * kept as an array (searched by halves) rather than hashed into the set, so a restore costs a
-   * split of one string, not a hash per id. Merged with the delivered ids of `queued` by
+   * split of one string, not a hash per id. Merged with the delivered ids of `ascending` and `unordered` by
    * {@link deliveredText}.
    */
   private historic: readonly string[] = [];
@@ -56,9 +62,25 @@ export class Mailbox {
   private readonly positions = new Map<string, number>();
   private nextPosition = 0;
 
+  /** True for an id queued since the state was restored (or ever, for a fold). */
+  private isQueued(id: string): boolean {
+    const ascending = this.ascending;
+    const top = ascending[ascending.length - 1];
+    if (top !== undefined && id <= top && (id === top || sortedHas(ascending, id))) return true;
+    return this.unordered.size > 0 && this.unordered.has(id);
+  }
+
+  /** Adds an id {@link isQueued} does not hold. */
+  private addQueued(id: string): void {
+    const ascending = this.ascending;
+    const top = ascending[ascending.length - 1];
+    if (top === undefined || id > top) ascending.push(id);
+    else this.unordered.add(id);
+  }
+
   /** True for any id ever queued, delivered or not. */
   wasQueued(id: string): boolean {
-    if (this.queued.has(id)) return true;
+    if (this.isQueued(id)) return true;
     const last = this.historicLast;
     if (last === undefined || id > last) return false;
     return sortedHas(this.history(), id);
@@ -152,8 +174,15 @@ export class Mailbox {
    */
   deliveredText(): { text: string; last: string | undefined } {
     const recent: string[] = [];
-    for (const id of this.queued) if (!this.all.has(id)) recent.push(id);
+    const pending: string[] = [];
+    for (const id of this.ascending) (this.all.has(id) ? pending : recent).push(id);
+    for (const id of this.unordered) if (!this.all.has(id)) recent.push(id);
     recent.sort(compareIds);
+    // once the history holds `recent` (splitting it may throw first)
+    const moved = () => {
+      this.ascending = pending;
+      for (const id of recent) this.unordered.delete(id);
+    };
     const unsplit = this.unsplit;
     const last = this.historicLast;
     if (
@@ -164,7 +193,7 @@ export class Mailbox {
       if (recent.length > 0) {
         text = text === '' ? recent.join('\n') : `${text}\n${recent.join('\n')}`;
         this.historicLast = recent[recent.length - 1];
-        for (const id of recent) this.queued.delete(id);
+        moved();
       }
       this.unsplit = text;
       return { text, last: this.historicLast };
@@ -172,7 +201,7 @@ export class Mailbox {
     if (recent.length > 0) {
       this.historic = mergeSorted(this.history(), recent);
       this.historicLast = this.historic[this.historic.length - 1];
-      for (const id of recent) this.queued.delete(id);
+      moved();
     }
     return { text: this.history().join('\n'), last: this.historicLast };
   }
@@ -206,7 +235,7 @@ export class Mailbox {
     }
     for (const message of pending) {
       const { id } = message;
-      if (this.queued.has(id)) return this.checkNew(id);
+      if (this.isQueued(id)) return this.checkNew(id);
       if (this.unsplit !== undefined && id <= (last as string)) this.restoredPending.push(id);
       else if (sortedHas(this.historic, id)) return this.checkNew(id);
       this.enqueue(message);
@@ -216,7 +245,7 @@ export class Mailbox {
 
   /** Records a queued message; the caller has run {@link checkNew}. */
   enqueue(message: QueuedMessage): void {
-    this.queued.add(message.id);
+    this.addQueued(message.id);
     this.all.set(message.id, message);
     this.positions.set(message.id, this.nextPosition++);
     let inbox = this.inboxes.get(message.targetId);
@@ -250,7 +279,9 @@ export class Mailbox {
   /** Undoes {@link enqueue} of a still-pending message, the latest one queued. */
   unqueue(message: QueuedMessage): void {
     this.deliver(message.id);
-    this.queued.delete(message.id);
+    const ascending = this.ascending;
+    if (ascending[ascending.length - 1] === message.id) ascending.pop();
+    else this.unordered.delete(message.id);
   }
 
   /**
