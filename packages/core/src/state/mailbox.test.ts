@@ -381,4 +381,33 @@ describe('Mailbox ids', () => {
     expect(mailbox.wasQueued('m12')).toBe(false);
     expect(mailbox.wasQueued('m07')).toBe(true);
   });
+
+  it('knows ids queued far out of order among many, and gives them back sorted once delivered', async () => {
+    const { Mailbox } = await import('./mailbox.js');
+    const mailbox = new Mailbox();
+    const ids = Array.from({ length: 100 }, (_, i) => `n${100 + i}`);
+    for (const id of ids) mailbox.enqueue(message(id));
+    // 'n1205' sorts 79 ids from the end, 'n1905' 8: both are queued once, whichever way kept
+    for (const id of ['n1205', 'n1905']) {
+      expect(mailbox.checkNew(id)).toBeUndefined();
+      mailbox.enqueue(message(id));
+      expect(mailbox.checkNew(id)?.code).toBe('MESSAGE_STATE');
+    }
+    for (const id of ['n1204', 'n1206', 'n1904', 'n1906', 'n099', 'n200']) {
+      expect(mailbox.checkNew(id), id).toBeUndefined();
+    }
+    for (const id of ids) expect(mailbox.checkNew(id)?.code, id).toBe('MESSAGE_STATE');
+    for (const id of ['n120', 'n1205', 'n1905', 'n199']) mailbox.deliver(id);
+    expect(mailbox.deliveredText()).toEqual({ text: 'n120\nn1205\nn1905\nn199', last: 'n199' });
+    for (const id of ['n120', 'n1205', 'n1905', 'n199']) {
+      expect(mailbox.checkNew(id)?.code, id).toBe('MESSAGE_STATE');
+    }
+    mailbox.enqueue(message('n1300'));
+    mailbox.unqueue(message('n1300'));
+    expect(mailbox.wasQueued('n1300')).toBe(false);
+    mailbox.enqueue(message('n1895'));
+    mailbox.unqueue(message('n1895'));
+    expect(mailbox.wasQueued('n1895')).toBe(false);
+    expect(mailbox.pendingAll()).toHaveLength(98);
+  });
 });

@@ -27,24 +27,32 @@ interface Inbox {
 const EMPTY: readonly QueuedMessage[] = Object.freeze([]);
 
 /**
+ * How far from its end the mailbox's sorted ids take an id queued out of order (see
+ * `Mailbox.sorted`); an id older than that goes to a set.
+ */
+const SORTED_TAIL = 64;
+
+/**
  * Pending mail, kept incrementally: queued minus delivered, per target and overall, in log order.
  * A target's pending list is cached as a frozen array and rebuilt only after it changed, so a
  * runner that polls `pending()` at every step boundary pays nothing for an unchanged inbox.
  */
 export class Mailbox {
   /**
-   * Ids queued since the state was restored (or ever, for a fold), delivered or not, in two parts:
-   * `ascending` holds those queued in increasing order (each greater than every id before it, as
-   * ids that grow with time are), sorted, so queueing one costs a comparison and a push instead of
-   * a hash into a set that grows with history; `unordered` holds the rest. See {@link isQueued}.
+   * Ids queued since the state was restored (or ever, for a fold), delivered or not, in two parts.
+   * `sorted` holds, in order, every id that was queued greater than all but at most
+   * {@link SORTED_TAIL} of those before it: ids that grow with time (ulids), including those a
+   * little older than the newest when several processes write. Queueing or finding one of them
+   * costs a few comparisons at the array's end, not a hash into a set that grows with history.
+   * `unordered` holds the rest.
    */
-  private ascending: string[] = [];
+  private sorted: string[] = [];
   private readonly unordered = new Set<string>();
   /**
    * Ids delivered before the snapshot the state was restored from, sorted: a history-sized list
-   * kept as an array (searched by halves) rather than hashed into the set, so a restore costs a
-   * split of one string, not a hash per id. Merged with the delivered ids of `ascending` and `unordered` by
-   * {@link deliveredText}.
+   * kept as an array (searched by halves) rather than hashed into a set, so a restore costs a
+   * split of one string, not a hash per id. Merged with the delivered ids of `sorted` and
+   * `unordered` by {@link deliveredText}.
    */
   private historic: readonly string[] = [];
   /**
@@ -64,17 +72,26 @@ export class Mailbox {
 
   /** True for an id queued since the state was restored (or ever, for a fold). */
   private isQueued(id: string): boolean {
-    const ascending = this.ascending;
-    const top = ascending[ascending.length - 1];
-    if (top !== undefined && id <= top && (id === top || sortedHas(ascending, id))) return true;
+    const sorted = this.sorted;
+    const stop = Math.max(0, sorted.length - SORTED_TAIL);
+    let i = sorted.length - 1;
+    for (; i >= stop; i--) {
+      const at = sorted[i] as string;
+      if (at === id) return true;
+      if (at < id) return this.unordered.size > 0 && this.unordered.has(id);
+    }
+    if (i >= 0 && sortedHas(sorted, id, i)) return true;
     return this.unordered.size > 0 && this.unordered.has(id);
   }
 
   /** Adds an id {@link isQueued} does not hold. */
   private addQueued(id: string): void {
-    const ascending = this.ascending;
-    const top = ascending[ascending.length - 1];
-    if (top === undefined || id > top) ascending.push(id);
+    const sorted = this.sorted;
+    const stop = Math.max(0, sorted.length - SORTED_TAIL);
+    let at = sorted.length;
+    while (at > stop && (sorted[at - 1] as string) > id) at--;
+    if (at === sorted.length) sorted.push(id);
+    else if (at === 0 || (sorted[at - 1] as string) < id) sorted.splice(at, 0, id);
     else this.unordered.add(id);
   }
 
@@ -175,12 +192,12 @@ export class Mailbox {
   deliveredText(): { text: string; last: string | undefined } {
     const recent: string[] = [];
     const pending: string[] = [];
-    for (const id of this.ascending) (this.all.has(id) ? pending : recent).push(id);
+    for (const id of this.sorted) (this.all.has(id) ? pending : recent).push(id);
     for (const id of this.unordered) if (!this.all.has(id)) recent.push(id);
     recent.sort(compareIds);
     // once the history holds `recent` (splitting it may throw first)
     const moved = () => {
-      this.ascending = pending;
+      this.sorted = pending;
       for (const id of recent) this.unordered.delete(id);
     };
     const unsplit = this.unsplit;
@@ -279,9 +296,15 @@ export class Mailbox {
   /** Undoes {@link enqueue} of a still-pending message, the latest one queued. */
   unqueue(message: QueuedMessage): void {
     this.deliver(message.id);
-    const ascending = this.ascending;
-    if (ascending[ascending.length - 1] === message.id) ascending.pop();
-    else this.unordered.delete(message.id);
+    // the latest id queued: in the last SORTED_TAIL of `sorted`, or in `unordered`
+    const sorted = this.sorted;
+    for (let at = sorted.length - 1; at >= Math.max(0, sorted.length - SORTED_TAIL); at--) {
+      if (sorted[at] === message.id) {
+        sorted.splice(at, 1);
+        return;
+      }
+    }
+    this.unordered.delete(message.id);
   }
 
   /**
@@ -339,10 +362,9 @@ function sortedProblem(ids: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** Whether the sorted `ids` hold `id` (binary search). */
-function sortedHas(ids: readonly string[], id: string): boolean {
+/** Whether the sorted `ids` hold `id` at or before index `high` (binary search). */
+function sortedHas(ids: readonly string[], id: string, high = ids.length - 1): boolean {
   let low = 0;
-  let high = ids.length - 1;
   while (low <= high) {
     const mid = (low + high) >> 1;
     const at = ids[mid] as string;
