@@ -19,9 +19,19 @@ export interface RetryPolicy {
 /** Each wait spread by a quarter either way, so processes do not retry in lockstep. */
 const RECONNECT_JITTER = [0.75, 1.25] as const;
 
-/** Doubling waits between attempts under `policy` (core's {@link Backoff}), jittered. */
-export function reconnectBackoff(policy: RetryPolicy): Backoff {
-  return new Backoff({ ...policy, jitter: RECONNECT_JITTER });
+/**
+ * Doubling waits between attempts under `policy` (core's {@link Backoff}), jittered. The backoff
+ * is made at the first wait: every statement starts one, and almost all of them never wait.
+ */
+export function reconnectBackoff(policy: RetryPolicy): Pick<Backoff, 'next' | 'reset'> {
+  let backoff: Backoff | undefined;
+  return {
+    next: () => {
+      backoff ??= new Backoff({ ...policy, jitter: RECONNECT_JITTER });
+      return backoff.next();
+    },
+    reset: () => backoff?.reset(),
+  };
 }
 
 /** Waits `ms`, or less when `signal` is aborted first. Never rejects. */

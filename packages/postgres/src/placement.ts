@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type {
-  Backoff,
   MemberActivity,
   MemberPlacement,
   PlacedMember,
@@ -225,7 +224,7 @@ export class PostgresPlacement implements MemberPlacement {
   #ticking: Promise<void> | undefined;
   #again = false;
   #paused = false;
-  readonly #failures: Backoff;
+  readonly #failures: ReturnType<typeof reconnectBackoff>;
   #closing: Promise<void> | undefined;
   #unlisten: (() => void) | undefined;
   /** This process's latest report (members it runs only, bounded) and its JSON. */

@@ -29,7 +29,8 @@ export async function query<R extends pg.QueryResultRow>(
   options: RetryOptions,
 ): Promise<pg.QueryResult<R>> {
   const { stop, signal } = options;
-  const wake = signal ? AbortSignal.any([stop, signal]) : stop;
+  // made at the first wait, as the backoff is: almost every query is answered at once
+  let wake: AbortSignal | undefined;
   const backoff = reconnectBackoff(options.policy);
   for (;;) {
     signal?.throwIfAborted();
@@ -39,6 +40,7 @@ export async function query<R extends pg.QueryResultRow>(
       if (!isTransient(error)) throw storageError(options.action, error);
     }
     if (stop.aborted) throw options.stopped();
+    wake ??= signal ? AbortSignal.any([stop, signal]) : stop;
     await sleep(backoff.next(), wake);
     signal?.throwIfAborted();
     if (stop.aborted) throw options.stopped();
