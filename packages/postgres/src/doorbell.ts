@@ -3,6 +3,21 @@ import pg from 'pg';
 import type { RetryPolicy } from './connection.js';
 import { quoteIdent, reconnectBackoff, sleep } from './connection.js';
 
+/**
+ * The NOTIFY channels of a team's sequencer as one process uses them: `team` (hellos, every
+ * process LISTENs), `proposals` (LISTENed only while this process holds the sequencer lock),
+ * `answers` (this process's answers) and `answersOf` (another process's).
+ */
+export interface SequencerChannels {
+  readonly team: string;
+  readonly proposals: string;
+  readonly answers: string;
+  answersOf(processId: string): string;
+}
+
+/** Sequencer payloads NOTIFYed in one statement at most. */
+const SEQUENCER_STATEMENT_PAYLOADS = 64;
+
 /** What a process announces on the channel after its appends committed. */
 export interface AppendNotice {
   teamId: string;
@@ -98,11 +113,11 @@ export class Doorbell {
   readonly #liveListeners = new Set<(payload: string) => void>();
   /** Live payloads waiting for the connection, oldest first; sent by the announcing loop. */
   readonly #liveQueue: string[] = [];
-  /** The team's sequencer channel (proposals and answers), LISTENed on the same connection. */
-  readonly #seqChannel: string | undefined;
+  /** The team's sequencer channels (see {@link SequencerChannels}), if it takes part. */
+  readonly #seq: SequencerChannels | undefined;
   readonly #seqListeners = new Set<(payload: string) => void>();
-  /** Sequencer payloads waiting for the connection, oldest first. */
-  readonly #seqQueue: string[] = [];
+  /** Sequencer payloads and their channels waiting for the connection, oldest first. */
+  readonly #seqQueue: { channel: string; payload: string }[] = [];
   /** The connection that holds the team's sequencer lock, if this process took it. */
   #lockedOn: pg.Client | undefined;
 
@@ -110,7 +125,7 @@ export class Doorbell {
     config: pg.ClientConfig;
     channel: string;
     liveChannel?: string | undefined;
-    seqChannel?: string | undefined;
+    sequencer?: SequencerChannels | undefined;
     teamId: string;
     processId: string;
     policy: RetryPolicy;
@@ -120,7 +135,7 @@ export class Doorbell {
     this.#config = options.config;
     this.#channel = options.channel;
     this.#liveChannel = options.liveChannel;
-    this.#seqChannel = options.seqChannel;
+    this.#seq = options.sequencer;
     this.#teamId = options.teamId;
     this.#processId = options.processId;
     this.#policy = options.policy;
@@ -179,6 +194,27 @@ export class Doorbell {
       }
       let payload: string;
       let channel = this.#channel;
+      if (this.#unannounced === 0 && !this.#reportUnannounced && this.#seqQueue.length > 0) {
+        // every sequencer payload waiting goes in one statement (answers to many processes)
+        const batch = this.#seqQueue.splice(0, SEQUENCER_STATEMENT_PAYLOADS);
+        try {
+          const [first] = batch;
+          // one payload (a proposal, a hello) needs no arrays to be built and escaped
+          if (batch.length === 1 && first !== undefined) {
+            await client.query('SELECT pg_notify($1, $2)', [first.channel, first.payload]);
+          } else {
+            await client.query(
+              'SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)',
+              [batch.map((b) => b.channel), batch.map((b) => b.payload)],
+            );
+          }
+        } catch {
+          this.#liveQueue.length = 0;
+          this.#seqQueue.length = 0;
+          return;
+        }
+        continue;
+      }
       if (this.#unannounced > 0) {
         const lastSeq = this.#unannounced;
         this.#unannounced = 0;
@@ -186,9 +222,6 @@ export class Doorbell {
       } else if (this.#reportUnannounced) {
         this.#reportUnannounced = false;
         payload = reportPayload(this.#teamId, this.#processId);
-      } else if (this.#seqQueue.length > 0) {
-        payload = this.#seqQueue.shift() as string;
-        channel = this.#seqChannel as string;
       } else {
         payload = this.#liveQueue.shift() as string;
         channel = this.#liveChannel as string;
@@ -220,20 +253,28 @@ export class Doorbell {
   }
 
   /**
-   * NOTIFYs the team's sequencer channel with `payload` (a proposal or answers the sequencer
-   * encoded and bounded), after any pending append notice. Returns false, sending nothing, when
-   * there is no connection or `SEQUENCER_QUEUE_MAX` payloads already wait: the proposer then
-   * appends itself.
+   * NOTIFYs one of the team's sequencer channels with `payload` (a hello, a proposal or answers
+   * the sequencer encoded and bounded), after any pending append notice: `to` is `'team'` (every
+   * process), `'proposals'` (the sequencer) or a process id (its answers). Payloads waiting
+   * together go in one statement. Returns false, sending nothing, when there is no connection or
+   * `SEQUENCER_QUEUE_MAX` payloads already wait: the proposer then appends itself.
    */
-  sendSequencer(payload: string): boolean {
-    if (this.#seqChannel === undefined || this.#client === undefined) return false;
+  sendSequencer(payload: string, to: 'team' | 'proposals' | { processId: string }): boolean {
+    const seq = this.#seq;
+    if (seq === undefined || this.#client === undefined) return false;
     if (this.#stop.signal.aborted || this.#seqQueue.length >= SEQUENCER_QUEUE_MAX) return false;
-    this.#seqQueue.push(payload);
+    const channel =
+      to === 'team' ? seq.team : to === 'proposals' ? seq.proposals : seq.answersOf(to.processId);
+    this.#seqQueue.push({ channel, payload });
     this.#startAnnouncing();
     return true;
   }
 
-  /** Calls `listener` with every payload another connection NOTIFYs on the sequencer channel. */
+  /**
+   * Calls `listener` with every payload another connection NOTIFYs on a sequencer channel this
+   * connection LISTENs on: the team's, this process's answers, and the proposals while it holds
+   * the sequencer lock.
+   */
   listenSequencer(listener: (payload: string) => void): () => void {
     const entry = (payload: string) => listener(payload);
     this.#seqListeners.add(entry);
@@ -244,8 +285,9 @@ export class Doorbell {
 
   /**
    * Tries to take the session advisory lock `key` on the LISTEN connection: true when this
-   * connection holds it now. It is released with the connection (a crash, a lost network), so
-   * another process can take it at once.
+   * connection holds it now, and LISTENs on the sequencer's proposals (if this doorbell has
+   * sequencer channels) before saying so. Both go with the connection (a crash, a lost network),
+   * so another process can take the lock at once; {@link unlock} gives both back.
    */
   async tryLock(key: string): Promise<boolean> {
     const client = this.#client;
@@ -261,6 +303,20 @@ export class Doorbell {
       return false;
     }
     if (this.#client !== client) return false;
+    const proposals = this.#seq?.proposals;
+    if (proposals !== undefined) {
+      // the sequencer alone hears proposals: the others are spared a payload per record
+      try {
+        await client.query(`LISTEN ${quoteIdent(proposals)}`);
+      } catch {
+        // a connection that cannot LISTEN must not keep the lock it took
+        await client
+          .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key])
+          .catch(() => undefined);
+        return false;
+      }
+      if (this.#client !== client) return false;
+    }
     this.#lockedOn = client;
     return true;
   }
@@ -275,6 +331,10 @@ export class Doorbell {
     const client = this.#lockedOn;
     this.#lockedOn = undefined;
     if (client === undefined || client !== this.#client) return;
+    const proposals = this.#seq?.proposals;
+    if (proposals !== undefined) {
+      await client.query(`UNLISTEN ${quoteIdent(proposals)}`).catch(() => undefined);
+    }
     await client
       .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key])
       .catch(() => undefined);
@@ -334,7 +394,13 @@ export class Doorbell {
         }
         return;
       }
-      if (message.channel === this.#seqChannel && this.#seqChannel !== undefined) {
+      const seq = this.#seq;
+      if (
+        seq !== undefined &&
+        (message.channel === seq.team ||
+          message.channel === seq.answers ||
+          message.channel === seq.proposals)
+      ) {
         if (message.processId !== (client as { processID?: number }).processID) {
           this.#deliver(this.#seqListeners, message.payload ?? '');
         }
@@ -362,8 +428,9 @@ export class Doorbell {
       if (this.#liveChannel !== undefined) {
         await client.query(`LISTEN ${quoteIdent(this.#liveChannel)}`);
       }
-      if (this.#seqChannel !== undefined) {
-        await client.query(`LISTEN ${quoteIdent(this.#seqChannel)}`);
+      if (this.#seq !== undefined) {
+        await client.query(`LISTEN ${quoteIdent(this.#seq.team)}`);
+        await client.query(`LISTEN ${quoteIdent(this.#seq.answers)}`);
       }
     } catch (error) {
       await client.end().catch(() => undefined);

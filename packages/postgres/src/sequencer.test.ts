@@ -14,7 +14,7 @@ import {
 } from '@teamwire/core/testing';
 import pg from 'pg';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { PostgresSequencer, SEQUENCER_FORMAT_VERSION, sequencerChannelOf } from './sequencer.js';
+import { PostgresSequencer, SEQUENCER_FORMAT_VERSION, sequencerChannelsOf } from './sequencer.js';
 import type { PostgresTeamStore } from './store.js';
 import { describePg, eventually, PG_URL, Scratch } from './test-support.js';
 
@@ -89,14 +89,14 @@ describePg('the sequencer of a team on PostgreSQL', () => {
     return rows.rows.map((row) => JSON.parse(row.record) as TeamRecord);
   }
 
-  /** NOTIFYs `payload` on the team's sequencer channel from a connection of the test's own. */
+  /** NOTIFYs `payload` on the team's proposal channel from a connection of the test's own. */
   async function notify(payload: string): Promise<void> {
     const client = new pg.Client({ connectionString: PG_URL });
     client.on('error', () => {});
     await client.connect();
     clients.push(client);
     await client.query('SELECT pg_notify($1, $2)', [
-      sequencerChannelOf(scratch.schema, TEAM),
+      sequencerChannelsOf(scratch.schema, TEAM, 'process-test').proposals,
       payload,
     ]);
   }
@@ -323,6 +323,27 @@ describePg('the sequencer of a team on PostgreSQL', () => {
           'the writers reading the log',
         );
       }
+    });
+
+    it('sends a proposal to the sequencer alone and its answer to its proposer alone', async () => {
+      const { a, b, c } = await team();
+      const heard = (p: { store: PostgresTeamStore }) => ({
+        ...sequencerOf(p.store).stats.received,
+      });
+      const [heardA, heardB, heardC] = [heard(a), heard(b), heard(c)];
+      await sendMany([b], 6, 'hello');
+      const committed = sequencerOf(b.store).stats.outcomes.committed;
+      expect(committed).toBeGreaterThan(0);
+      const since = (p: { store: PostgresTeamStore }, before: typeof heardA) => {
+        const now = sequencerOf(p.store).stats.received;
+        return { proposal: now.proposal - before.proposal, answer: now.answer - before.answer };
+      };
+      // the sequencer heard every proposal, the proposer its answers, the bystander neither
+      expect(since(a, heardA).proposal).toBeGreaterThanOrEqual(committed);
+      expect(since(b, heardB)).toMatchObject({ proposal: 0 });
+      expect(since(b, heardB).answer).toBeGreaterThan(0);
+      expect(since(c, heardC)).toEqual({ proposal: 0, answer: 0 });
+      expect(sequencerOf(c.store).stats.received.hello).toBeGreaterThan(0);
     });
 
     it('settles every send exactly once when the sequencer loses its connections mid-batch', async () => {

@@ -14,12 +14,12 @@ import {
   SEQUENCER_PROPOSAL_BYTES_MAX,
   TeamError,
 } from '@teamwire/core';
-import type { Doorbell } from './doorbell.js';
+import type { Doorbell, SequencerChannels } from './doorbell.js';
 import { MAX_ID_LENGTH } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 
 /** The version of the sequencer's wire format (proposals, answers, hellos); see the README. */
-export const SEQUENCER_FORMAT_VERSION = 1;
+export const SEQUENCER_FORMAT_VERSION = 2;
 
 /** How a proposal's payload starts (`JSON.stringify` keeps the key order it is built with). */
 const PROPOSAL_PREFIX = `{"v":${SEQUENCER_FORMAT_VERSION},"k":"p",`;
@@ -40,13 +40,30 @@ export function checkProposalId(id: unknown): asserts id is string {
   }
 }
 
+/** `prefix` and 40 hex digits of the SHA-256 of `parts`: within the 63 bytes of an identifier. */
+function channelName(prefix: string, parts: readonly string[]): string {
+  const digest = createHash('sha256').update(parts.join('\u0000')).digest('hex');
+  return `${prefix}${digest.slice(0, 40)}`;
+}
+
 /**
- * The LISTEN/NOTIFY channel of a team's sequencer: proposals, answers and the sequencer's hellos.
- * One per team and schema; a digest keeps the name within the 63 bytes of an identifier.
+ * The LISTEN/NOTIFY channels of a team's sequencer, for process `processId`: the team's (the
+ * sequencer's hellos, which every process hears), the proposals' (which only the sequencer
+ * LISTENs on) and one per process for the answers to its proposals. So a proposal reaches the
+ * sequencer alone and an answer its proposer alone, not every process of the team.
  */
-export function sequencerChannelOf(schema: string, teamId: string): string {
-  const digest = createHash('sha256').update(`${schema}\u0000${teamId}`).digest('hex');
-  return `teamwire_seq_${digest.slice(0, 40)}`;
+export function sequencerChannelsOf(
+  schema: string,
+  teamId: string,
+  processId: string,
+): SequencerChannels {
+  const answersOf = (to: string) => channelName('teamwire_sqa_', [schema, teamId, to]);
+  return {
+    team: channelName('teamwire_seq_', [schema, teamId]),
+    proposals: channelName('teamwire_sqp_', [schema, teamId]),
+    answers: answersOf(processId),
+    answersOf,
+  };
 }
 
 /** The key of the session advisory lock its sequencer holds, the same in every process. */
@@ -70,14 +87,23 @@ export interface SequencerStats {
   readonly outcomes: Record<ProposalAnswer['outcome'], number>;
   /** Proposals of other processes handed to this process's pipeline while it sequenced. */
   served: number;
-  /** Payloads received on the sequencer channel that were not valid, dropped. */
+  /** Payloads received on the sequencer channels that were not valid, dropped. */
   dropped: number;
+  /**
+   * Payloads received on the sequencer channels, by kind (a proposal counted before it is
+   * validated). A process hears hellos, the answers to its own proposals and, while it
+   * sequences, proposals.
+   */
+  readonly received: { hello: number; proposal: number; answer: number };
 }
 
 /** One answer on the wire: `[proposalId, toProcessId, outcome, first|code?, last?]`. */
 type WireAnswer = [string, string, ProposalAnswer['outcome'], (number | string)?, number?];
 
-/** Encodes answers in as few payloads as fit {@link SEQUENCER_PROPOSAL_BYTES_MAX} each. */
+/**
+ * Encodes answers (to one process) in as few payloads as fit {@link SEQUENCER_PROPOSAL_BYTES_MAX}
+ * each.
+ */
 function answerPayloads(answers: readonly WireAnswer[]): string[] {
   const payloads: string[] = [];
   let batch: WireAnswer[] = [];
@@ -132,6 +158,7 @@ export class PostgresSequencer implements TeamSequencer {
     outcomes: { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 },
     served: 0,
     dropped: 0,
+    received: { hello: 0, proposal: 0, answer: 0 },
   };
 
   constructor(options: {
@@ -187,7 +214,7 @@ export class PostgresSequencer implements TeamSequencer {
     if (Buffer.byteLength(payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
       return Promise.resolve(unsent);
     }
-    if (!this.#doorbell.sendSequencer(payload)) return Promise.resolve(unsent);
+    if (!this.#doorbell.sendSequencer(payload, 'proposals')) return Promise.resolve(unsent);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.#waiting.delete(proposal.id);
@@ -233,6 +260,7 @@ export class PostgresSequencer implements TeamSequencer {
     }
     this.#doorbell.sendSequencer(
       JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'h', from: this.#processId }),
+      'team',
     );
   }
 
@@ -242,8 +270,12 @@ export class PostgresSequencer implements TeamSequencer {
 
   #received(payload: string): void {
     if (this.#closed) return;
-    // every process hears every proposal: only the sequencer reads them
-    if (payload.startsWith(PROPOSAL_PREFIX) && !this.leading()) return;
+    // a proposal reaches only the process LISTENing on the proposals, which may have just
+    // stopped sequencing
+    if (payload.startsWith(PROPOSAL_PREFIX) && !this.leading()) {
+      this.stats.received.proposal++;
+      return;
+    }
     if (Buffer.byteLength(payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
       this.stats.dropped++;
       return;
@@ -261,16 +293,19 @@ export class PostgresSequencer implements TeamSequencer {
       return;
     }
     if (message.k === 'h') {
+      this.stats.received.hello++;
       if (isProcessId(message.from) && message.from !== this.#processId) this.#heard();
       else if (!isProcessId(message.from)) this.stats.dropped++;
       return;
     }
     if (message.k === 'a') {
+      this.stats.received.answer++;
       this.#answers(message.answers);
       return;
     }
     if (message.k === 'p') {
-      // only the sequencer acts on proposals; every other process hears them and drops them
+      this.stats.received.proposal++;
+      // only the sequencer acts on proposals
       if (!this.leading()) return;
       const proposal = this.#proposal(message);
       if (proposal === undefined) {
@@ -356,12 +391,22 @@ export class PostgresSequencer implements TeamSequencer {
     this.#outbox.push(wire);
     if (this.#flushing) return;
     this.#flushing = true;
-    // answers settled together (one append) go out in one payload
+    // answers settled together (one append) go out together: a payload per proposer, one
+    // statement for all
     setImmediate(() => {
       this.#flushing = false;
-      const answers = this.#outbox;
+      const byProcess = new Map<string, WireAnswer[]>();
+      for (const answer of this.#outbox) {
+        const list = byProcess.get(answer[1]);
+        if (list === undefined) byProcess.set(answer[1], [answer]);
+        else list.push(answer);
+      }
       this.#outbox = [];
-      for (const payload of answerPayloads(answers)) this.#doorbell.sendSequencer(payload);
+      for (const [processId, answers] of byProcess) {
+        for (const payload of answerPayloads(answers)) {
+          this.#doorbell.sendSequencer(payload, { processId });
+        }
+      }
     });
   }
 }

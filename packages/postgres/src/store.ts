@@ -20,7 +20,7 @@ import type { PlacementRuns, ResolvedRuns } from './placement.js';
 import { PostgresPlacement } from './placement.js';
 import type { MigrationOutcome } from './schema.js';
 import { checkSchemaName, DEFAULT_SCHEMA, migrate, tablesOf } from './schema.js';
-import { PostgresSequencer, sequencerChannelOf } from './sequencer.js';
+import { PostgresSequencer, sequencerChannelsOf } from './sequencer.js';
 import type { SnapshotReport } from './snapshots.js';
 import { PostgresTranscriptStore } from './transcripts.js';
 
@@ -168,7 +168,9 @@ export async function openPostgresTeamStore(
           config: { ...pool.options, application_name: applicationName },
           channel: tables.channel,
           liveChannel: liveChannelOf(schema, teamId),
-          seqChannel: settings.sequencer ? sequencerChannelOf(schema, teamId) : undefined,
+          sequencer: settings.sequencer
+            ? sequencerChannelsOf(schema, teamId, processId)
+            : undefined,
           teamId,
           processId,
           policy: settings.reconnect,
