@@ -521,8 +521,6 @@ export class PostgresTeamLog implements TeamLog {
   /** Decodes and validates one row, which must hold seq `expected`. */
   #decode(row: LogRow, expected: number): TeamRecord {
     const seq = Number(row.seq);
-    const where = `team_log row seq ${seq} of team ${this.teamId}`;
-    const details = { table: 'team_log', teamId: this.teamId, seq };
     try {
       if (seq !== expected) throw new Error(`seq ${expected} is missing`);
       const record = readTeamRecord(JSON.parse(row.record));
@@ -532,7 +530,11 @@ export class PostgresTeamLog implements TeamLog {
       }
       return record;
     } catch (error) {
-      throw corruptRow(where, details, error);
+      throw corruptRow(
+        `team_log row seq ${seq} of team ${this.teamId}`,
+        { table: 'team_log', teamId: this.teamId, seq },
+        error,
+      );
     }
   }
 
