@@ -411,3 +411,77 @@ describe('Mailbox ids', () => {
     expect(mailbox.pendingAll()).toHaveLength(98);
   });
 });
+
+describe('Mailbox ids against a set', () => {
+  const message = (id: string) => ({
+    id,
+    senderId: 'lead',
+    senderName: 'lead',
+    targetId: 'x',
+    kind: 'message' as const,
+    delivery: 'wakeup' as const,
+    content: textContent(id),
+  });
+
+  /** A seeded linear congruential generator in [0, 1). */
+  function random(seed: number): () => number {
+    let s = seed;
+    return () => {
+      s = (s * 1103515245 + 12345) % 2147483648;
+      return s / 2147483648;
+    };
+  }
+
+  it('answers every id as a set of every id queued would, under queueing, delivery, merges and undo', async () => {
+    const { Mailbox } = await import('./mailbox.js');
+    for (let seed = 1; seed <= 40; seed++) {
+      const next = random(seed);
+      const mailbox = new Mailbox();
+      const queued = new Set<string>();
+      const pending = new Set<string>();
+      /** Ids queued since the last delivery, latest last: what `unqueue` may undo. */
+      const undoable: string[] = [];
+      // four writers whose ids grow with their own clocks, interleaved as several processes' are
+      const clocks = [0, 0, 0, 0];
+      for (let step = 0; step < 3000; step++) {
+        const roll = next();
+        const where = `seed ${seed}, step ${step}`;
+        if (roll < 0.5) {
+          const writer = Math.floor(next() * clocks.length);
+          clocks[writer] = (clocks[writer] as number) + Math.floor(next() * 3);
+          const fresh = `${String(clocks[writer]).padStart(6, '0')}-${writer}-${Math.floor(next() * 1000)}`;
+          const known = [...queued];
+          const id =
+            next() < 0.05 && known.length > 0
+              ? (known[Math.floor(next() * known.length)] as string)
+              : fresh;
+          expect(mailbox.checkNew(id) === undefined, `${where}: ${id} is new`).toBe(
+            !queued.has(id),
+          );
+          if (queued.has(id)) continue;
+          mailbox.enqueue(message(id));
+          queued.add(id);
+          pending.add(id);
+          undoable.push(id);
+        } else if (roll < 0.8 && pending.size > 0) {
+          const id = [...pending][Math.floor(next() * pending.size)] as string;
+          mailbox.deliver(id);
+          pending.delete(id);
+          undoable.length = 0;
+        } else if (roll < 0.85) {
+          mailbox.deliveredText();
+        } else if (roll < 0.95 && undoable.length > 0) {
+          const id = undoable.pop() as string;
+          mailbox.unqueue(message(id));
+          queued.delete(id);
+          pending.delete(id);
+          expect(mailbox.wasQueued(id), `${where}: ${id} undone`).toBe(false);
+        }
+      }
+      for (const id of queued) expect(mailbox.wasQueued(id), `seed ${seed}: ${id}`).toBe(true);
+      const { text } = mailbox.deliveredText();
+      const delivered = [...queued].filter((id) => !pending.has(id)).sort();
+      expect(text === '' ? [] : text.split('\n'), `seed ${seed}`).toEqual(delivered);
+    }
+  });
+});

@@ -87,7 +87,8 @@ export class Mailbox {
   /** Adds an id {@link isQueued} does not hold. */
   private addQueued(id: string): void {
     const sorted = this.sorted;
-    const stop = Math.max(0, sorted.length - SORTED_TAIL);
+    // in place only where the id ends among the last SORTED_TAIL (where `unqueue` looks)
+    const stop = Math.max(0, sorted.length + 1 - SORTED_TAIL);
     let at = sorted.length;
     while (at > stop && (sorted[at - 1] as string) > id) at--;
     if (at === sorted.length) sorted.push(id);
