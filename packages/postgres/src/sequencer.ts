@@ -94,7 +94,14 @@ export interface SequencerStats {
    * validated). A process hears hellos, the answers to its own proposals and, while it
    * sequences, proposals.
    */
-  readonly received: { hello: number; proposal: number; answer: number };
+  readonly received: {
+    /** Hellos of a sequencer (on the team's channel). */
+    hello: number;
+    /** Proposals (on the proposals' channel, heard only while this process sequences). */
+    proposal: number;
+    /** Payloads of answers to this process's proposals (on its own channel). */
+    answer: number;
+  };
 }
 
 /** One answer on the wire: `[proposalId, toProcessId, outcome, first|code?, last?]`. */
