@@ -310,17 +310,18 @@ describe('pending mail and delivery', () => {
   });
 });
 
-describe('Mailbox undo', () => {
-  const message = (id: string, targetId: string) => ({
-    id,
-    senderId: 'lead',
-    senderName: 'lead',
-    targetId,
-    kind: 'message' as const,
-    delivery: 'wakeup' as const,
-    content: textContent(id),
-  });
+/** A pending message of the lead's to `targetId`, for the Mailbox's own tests. */
+const message = (id: string, targetId = 'x') => ({
+  id,
+  senderId: 'lead',
+  senderName: 'lead',
+  targetId,
+  kind: 'message' as const,
+  delivery: 'wakeup' as const,
+  content: textContent(id),
+});
 
+describe('Mailbox undo', () => {
   it('puts an undone delivery back in its queue position, in its inbox and overall', async () => {
     const { Mailbox } = await import('./mailbox.js');
     const mailbox = new Mailbox();
@@ -341,16 +342,6 @@ describe('Mailbox undo', () => {
 });
 
 describe('Mailbox ids', () => {
-  const message = (id: string) => ({
-    id,
-    senderId: 'lead',
-    senderName: 'lead',
-    targetId: 'x',
-    kind: 'message' as const,
-    delivery: 'wakeup' as const,
-    content: textContent(id),
-  });
-
   it('knows every queued id, queued in increasing order or not, before and after delivery', async () => {
     const { Mailbox } = await import('./mailbox.js');
     const mailbox = new Mailbox();
@@ -413,16 +404,6 @@ describe('Mailbox ids', () => {
 });
 
 describe('Mailbox ids against a set', () => {
-  const message = (id: string) => ({
-    id,
-    senderId: 'lead',
-    senderName: 'lead',
-    targetId: 'x',
-    kind: 'message' as const,
-    delivery: 'wakeup' as const,
-    content: textContent(id),
-  });
-
   /** A seeded linear congruential generator in [0, 1). */
   function random(seed: number): () => number {
     let s = seed;
