@@ -1,3 +1,4 @@
+import { fork } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs as parseNodeArgs } from 'node:util';
@@ -151,12 +152,11 @@ async function main(): Promise<number> {
   const failures: RunReport['failures'] = [];
   for (const bench of selected) {
     context.log(`== ${bench.name}: ${bench.title}`);
-    try {
-      figures.push(...(await bench.run(context)));
-    } catch (error) {
-      const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
-      context.log(`${bench.name} failed: ${text}`);
-      failures.push({ bench: bench.name, error: text });
+    const outcome = await runAlone(bench, options.quick, started);
+    figures.push(...outcome.figures);
+    if (outcome.error !== undefined) {
+      context.log(`${bench.name} failed: ${outcome.error}`);
+      failures.push({ bench: bench.name, error: outcome.error });
     }
   }
   const wallSeconds = (Date.now() - started) / 1000;
@@ -200,18 +200,89 @@ async function main(): Promise<number> {
   return failures.length > 0 ? 1 : 0;
 }
 
+/**
+ * Set in the environment of the process {@link runAlone} forks for one benchmark: its name. The
+ * value of {@link BENCH_STARTED_ENV} there is when the run started (ms since the epoch), so the
+ * progress lines keep the run's clock.
+ */
+const BENCH_ALONE_ENV = 'TEAMWIRE_BENCH_ALONE';
+const BENCH_STARTED_ENV = 'TEAMWIRE_BENCH_STARTED';
+
+/** What the process of one benchmark reports over IPC before it exits. */
+type AloneReport = { type: 'figures'; figures: Figure[] } | { type: 'failed'; error: string };
+
+/**
+ * Runs one benchmark in a fresh node process (this script, with the same node options), so what
+ * one benchmark leaves behind (a grown heap, code compiled for other shapes, timers, sockets)
+ * cannot weigh on the next one's figures: each is measured as it would be alone. Resolves with its
+ * figures, or with the error it threw or how its process ended without reporting.
+ */
+function runAlone(
+  bench: Bench,
+  quick: boolean,
+  started: number,
+): Promise<{ figures: Figure[]; error?: string }> {
+  return new Promise((resolve) => {
+    const child = fork(fileURLToPath(import.meta.url), quick ? ['--quick'] : [], {
+      env: { ...process.env, [BENCH_ALONE_ENV]: bench.name, [BENCH_STARTED_ENV]: String(started) },
+      execArgv: process.execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let report: AloneReport | undefined;
+    child.on('message', (message) => {
+      report ??= message as AloneReport;
+    });
+    child.once('error', (error) => resolve({ figures: [], error: error.message }));
+    child.once('exit', (code, signal) => {
+      if (report?.type === 'figures') resolve({ figures: report.figures });
+      else if (report?.type === 'failed') resolve({ figures: [], error: report.error });
+      else resolve({ figures: [], error: `its process exited (${signal ?? code}) with no report` });
+    });
+  });
+}
+
+/** The side of {@link runAlone} in the forked process: runs the benchmark and reports. */
+async function benchAlone(name: string): Promise<number> {
+  const bench = BENCHES.find((b) => b.name === name);
+  const started = Number(process.env[BENCH_STARTED_ENV] ?? Date.now());
+  const context: BenchContext = {
+    quick: process.argv.includes('--quick'),
+    log: (message) =>
+      process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`),
+  };
+  let report: AloneReport;
+  try {
+    if (bench === undefined) throw new Error(`unknown benchmark ${name}`);
+    report = { type: 'figures', figures: await bench.run(context) };
+  } catch (error) {
+    report = {
+      type: 'failed',
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    };
+  }
+  await new Promise<void>((resolve, reject) =>
+    process.send?.(report, undefined, undefined, (error) => (error ? reject(error) : resolve())),
+  );
+  return report.type === 'figures' ? 0 : 1;
+}
+
+const alone = process.env[BENCH_ALONE_ENV];
+// the processes a benchmark forks (the postgres ones) are not that benchmark again
+delete process.env[BENCH_ALONE_ENV];
 const child =
-  process.env[POSTGRES_TEAMMATE_ENV] === '1'
-    ? runPostgresTeammate
-    : process.env[POSTGRES_SCALE_ENV] === '1'
-      ? runScaleProcess
-      : process.env[POSTGRES_WRITER_ENV] === '1'
-        ? runPostgresWriter
-        : undefined;
+  alone !== undefined
+    ? () => benchAlone(alone)
+    : process.env[POSTGRES_TEAMMATE_ENV] === '1'
+      ? runPostgresTeammate
+      : process.env[POSTGRES_SCALE_ENV] === '1'
+        ? runScaleProcess
+        : process.env[POSTGRES_WRITER_ENV] === '1'
+          ? runPostgresWriter
+          : undefined;
 if (child !== undefined) {
-  // The other process of the `postgres` benchmark's cross-process delivery, one of the 16 team
-  // processes of its sequencer row, or one of the teammate processes of `postgres-scale`, forked
-  // by them.
+  // One benchmark of a run, alone in its process; or the other process of the `postgres`
+  // benchmark's cross-process delivery, one of the 16 team processes of its sequencer row, or one
+  // of the teammate processes of `postgres-scale`, forked by them.
   child().then(
     (code) => {
       process.exitCode = code;
