@@ -162,6 +162,15 @@ class Scratch {
     return client;
   }
 
+  /** Ends connections made by {@link client} before the cleanup (a server allows only so many). */
+  async release(clients: readonly pg.Client[]): Promise<void> {
+    for (const client of clients) {
+      const i = this.clients.indexOf(client);
+      if (i >= 0) this.clients.splice(i, 1);
+      await client.end().catch(() => undefined);
+    }
+  }
+
   async cleanup(): Promise<void> {
     for (const store of this.stores.splice(0)) await store.close().catch(() => undefined);
     for (const client of this.clients.splice(0)) await client.end().catch(() => undefined);
@@ -411,6 +420,162 @@ async function bareTurns(
   return (clients.length * perClient * 1000) / (now() - start);
 }
 
+/** How proposals reach the sequencer in {@link bareSequencer}. */
+type ProposalTransport = 'notify' | 'rows';
+
+/** The connections and tally of {@link bareSequencer}, made once for every round. */
+interface BareSequencerLine {
+  /** One LISTEN connection per proposer, idle but for its answers (as each process's doorbell). */
+  listeners: pg.Client[];
+  /** The sequencer's connection for its statements. */
+  sequencer: pg.Client;
+  /** The sequencer's connection that LISTENs on proposals (`notify`). */
+  hears: pg.Client;
+  /** Proposals the sequencer heard and has not taken yet (`notify`). */
+  heard: string[];
+  wake: (() => void) | undefined;
+  /** Answers awaited, by proposer. */
+  waiting: Map<number, () => void>;
+  /** Measured rounds, by transport: records, batches, polls that found nothing. */
+  tally: Record<ProposalTransport, { records: number; batches: number; empty: number }>;
+}
+
+/** The channel proposer `i` hears its answers on, and the one proposals go to. */
+function bareChannels(scratch: Scratch) {
+  return { answers: (i: number) => `${scratch.channel}_a${i}`, proposals: `${scratch.channel}_p` };
+}
+
+/** Opens {@link BareSequencerLine}'s connections and the proposals' table (unlogged). */
+async function openBareSequencer(scratch: Scratch, proposers: number): Promise<BareSequencerLine> {
+  await scratch.admin.query(
+    `CREATE UNLOGGED TABLE "${scratch.schema}".bare_proposals
+       (id bigserial PRIMARY KEY, proposer integer NOT NULL, record text NOT NULL)`,
+  );
+  const channels = bareChannels(scratch);
+  const line: BareSequencerLine = {
+    listeners: [],
+    sequencer: await scratch.client(),
+    hears: await scratch.client(),
+    heard: [],
+    wake: undefined,
+    waiting: new Map(),
+    tally: {
+      notify: { records: 0, batches: 0, empty: 0 },
+      rows: { records: 0, batches: 0, empty: 0 },
+    },
+  };
+  for (let i = 0; i < proposers; i++) {
+    const listener = await scratch.client();
+    await listener.query(`LISTEN "${channels.answers(i)}"`);
+    listener.on('notification', () => {
+      const answered = line.waiting.get(i);
+      line.waiting.delete(i);
+      answered?.();
+    });
+    line.listeners.push(listener);
+  }
+  await line.hears.query(`LISTEN "${channels.proposals}"`);
+  line.hears.on('notification', (message) => {
+    line.heard.push(message.payload ?? '');
+    const wake = line.wake;
+    line.wake = undefined;
+    wake?.();
+  });
+  return line;
+}
+
+/**
+ * The sequencer's transport without the store or the team runtime, at its best: each of the
+ * `clients` proposes one record at a time and waits for its answer (on a LISTEN connection of its
+ * own); one connection takes the proposals waiting (at most 64), inserts them as the next seqs in
+ * one statement and answers them in one NOTIFY statement. `notify`: a proposal is a NOTIFY on a
+ * channel the sequencer LISTENs on (what the store does), so each is a commit that notifies, at
+ * which PostgreSQL signals every connection that LISTENs in the database. `rows`: a proposal is a
+ * row of an unlogged table that the sequencer takes and deletes in a loop while any are there.
+ */
+async function bareSequencer(
+  scratch: Scratch,
+  clients: readonly pg.Client[],
+  line: BareSequencerLine,
+  transport: ProposalTransport,
+  team: string,
+  perClient: number,
+  text: string,
+  measured: boolean,
+): Promise<number> {
+  const channels = bareChannels(scratch);
+  const total = clients.length * perClient;
+  const tally = { records: 0, batches: 0, empty: 0 };
+  const take = async (): Promise<{ proposer: number; record: string }[]> => {
+    if (transport === 'rows') {
+      const taken = await line.sequencer.query<{ id: string; proposer: number; record: string }>(
+        `DELETE FROM "${scratch.schema}".bare_proposals WHERE id IN
+           (SELECT id FROM "${scratch.schema}".bare_proposals ORDER BY id LIMIT 64)
+         RETURNING id, proposer, record`,
+      );
+      if (taken.rows.length === 0) {
+        tally.empty++;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      return taken.rows.sort((a, b) => Number(a.id) - Number(b.id));
+    }
+    if (line.heard.length === 0) {
+      await new Promise<void>((resolve) => {
+        line.wake = resolve;
+      });
+    }
+    return line.heard.splice(0, 64).map((payload) => {
+      const colon = payload.indexOf(':');
+      return { proposer: Number(payload.slice(0, colon)), record: payload.slice(colon + 1) };
+    });
+  };
+  const sequencing = (async () => {
+    while (tally.records < total) {
+      const batch = await take();
+      if (batch.length === 0) continue;
+      const seqs = batch.map((_, i) => tally.records + i + 1);
+      tally.records += batch.length;
+      tally.batches++;
+      await line.sequencer.query(
+        `INSERT INTO ${scratch.bareTable} (team_id, seq, record, process_id, batch_id)
+         SELECT $1, seq, record, 'sequencer', $2 FROM unnest($3::bigint[], $4::text[]) AS t(seq, record)`,
+        [team, randomUUID(), seqs, batch.map((b) => b.record)],
+      );
+      await line.sequencer.query(
+        'SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)',
+        [batch.map((b) => channels.answers(b.proposer)), seqs.map(String)],
+      );
+    }
+  })();
+  const start = now();
+  const proposing = Promise.all(
+    clients.map(async (client, i) => {
+      for (let k = 0; k < perClient; k++) {
+        const answered = new Promise<void>((resolve) => line.waiting.set(i, resolve));
+        if (transport === 'rows') {
+          await client.query(
+            `INSERT INTO "${scratch.schema}".bare_proposals (proposer, record) VALUES ($1, $2)`,
+            [i, text],
+          );
+        } else {
+          await client.query('SELECT pg_notify($1, $2)', [channels.proposals, `${i}:${text}`]);
+        }
+        await within(answered, 30_000, `the bare sequencer's answer (${transport})`);
+      }
+    }),
+  );
+  // a failed statement of the sequencer fails the round at once
+  await Promise.all([proposing, sequencing]);
+  const rate = (total * 1000) / (now() - start);
+  if (measured) {
+    const sum = line.tally[transport];
+    sum.records += tally.records;
+    sum.batches += tally.batches;
+    sum.empty += tally.empty;
+  }
+  return rate;
+}
+
 /**
  * `warmups + repeats` rounds of every side, in an order that rotates and flips from round to
  * round (so a slow drift of the machine hits all sides alike); warm-up rounds not kept. Each
@@ -643,6 +808,7 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
     stores.push(await scratch.open(team, { pool }));
   }
   const clients = await Promise.all(Array.from({ length: WRITERS }, () => scratch.client()));
+  const line = await openBareSequencer(scratch, WRITERS);
   try {
     const built = buildTeam(team, WRITERS);
     await (stores[0] as PostgresTeamStore).log.append({ records: built.setup });
@@ -760,6 +926,28 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
           none,
           processId,
         ),
+      proposedByNotify: (round) =>
+        bareSequencer(
+          scratch,
+          clients,
+          line,
+          'notify',
+          `${team}-pn${round}`,
+          sizes.perStore,
+          bareTexts[0] as string,
+          round >= sizes.warmups,
+        ),
+      proposedAsRows: (round) =>
+        bareSequencer(
+          scratch,
+          clients,
+          line,
+          'rows',
+          `${team}-pr${round}`,
+          sizes.perStore,
+          bareTexts[0] as string,
+          round >= sizes.warmups,
+        ),
     });
     const perAppend = conflicts / Math.max(1, appends);
     const perStatement = (used - appends) / Math.max(1, conflicts);
@@ -811,10 +999,31 @@ async function sixteenStores(scratch: Scratch, sizes: Sizes, say: BenchContext['
         ratio: median(rates.notify) / median(rates.bare),
         note: `the bare rows again, 16 connections, each statement also calling pg_notify on the store's channel (16 doorbells listening), as an append that notified inside its own transaction would; PostgreSQL serializes the commits of notifying transactions (one lock for the whole cluster, held through the commit's WAL flush): why the store sends its notice after the commit`,
       }),
+      transports: (['notify', 'rows'] as const).map((transport) => {
+        const rate = median(transport === 'notify' ? rates.proposedByNotify : rates.proposedAsRows);
+        const sum = line.tally[transport];
+        return figure({
+          bench: BENCH,
+          name:
+            transport === 'notify'
+              ? 'bare sequencer, proposals by NOTIFY, 16 proposers (diagnostic)'
+              : 'bare sequencer, proposals as rows it drains, 16 proposers (diagnostic)',
+          subject: { label: 'bare sequencer', value: rate, unit: 'records/s' },
+          baseline: { label: 'bare INSERTs', value: median(rates.bare), unit: 'rows/s' },
+          ratioOf: 'sequenced / bare',
+          ratio: rate / median(rates.bare),
+          note: `the sequencer's transport without the store or any team runtime (no process reads or folds a record): 16 connections each propose one record at a time and wait for its answer on a LISTEN connection of their own (16 idle listeners, as the processes' doorbells are); one connection takes up to 64 waiting proposals, inserts them as the next seqs in one statement and answers them in one NOTIFY statement; ${
+            transport === 'notify'
+              ? 'a proposal is a NOTIFY on a channel the sequencer LISTENs on, as the store sends it: a commit that notifies, at which PostgreSQL signals every connection LISTENing in the database'
+              : `a proposal is a row of an unlogged table, which the sequencer takes and deletes in a loop while any are there (${sum.empty} of its polls found none)`
+          }; ${(sum.records / Math.max(1, sum.batches)).toFixed(1)} records per batch; median of ${sizes.repeats} rounds of ${perRound}`,
+        });
+      }),
     };
   } finally {
     for (const store of stores) await scratch.close(store);
     await scratch.endPools();
+    await scratch.release([...line.listeners, line.sequencer, line.hears]);
   }
 }
 
@@ -1366,6 +1575,7 @@ export const postgresBench: Bench = {
       const many = await sixteenStores(scratch, sizes, say);
       figures.push(await sixteenProcesses(scratch, sizes, say));
       figures.push(many.figure, many.conflicts, many.optimistic, many.turns, many.notify);
+      figures.push(...many.transports);
       figures.push(...(await crossProcess(scratch, sizes, say)));
     } finally {
       await scratch.cleanup();
