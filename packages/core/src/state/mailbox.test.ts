@@ -3,6 +3,7 @@ import type { ContentBlock } from '../content.js';
 import { textContent } from '../content.js';
 import type { TeamErrorCode } from '../errors.js';
 import type { MessageKind } from '../records.js';
+import { seeded } from '../testing/random-team.js';
 import type { QueueMessageInput } from './team-state.js';
 import type { TestTeam } from './test-fixtures.js';
 import { catchTeamError, createTestTeam, snapshot, TEAM_ID } from './test-fixtures.js';
@@ -404,19 +405,10 @@ describe('Mailbox ids', () => {
 });
 
 describe('Mailbox ids against a set', () => {
-  /** A seeded linear congruential generator in [0, 1). */
-  function random(seed: number): () => number {
-    let s = seed;
-    return () => {
-      s = (s * 1103515245 + 12345) % 2147483648;
-      return s / 2147483648;
-    };
-  }
-
   it('answers every id as a set of every id queued would, under queueing, delivery, merges and undo', async () => {
     const { Mailbox } = await import('./mailbox.js');
     for (let seed = 1; seed <= 40; seed++) {
-      const next = random(seed);
+      const next = seeded(seed);
       const mailbox = new Mailbox();
       const queued = new Set<string>();
       const pending = new Set<string>();

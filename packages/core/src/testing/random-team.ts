@@ -4,7 +4,7 @@ import { TeamState } from '../state/index.js';
 import { createManualClock } from './manual-clock.js';
 
 /** A small seeded generator (mulberry32), so a failing case can be replayed from its seed. */
-function seeded(seed: number): () => number {
+export function seeded(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
