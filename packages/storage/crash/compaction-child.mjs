@@ -13,6 +13,7 @@
 //
 // Every send that was answered is appended to the acknowledgement file (synced) after the answer.
 
+import { randomUUID } from 'node:crypto';
 import { fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { createAgentRegistry, deterministicSummary, openTeam } from '@teamwire/core';
 import { createScriptedModel, createSimpleFormat } from '@teamwire/core/testing';
@@ -59,6 +60,9 @@ const text = (n, bytes) => {
   return out.join(' ');
 };
 
+// The mail of this process is named by a tag of its own: an earlier resume's mail, in the stored
+// context, reads `mail resume` too, and a turn the kill cut is finished before this mail arrives.
+const tag = `${mode} ${randomUUID().slice(0, 8)}`;
 let first;
 const model = createScriptedModel({
   tokens: {},
@@ -66,7 +70,7 @@ const model = createScriptedModel({
     lead: () => ({ text: 'Noted.' }),
     bob: ({ call, request }) => {
       if (mode === 'run') process.send?.({ type: 'request', messages: request.messages });
-      else if (request.messages.some((m) => JSON.stringify(m.content).includes('mail resume'))) {
+      else if (request.messages.some((m) => JSON.stringify(m.content).includes(`mail ${tag} `))) {
         // the first request that reads the resume's mail (a turn the kill cut may be finished
         // first, when it starts before that mail is durable)
         first ??= request.messages;
@@ -120,7 +124,7 @@ if (!team.listMembers(team.lead).some((m) => m.name === 'bob')) {
 const mail = async () => {
   const sent = await team.sendMessage(team.lead, {
     to: 'bob',
-    text: `mail ${mode} ${++note}: ${text(note, 200 + (note % 5) * 80)}`,
+    text: `mail ${tag} ${++note}: ${text(note, 200 + (note % 5) * 80)}`,
   });
   acknowledge(sent.messageId);
 };
