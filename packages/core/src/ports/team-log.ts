@@ -219,9 +219,12 @@ export interface IncomingProposal extends Proposal {
 /**
  * What became of a proposal: `committed` (the records are in the log at `first`–`last`; the
  * proposer reads them back), `refused` (they could not be committed as decided: the proposer
- * reads the log and decides again, `code` says why), `fenced` (the proposer no longer runs the
- * member), `unanswered` (no answer in time) or `unsent`. After the last two the proposer appends
- * the records itself, under the same proposal id.
+ * reads the log and decides again, `code` says why), `fenced` (the sequencer's append found the
+ * proposer no longer runs the member), `unanswered` (no answer in time) or `unsent`. After the
+ * last two the proposer appends the records itself, under the same proposal id. No answer is
+ * taken on trust where trusting it could lose or stop anything: a `committed` proposal the
+ * proposer does not find in the log it appends itself (the log holds the id once), and after
+ * `fenced` it decides again and appends, so its own append's fence says whether the member moved.
  */
 export type ProposalAnswer = ProposalCommitted | ProposalRefused | ProposalNotCommitted;
 

@@ -453,9 +453,10 @@ export class CommitPipeline {
   /**
    * Proposes the waiting commands of `first`'s actor that may be proposed to the sequencer, and
    * acts on its answer. Committed: the records come back through the next catch-up, which finds
-   * them by their message ids and resolves the commands with the durable copies. Refused: the
-   * log is read and the commands decided again, to be appended by this process. No answer: this
-   * process appends them, under the same proposal id.
+   * them by their message ids and resolves the commands with the durable copies. Refused or
+   * fenced: the log is read and the commands decided again, to be appended by this process (whose
+   * append the log fences if the member moved). No answer: this process appends them, under the
+   * same proposal id.
    */
   private async propose(sequencer: TeamSequencer, first: PendingCommit): Promise<void> {
     const batch: PendingCommit[] = [];
@@ -479,18 +480,10 @@ export class CommitPipeline {
         // not found by the catch-up (it cannot be): the next append of its id tells
         for (const commit of batch) commit.direct = true;
         return;
+      // An answer is the transport's word, which a store may not be able to vouch for (anyone
+      // who can reach the transport could send one): `fenced` is not taken on trust. The commands
+      // are appended by this process, whose own append the log fences if the member moved.
       case 'fenced':
-        if (first.actorId !== undefined) {
-          this.fence(
-            first.actorId,
-            new TeamError(
-              'FENCED',
-              `${first.actorId} is no longer run by this process: the team's sequencer refused its write`,
-              { details: { memberId: first.actorId } },
-            ),
-          );
-        }
-        return;
       case 'refused':
         this.catchUpWanted = true;
         for (const commit of batch) commit.direct = true;

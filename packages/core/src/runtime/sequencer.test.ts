@@ -67,8 +67,11 @@ class FakeSharedLog {
   }
 }
 
-/** How the fake transport treats a proposal sent to the sequencer. */
-type Delivery = 'deliver' | 'lose';
+/**
+ * How the fake transport treats a proposal sent to the sequencer: delivers it, loses it, or
+ * answers `fenced` itself without delivering it (as a forged answer would).
+ */
+type Delivery = 'deliver' | 'lose' | 'forge-fenced';
 
 /** The processes of one team: their sequencer transport, and which one leads. */
 class FakeTeam {
@@ -158,6 +161,10 @@ class FakeProcess {
       if (this.team.delivery === 'lose') {
         this.team.lost.push(incoming);
         resolve({ outcome: 'unanswered' });
+        return;
+      }
+      if (this.team.delivery === 'forge-fenced') {
+        resolve({ outcome: 'fenced' });
         return;
       }
       leader.handler(incoming);
@@ -353,6 +360,25 @@ describe('a team sequenced by one process', () => {
     await settledAll(leader, a, b);
     expect(a.answers).toContain('fenced');
     expect(queuedIds(team.log.records)).toEqual(['as-bob']);
+  });
+
+  it('does not take a fenced answer on trust: it appends itself, and only the log fences it', async () => {
+    const { records, ids } = startingLog();
+    const team = new FakeTeam(records);
+    const leader = team.join('leader');
+    const a = team.join('a');
+    team.leader = leader;
+    team.delivery = 'forge-fenced';
+    const [alice, bob, carol] = ids as [string, string, string];
+    // alice still runs in a: the answer is wrong, and the send goes through once
+    await expect(a.send1(carol, 'still-alice', alice)).resolves.toHaveLength(1);
+    expect(a.answers).toEqual(['fenced']);
+    expect(queuedIds(team.log.records)).toEqual(['still-alice']);
+    // a member that did move: the proposer's own append is fenced
+    team.log.fenced.add(bob);
+    await expect(a.send1(carol, 'as-bob', bob)).rejects.toMatchObject({ code: 'FENCED' });
+    await settledAll(leader, a);
+    expect(queuedIds(team.log.records)).toEqual(['still-alice']);
   });
 
   it('appends itself when the sequencer does not answer, and the late sequencer writes nothing twice', async () => {
