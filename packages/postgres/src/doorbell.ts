@@ -5,8 +5,8 @@ import { quoteIdent, reconnectBackoff, sleep } from './connection.js';
 
 /**
  * The NOTIFY channels of a team's sequencer as one process uses them: `team` (hellos, every
- * process LISTENs), `proposals` (LISTENed only while this process holds the sequencer lock),
- * `answers` (this process's answers) and `answersOf` (another process's).
+ * process LISTENs), `proposals` (proposers' wakes, LISTENed only while this process holds the
+ * sequencer lock), `answers` (this process's answers) and `answersOf` (another process's).
  */
 export interface SequencerChannels {
   readonly team: string;
@@ -199,7 +199,7 @@ export class Doorbell {
         const batch = this.#seqQueue.splice(0, SEQUENCER_STATEMENT_PAYLOADS);
         try {
           const [first] = batch;
-          // one payload (a proposal, a hello) needs no arrays to be built and escaped
+          // one payload (a hello) needs no arrays to be built and escaped
           if (batch.length === 1 && first !== undefined) {
             await client.query('SELECT pg_notify($1, $2)', [first.channel, first.payload]);
           } else {
@@ -253,18 +253,17 @@ export class Doorbell {
   }
 
   /**
-   * NOTIFYs one of the team's sequencer channels with `payload` (a hello, a proposal or answers
-   * the sequencer encoded and bounded), after any pending append notice: `to` is `'team'` (every
-   * process), `'proposals'` (the sequencer) or a process id (its answers). Payloads waiting
-   * together go in one statement. Returns false, sending nothing, when there is no connection or
-   * `SEQUENCER_QUEUE_MAX` payloads already wait: the proposer then appends itself.
+   * NOTIFYs one of the team's sequencer channels with `payload` (a hello or answers the
+   * sequencer encoded and bounded), after any pending append notice: `to` is `'team'` (every
+   * process) or a process id (its answers). Payloads waiting together go in one statement.
+   * Returns false, sending nothing, when there is no connection or `SEQUENCER_QUEUE_MAX`
+   * payloads already wait. (Proposals are rows, not payloads: see the sequencer.)
    */
-  sendSequencer(payload: string, to: 'team' | 'proposals' | { processId: string }): boolean {
+  sendSequencer(payload: string, to: 'team' | { processId: string }): boolean {
     const seq = this.#seq;
     if (seq === undefined || this.#client === undefined) return false;
     if (this.#stop.signal.aborted || this.#seqQueue.length >= SEQUENCER_QUEUE_MAX) return false;
-    const channel =
-      to === 'team' ? seq.team : to === 'proposals' ? seq.proposals : seq.answersOf(to.processId);
+    const channel = to === 'team' ? seq.team : seq.answersOf(to.processId);
     this.#seqQueue.push({ channel, payload });
     this.#startAnnouncing();
     return true;

@@ -188,7 +188,7 @@ describePg('placement constraints', () => {
     );
     const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
     expect(a.migrated).toEqual({ from: 4, to: SCHEMA_VERSION });
-    expect(SCHEMA_VERSION).toBe(6);
+    expect(SCHEMA_VERSION).toBe(7);
     const old = await scratch.sql(
       `SELECT capabilities, reported_through FROM ${s}.processes WHERE process_id = 'version-4-process'`,
     );

@@ -454,7 +454,7 @@ describePg('placement view and activity reports', () => {
 
     const a = await scratch.open(TEAM, { leaseMs: LEASE_MS, processId: 'process-a' });
     expect(a.migrated).toEqual({ from: 2, to: SCHEMA_VERSION });
-    expect(SCHEMA_VERSION).toBe(6);
+    expect(SCHEMA_VERSION).toBe(7);
     const old = await scratch.sql(
       `SELECT activity, reported_at FROM ${s}.processes WHERE process_id = 'version-2-process'`,
     );

@@ -8,7 +8,7 @@ import { execute, quoteIdent, transaction } from './connection.js';
  * them: records carry their own `schemaVersion` from `@teamwire/core`). Every open migrates an
  * older database to it; a newer database is refused with `UNSUPPORTED_SCHEMA_VERSION`.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /** The SQL schema used when `schema` is not given. */
 export const DEFAULT_SCHEMA = 'teamwire';
@@ -38,6 +38,8 @@ export interface Tables {
   readonly tokens: string;
   /** Snapshots of the folded team state (from schema version 2). */
   readonly snapshots: string;
+  /** Proposals waiting for the team's sequencer (from schema version 7). */
+  readonly proposals: string;
   /** The LISTEN/NOTIFY channel appends ring (unquoted; at most 63 bytes). */
   readonly channel: string;
 }
@@ -55,6 +57,7 @@ export function tablesOf(schema: string): Tables {
     placements: q('placements'),
     tokens: q('placement_token'),
     snapshots: q('team_snapshots'),
+    proposals: q('team_proposals'),
     // Channel names are identifiers (63 bytes at most); a long schema name is hashed to fit.
     channel:
       channel.length <= 63
@@ -204,6 +207,23 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
       `ALTER TABLE ${t.log} ADD COLUMN IF NOT EXISTS proposal_id uuid`,
       `CREATE UNIQUE INDEX IF NOT EXISTS ${PROPOSAL_ONCE_INDEX} ON ${t.log} (team_id, proposal_id)
         WHERE proposal_id IS NOT NULL`,
+    ],
+  },
+  {
+    // Proposals on their way to the team's sequencer (see the README's sequencer), which takes
+    // them out as it reads them. Until now they travelled as NOTIFY payloads, which any role that
+    // may connect can send (and LISTEN to): a row needs this table's privileges. Unlogged: a
+    // proposal lives for a moment, and one lost with a crash of the server is appended by its
+    // proposer when no answer comes.
+    version: 7,
+    statements: (t) => [
+      `CREATE UNLOGGED TABLE IF NOT EXISTS ${t.proposals} (
+        team_id     text        NOT NULL,
+        id          uuid        NOT NULL,
+        payload     text        NOT NULL,
+        proposed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (team_id, id)
+      )`,
     ],
   },
 ];

@@ -89,16 +89,51 @@ describePg('the sequencer of a team on PostgreSQL', () => {
     return rows.rows.map((row) => JSON.parse(row.record) as TeamRecord);
   }
 
-  /** NOTIFYs `payload` on the team's proposal channel from a connection of the test's own. */
-  async function notify(payload: string): Promise<void> {
-    const client = new pg.Client({ connectionString: PG_URL });
+  /** A connection of the test's own, as `user` when given (ended after the test). */
+  async function connect(user?: string): Promise<pg.Client> {
+    const url = new URL(PG_URL);
+    if (user !== undefined) url.username = user;
+    const client = new pg.Client({ connectionString: url.toString() });
     client.on('error', () => {});
     await client.connect();
     clients.push(client);
-    await client.query('SELECT pg_notify($1, $2)', [
-      sequencerChannelsOf(scratch.schema, TEAM, 'process-test').proposals,
-      payload,
-    ]);
+    return client;
+  }
+
+  /** The team's proposals' channel, where proposers wake the sequencer. */
+  const proposalsChannel = () =>
+    sequencerChannelsOf(scratch.schema, TEAM, 'process-test').proposals;
+
+  /** NOTIFYs `payload` on the team's proposals' channel from a connection of the test's own. */
+  async function notify(payload: string): Promise<void> {
+    const client = await connect();
+    await client.query('SELECT pg_notify($1, $2)', [proposalsChannel(), payload]);
+  }
+
+  /**
+   * Proposes as a proposer does: a row of the proposals table under `id` (the payload's own
+   * unless given) and a wake, in one statement.
+   */
+  async function propose(payload: string, id?: string): Promise<void> {
+    let rowId: unknown = id;
+    try {
+      rowId ??= (JSON.parse(payload) as { id?: unknown }).id;
+    } catch {
+      // not JSON: the row gets an id of its own
+    }
+    const client = await connect();
+    await client.query(
+      `WITH p AS (INSERT INTO "${scratch.schema}".team_proposals (team_id, id, payload)
+                  VALUES ($1, $2::uuid, $3) RETURNING 1)
+       SELECT pg_notify($4, $5) FROM p`,
+      [
+        TEAM,
+        typeof rowId === 'string' && /^[0-9a-f-]{36}$/.test(rowId) ? rowId : crypto.randomUUID(),
+        payload,
+        proposalsChannel(),
+        JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'w' }),
+      ],
+    );
   }
 
   /** A store that serves as sequencer, handing every proposal it gets to `received`. */
@@ -163,7 +198,7 @@ describePg('the sequencer of a team on PostgreSQL', () => {
     const received: IncomingProposal[] = [];
     const store = await leader(received);
     await store.log.append({ records: [conformanceRecord(TEAM, 1)] });
-    await notify(proposalPayload({ actor: 'member-x', token: '424242' }));
+    await propose(proposalPayload({ actor: 'member-x', token: '424242' }));
     await eventually(() => received.length === 1, 'the proposal');
     const proposal = received[0] as IncomingProposal;
     expect(proposal.actorId).toBe('member-x');
@@ -203,11 +238,17 @@ describePg('the sequencer of a team on PostgreSQL', () => {
     ]);
   });
 
-  it('validates every proposal it receives and drops what is malformed or too large', async () => {
+  it('validates every proposal it takes and drops what is malformed, too large or stale', async () => {
     const received: IncomingProposal[] = [];
     const store = await leader(received);
     const sequencer = sequencerOf(store);
     const before = sequencer.stats.dropped;
+    const stale = proposalPayload();
+    await scratch.sql(
+      `INSERT INTO "${scratch.schema}".team_proposals (team_id, id, payload, proposed_at)
+       VALUES ($1, $2::uuid, $3, clock_timestamp() - interval '1 minute')`,
+      [TEAM, JSON.parse(stale).id, stale],
+    );
     const bad = [
       'not json',
       JSON.stringify({ v: 99, k: 'p' }),
@@ -219,12 +260,65 @@ describePg('the sequencer of a team on PostgreSQL', () => {
       proposalPayload({ records: [{ ...conformanceRecord(TEAM, 1), seq: 2 }] }),
       proposalPayload({ records: [{ ...mail(2, 'x'), type: 'nonsense' }] }),
       proposalPayload({ pad: 'x'.repeat(7300) }),
+      proposalPayload({ k: 'h' }),
     ];
-    for (const payload of bad) await notify(payload);
-    await notify(proposalPayload());
+    for (const payload of bad) await propose(payload);
+    // a row whose id is not its payload's
+    await propose(proposalPayload(), crypto.randomUUID());
+    await propose(proposalPayload());
     await eventually(() => received.length === 1, 'the valid proposal');
-    expect(sequencer.stats.dropped - before).toBe(bad.length);
+    // the stale row, each bad one and the one under another id
+    expect(sequencer.stats.dropped - before).toBe(bad.length + 2);
     expect(received[0]?.records).toEqual([mail(2, 'm-forged')]);
+    // every row was taken out
+    const left = await scratch.sql(`SELECT 1 FROM "${scratch.schema}".team_proposals`);
+    expect(left.rows).toEqual([]);
+  });
+
+  it('takes proposals only from its table: a NOTIFYed one, which any role may send, is dropped', async () => {
+    const received: IncomingProposal[] = [];
+    const store = await leader(received);
+    const sequencer = sequencerOf(store);
+    // a role that may connect but has no privilege on the team's tables
+    const role = `${scratch.schema}_outsider`;
+    await scratch.sql(`CREATE ROLE ${role} LOGIN`);
+    // it may see the schema, not write its tables
+    await scratch.sql(`GRANT USAGE ON SCHEMA "${scratch.schema}" TO ${role}`);
+    try {
+      const outsider = await connect(role);
+      const forged = proposalPayload();
+      // it may NOTIFY the proposals' channel (PostgreSQL asks no privilege for that)...
+      await outsider.query('SELECT pg_notify($1, $2)', [proposalsChannel(), forged]);
+      // ...and it may wake the sequencer, which then finds nothing
+      const wakes = sequencer.stats.received.wake;
+      await outsider.query('SELECT pg_notify($1, $2)', [
+        proposalsChannel(),
+        JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'w' }),
+      ]);
+      await eventually(() => sequencer.stats.received.wake > wakes, 'the wake');
+      // but it cannot write a proposal row
+      const refused = await outsider
+        .query(
+          `INSERT INTO "${scratch.schema}".team_proposals (team_id, id, payload) VALUES ($1, $2, $3)`,
+          [TEAM, JSON.parse(forged).id, forged],
+        )
+        .then(
+          () => undefined,
+          (error: { code?: string }) => error.code,
+        );
+      expect(refused).toBe('42501');
+      // a proposal from a process of the team, written after the forged payload, is the only one
+      await propose(proposalPayload({ records: [mail(2, 'm-real')] }));
+      await eventually(() => received.length === 1, 'the real proposal');
+      expect(
+        received.map((p) => p.records[0]?.type === 'message.queued' && p.records[0].message.id),
+      ).toEqual(['m-real']);
+      expect(sequencer.stats.dropped).toBeGreaterThanOrEqual(1);
+    } finally {
+      for (const client of clients.splice(0)) await client.end().catch(() => undefined);
+      await scratch.sql(`DROP OWNED BY ${role}`);
+      await scratch.sql(`DROP ROLE ${role}`);
+    }
   });
 
   describePg('with team services', () => {
@@ -336,13 +430,18 @@ describePg('the sequencer of a team on PostgreSQL', () => {
       expect(committed).toBeGreaterThan(0);
       const since = (p: { store: PostgresTeamStore }, before: typeof heardA) => {
         const now = sequencerOf(p.store).stats.received;
-        return { proposal: now.proposal - before.proposal, answer: now.answer - before.answer };
+        return {
+          wake: now.wake - before.wake,
+          proposal: now.proposal - before.proposal,
+          answer: now.answer - before.answer,
+        };
       };
-      // the sequencer heard every proposal, the proposer its answers, the bystander neither
+      // the sequencer took every proposal, the proposer heard its answers, the bystander neither
       expect(since(a, heardA).proposal).toBeGreaterThanOrEqual(committed);
-      expect(since(b, heardB)).toMatchObject({ proposal: 0 });
+      expect(since(a, heardA).wake).toBeGreaterThan(0);
+      expect(since(b, heardB)).toMatchObject({ wake: 0, proposal: 0 });
       expect(since(b, heardB).answer).toBeGreaterThan(0);
-      expect(since(c, heardC)).toEqual({ proposal: 0, answer: 0 });
+      expect(since(c, heardC)).toEqual({ wake: 0, proposal: 0, answer: 0 });
       expect(sequencerOf(c.store).stats.received.hello).toBeGreaterThan(0);
     });
 

@@ -14,15 +14,23 @@ import {
   SEQUENCER_PROPOSAL_BYTES_MAX,
   TeamError,
 } from '@teamwire/core';
+import type pg from 'pg';
+import { execute, statementName } from './connection.js';
 import type { Doorbell, SequencerChannels } from './doorbell.js';
 import { MAX_ID_LENGTH } from './limits.js';
 import type { PostgresPlacement } from './placement.js';
 
-/** The version of the sequencer's wire format (proposals, answers, hellos); see the README. */
-export const SEQUENCER_FORMAT_VERSION = 2;
+/**
+ * The version of the sequencer's wire format (proposal rows, wakes, answers, hellos); see the
+ * README.
+ */
+export const SEQUENCER_FORMAT_VERSION = 3;
 
-/** How a proposal's payload starts (`JSON.stringify` keeps the key order it is built with). */
-const PROPOSAL_PREFIX = `{"v":${SEQUENCER_FORMAT_VERSION},"k":"p",`;
+/** The wake a proposer NOTIFYs on the proposals' channel: it carries nothing but "look". */
+const WAKE_PAYLOAD = JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'w' });
+
+/** How many proposal rows the sequencer takes out of the table per statement. */
+const DRAIN_ROWS = 64;
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TOKEN_PATTERN = /^[0-9]{1,19}$/;
@@ -87,17 +95,23 @@ export interface SequencerStats {
   readonly outcomes: Record<ProposalAnswer['outcome'], number>;
   /** Proposals of other processes handed to this process's pipeline while it sequenced. */
   served: number;
-  /** Payloads received on the sequencer channels that were not valid, dropped. */
+  /**
+   * What this process received that was not valid, dropped: payloads on the sequencer channels
+   * and proposal rows (one that does not validate, or that waited longer than its proposer
+   * waits for an answer).
+   */
   dropped: number;
   /**
-   * Payloads received on the sequencer channels, by kind (a proposal counted before it is
-   * validated). A process hears hellos, the answers to its own proposals and, while it
-   * sequences, proposals.
+   * What this process received, by kind (a proposal counted before it is validated). A process
+   * hears hellos and the answers to its own proposals and, while it sequences, wakes, and it
+   * takes proposals out of the team's proposals table.
    */
   readonly received: {
     /** Hellos of a sequencer (on the team's channel). */
     hello: number;
-    /** Proposals (on the proposals' channel, heard only while this process sequences). */
+    /** Wakes of proposers (on the proposals' channel, heard only while this process sequences). */
+    wake: number;
+    /** Proposal rows this process took out of the table while it sequenced. */
     proposal: number;
     /** Payloads of answers to this process's proposals (on its own channel). */
     answer: number;
@@ -133,12 +147,18 @@ function answerPayloads(answers: readonly WireAnswer[]): string[] {
  * called {@link serve}) and holds the team's session advisory lock on its LISTEN connection is the
  * sequencer; the lock goes with the connection, so when that process dies or loses its network
  * another one takes it at its next look (every `pollMs`). The sequencer says so on the team's
- * sequencer channel at every look; a process that heard it recently proposes there, one that
- * did not (or whose last proposal went unanswered) appends itself. Every payload received is
- * bounded and validated; anything else is dropped (its proposer then times out and appends).
+ * sequencer channel at every look; a process that heard it recently proposes, one that did not
+ * (or whose last proposal went unanswered) appends itself. A proposal is a row of the team's
+ * proposals table, inserted with a wake on the proposals' channel in one statement; the sequencer
+ * takes the rows out when woken and at every look. Every row and payload received is bounded and
+ * validated; anything else is dropped (its proposer then times out and appends).
  */
 export class PostgresSequencer implements TeamSequencer {
   readonly #doorbell: Doorbell;
+  readonly #pool: pg.Pool;
+  /** The team's proposals table (qualified, quoted). */
+  readonly #table: string;
+  readonly #channels: SequencerChannels;
   readonly #placement: PostgresPlacement;
   readonly #teamId: string;
   readonly #processId: string;
@@ -156,6 +176,9 @@ export class PostgresSequencer implements TeamSequencer {
   #outbox: WireAnswer[] = [];
   #flushing = false;
   #closed = false;
+  /** Whether a drain of the proposals table runs, and whether it must run once more after. */
+  #draining = false;
+  #drainAgain = false;
   /**
    * What this process did as a proposer (`outcomes`: its proposals' answers, its own fallbacks
    * included) and as the sequencer (`served`: proposals handed to its pipeline), and `dropped`
@@ -165,11 +188,14 @@ export class PostgresSequencer implements TeamSequencer {
     outcomes: { committed: 0, refused: 0, fenced: 0, unanswered: 0, unsent: 0 },
     served: 0,
     dropped: 0,
-    received: { hello: 0, proposal: 0, answer: 0 },
+    received: { hello: 0, wake: 0, proposal: 0, answer: 0 },
   };
 
   constructor(options: {
     doorbell: Doorbell;
+    pool: pg.Pool;
+    /** The team's proposals table, qualified and quoted (`Tables.proposals`). */
+    proposals: string;
     placement: PostgresPlacement;
     schema: string;
     teamId: string;
@@ -177,6 +203,9 @@ export class PostgresSequencer implements TeamSequencer {
     pollMs: number;
   }) {
     this.#doorbell = options.doorbell;
+    this.#pool = options.pool;
+    this.#table = options.proposals;
+    this.#channels = sequencerChannelsOf(options.schema, options.teamId, options.processId);
     this.#placement = options.placement;
     this.#teamId = options.teamId;
     this.#processId = options.processId;
@@ -221,8 +250,8 @@ export class PostgresSequencer implements TeamSequencer {
     if (Buffer.byteLength(payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
       return Promise.resolve(unsent);
     }
-    if (!this.#doorbell.sendSequencer(payload, 'proposals')) return Promise.resolve(unsent);
-    return new Promise((resolve) => {
+    // waiting before the row is written: its answer may come before the statement's reply
+    const answered = new Promise<ProposalAnswer>((resolve) => {
       const timer = setTimeout(() => {
         this.#waiting.delete(proposal.id);
         // no answer: stop proposing until the sequencer is heard from again
@@ -232,6 +261,31 @@ export class PostgresSequencer implements TeamSequencer {
       timer.unref?.();
       this.#waiting.set(proposal.id, { resolve, timer });
     });
+    // the row and its wake commit together, so a sequencer woken by it finds it
+    const sql = `WITH proposal AS (
+        INSERT INTO ${this.#table} (team_id, id, payload) VALUES ($1, $2::uuid, $3) RETURNING 1
+      )
+      SELECT pg_notify($4, $5) FROM proposal`;
+    execute(
+      this.#pool,
+      sql,
+      [this.#teamId, proposal.id, payload, this.#channels.proposals, WAKE_PAYLOAD],
+      statementName('propose', sql),
+    ).catch(() => {
+      // not written (no connection, no privilege): the proposer appends itself at once
+      this.#settle(proposal.id, unsent);
+    });
+    return answered;
+  }
+
+  /** Resolves the waiting proposal `id` with `answer`, if it still waits. */
+  #settle(id: string, answer: ProposalAnswer): boolean {
+    const waiting = this.#waiting.get(id);
+    if (waiting === undefined) return false;
+    this.#waiting.delete(id);
+    clearTimeout(waiting.timer);
+    waiting.resolve(answer);
+    return true;
   }
 
   serve(handler: (proposal: IncomingProposal) => void): () => void {
@@ -269,6 +323,87 @@ export class PostgresSequencer implements TeamSequencer {
       JSON.stringify({ v: SEQUENCER_FORMAT_VERSION, k: 'h', from: this.#processId }),
       'team',
     );
+    // rows proposed before this process LISTENed, or whose wake was lost with a connection
+    this.#drain();
+  }
+
+  /**
+   * Takes the waiting proposals out of the table, oldest first, and hands each valid one to the
+   * pipeline; runs again while a wake came meanwhile or a full batch came back. A row older than
+   * {@link SEQUENCER_ANSWER_TIMEOUT_MS} is dropped: its proposer stopped waiting and appends it
+   * itself. A failed statement leaves the rows for the next wake or look.
+   */
+  #drain(): void {
+    if (!this.leading()) return;
+    if (this.#draining) {
+      this.#drainAgain = true;
+      return;
+    }
+    this.#draining = true;
+    const sql = `WITH taken AS (
+        DELETE FROM ${this.#table} AS p
+         WHERE p.team_id = $1 AND p.id IN (
+           SELECT q.id FROM ${this.#table} AS q WHERE q.team_id = $1
+            ORDER BY q.proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING p.id, p.payload, p.proposed_at)
+      SELECT id::text AS id, payload,
+             proposed_at < clock_timestamp() - make_interval(secs => $3 / 1000.0) AS stale
+        FROM taken ORDER BY proposed_at`;
+    const name = statementName('drain', sql);
+    void (async () => {
+      try {
+        let more = true;
+        while (more && this.leading()) {
+          this.#drainAgain = false;
+          const taken = await execute<{ id: string; payload: string; stale: boolean }>(
+            this.#pool,
+            sql,
+            [this.#teamId, DRAIN_ROWS, SEQUENCER_ANSWER_TIMEOUT_MS],
+            name,
+          );
+          for (const row of taken.rows) this.#taken(row);
+          more = this.#drainAgain || taken.rows.length >= DRAIN_ROWS;
+        }
+      } catch {
+        // the next wake or look takes them
+      } finally {
+        this.#draining = false;
+      }
+    })();
+  }
+
+  /** A proposal row taken out of the table: validated, then handed to the pipeline. */
+  #taken(row: { id: string; payload: string; stale: boolean }): void {
+    this.stats.received.proposal++;
+    if (
+      row.stale ||
+      this.#closed ||
+      Buffer.byteLength(row.payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX
+    ) {
+      this.stats.dropped++;
+      return;
+    }
+    let message: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(row.payload);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new Error('not an object');
+      }
+      message = parsed as Record<string, unknown>;
+    } catch {
+      this.stats.dropped++;
+      return;
+    }
+    const proposal =
+      message.v === SEQUENCER_FORMAT_VERSION && message.k === 'p' && message.id === row.id
+        ? this.#proposal(message)
+        : undefined;
+    if (proposal === undefined || !this.leading()) {
+      this.stats.dropped++;
+      return;
+    }
+    this.stats.served++;
+    this.#handler?.(proposal);
   }
 
   #heard(): void {
@@ -277,10 +412,10 @@ export class PostgresSequencer implements TeamSequencer {
 
   #received(payload: string): void {
     if (this.#closed) return;
-    // a proposal reaches only the process LISTENing on the proposals, which may have just
-    // stopped sequencing
-    if (payload.startsWith(PROPOSAL_PREFIX) && !this.leading()) {
-      this.stats.received.proposal++;
+    // a wake reaches only the process LISTENing on the proposals: it drains the table
+    if (payload === WAKE_PAYLOAD) {
+      this.stats.received.wake++;
+      this.#drain();
       return;
     }
     if (Buffer.byteLength(payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
@@ -310,19 +445,8 @@ export class PostgresSequencer implements TeamSequencer {
       this.#answers(message.answers);
       return;
     }
-    if (message.k === 'p') {
-      this.stats.received.proposal++;
-      // only the sequencer acts on proposals
-      if (!this.leading()) return;
-      const proposal = this.#proposal(message);
-      if (proposal === undefined) {
-        this.stats.dropped++;
-        return;
-      }
-      this.stats.served++;
-      this.#handler?.(proposal);
-      return;
-    }
+    // a proposal comes only as a row of the team's table, never as a payload: anything else
+    // (a proposal sent as a NOTIFY, which any role that may connect can send) is dropped
     this.stats.dropped++;
   }
 
@@ -338,12 +462,8 @@ export class PostgresSequencer implements TeamSequencer {
         this.stats.dropped++;
         continue;
       }
-      const waiting = this.#waiting.get(entry[0] as string);
       this.#heard();
-      if (waiting === undefined) continue;
-      this.#waiting.delete(entry[0] as string);
-      clearTimeout(waiting.timer);
-      waiting.resolve(answer);
+      this.#settle(entry[0] as string, answer);
     }
   }
 

@@ -211,6 +211,8 @@ export async function openPostgresTeamStore(
     const sequencer = settings.sequencer
       ? new PostgresSequencer({
           doorbell: bell,
+          pool,
+          proposals: tables.proposals,
           placement,
           schema,
           teamId,
