@@ -261,6 +261,13 @@ export interface ProposalNotCommitted {
  */
 export interface LiveChannel {
   /**
+   * The most UTF-8 bytes one payload may hold on this channel, when its transport has room for
+   * fewer than `LIVE_BATCH_BYTES_MAX` (one that wraps each payload, for example): the relay then
+   * builds batches of at most this many bytes. An integer from `LIVE_EVENT_BYTES_MAX + 1024`;
+   * `openTeam` refuses any other value with `INVALID_ARGUMENT`.
+   */
+  readonly maxPayloadBytes?: number | undefined;
+  /**
    * Hands one encoded batch to every other process of the team. Returns at once and never throws:
    * false when the batch cannot be sent (no connection, too many in flight) and was dropped.
    */

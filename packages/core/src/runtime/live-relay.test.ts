@@ -97,6 +97,26 @@ describe('LiveRelay: sending', () => {
     expect(relay.stats()).toMatchObject({ sentBatches: 1, sentEvents: 5 });
   });
 
+  it("builds batches within a channel's own payload bound, and refuses a bound too small", () => {
+    const bound = LIVE_EVENT_BYTES_MAX + 1024;
+    const wire = fakeChannel();
+    const { relay, clock } = makeRelay({ channel: { ...wire.channel, maxPayloadBytes: bound } });
+    for (let i = 0; i < 12; i++) {
+      relay.offer('alice', { type: 'custom', name: `n${i}`, data: 'c'.repeat(900) });
+    }
+    clock.advance(LIVE_COALESCE_MS);
+    expect(wire.sent.length).toBeGreaterThan(1);
+    for (const payload of wire.sent) expect(utf8Length(payload)).toBeLessThanOrEqual(bound);
+    const events = wire.sent.flatMap((payload) => decode(payload).e);
+    expect(events).toHaveLength(12);
+    expect(relay.stats().dropped.oversized).toBe(0);
+    for (const tooSmall of [LIVE_EVENT_BYTES_MAX, 1.5, Number.NaN]) {
+      expect(() =>
+        makeRelay({ channel: { ...fakeChannel().channel, maxPayloadBytes: tooSmall } }),
+      ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
+  });
+
   it('never sends a durable record', () => {
     const { relay, clock, wire } = makeRelay();
     relay.offer('alice', { type: 'record', record: { seq: 1 } as never });

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { TeamError } from '../errors.js';
 import {
   LIVE_AGENT_NAME_MAX,
   LIVE_BATCH_BYTES_MAX,
@@ -170,7 +171,7 @@ export interface RemoteMember {
  * Sending never blocks the publisher: events wait in a queue of `LIVE_QUEUE_MAX` (one more is
  * dropped and counted) for `LIVE_COALESCE_MS`, during which consecutive text (or reasoning) deltas
  * of one member merge into one event; then they go in batches of at most `LIVE_BATCH_EVENTS_MAX`
- * events and `LIVE_BATCH_BYTES_MAX` bytes, at most `LIVE_BATCHES_PER_SECOND` batches in any
+ * events and `LIVE_BATCH_BYTES_MAX` bytes (or the channel's `maxPayloadBytes`, if fewer), at most `LIVE_BATCHES_PER_SECOND` batches in any
  * second. The long text of a `tool.result` or `turn.end` is cut to fit `LIVE_EVENT_BYTES_MAX`; any
  * other event over it is dropped and counted. A received payload is
  * validated: an oversized or malformed batch, or a malformed event in it, is dropped and counted,
@@ -204,8 +205,22 @@ export class LiveRelay {
     },
   };
   private readonly envelopeHead: string;
+  /** The most bytes of a batch this relay sends: the channel's bound, if smaller. */
+  private readonly batchBytesMax: number;
 
   constructor(private readonly options: LiveRelayOptions) {
+    const bound = options.channel.maxPayloadBytes;
+    if (
+      bound !== undefined &&
+      (!Number.isSafeInteger(bound) || bound < LIVE_EVENT_BYTES_MAX + 1024)
+    ) {
+      throw new TeamError(
+        'INVALID_ARGUMENT',
+        `a live channel's maxPayloadBytes must be an integer of at least ${LIVE_EVENT_BYTES_MAX + 1024}, got ${String(bound)}`,
+        { details: { maxPayloadBytes: String(bound) } },
+      );
+    }
+    this.batchBytesMax = Math.min(LIVE_BATCH_BYTES_MAX, bound ?? LIVE_BATCH_BYTES_MAX);
     this.envelopeHead = `{"v":${LIVE_FORMAT_VERSION},"t":${JSON.stringify(options.teamId)},"o":${JSON.stringify(options.origin)},"e":[`;
     this.unlisten =
       options.sink === undefined
@@ -314,7 +329,7 @@ export class LiveRelay {
         const item = this.queue[0] as Queued;
         this.settle(item);
         const add = item.bytes + (parts.length > 0 ? 1 : 0);
-        if (bytes + add > LIVE_BATCH_BYTES_MAX) break;
+        if (bytes + add > this.batchBytesMax) break;
         parts.push(item.json as string);
         bytes += add;
         this.queue.shift();
