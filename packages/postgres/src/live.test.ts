@@ -14,7 +14,7 @@ import {
 } from '@teamwire/core/testing';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { z } from 'zod';
-import { liveChannelOf } from './live.js';
+import { LIVE_SEALED_BATCH_BYTES_MAX, liveChannelOf, openLive, sealLive } from './live.js';
 import type { PlacementRuns } from './placement.js';
 import type { PostgresTeamStore } from './store.js';
 import { describePg, eventually, Scratch } from './test-support.js';
@@ -172,21 +172,106 @@ describePg('live events across processes on PostgreSQL', () => {
     );
   });
 
-  it('drops and counts a malformed or foreign payload on the team’s channel; the team goes on', async () => {
+  /** The team's live key, as a process of the team reads it. */
+  async function teamKey(): Promise<Buffer> {
+    const found = await scratch.sql<{ live_key: Buffer }>(
+      `SELECT live_key FROM "${scratch.schema}".team_keys WHERE team_id = $1`,
+      [TEAM],
+    );
+    return found.rows[0]?.live_key as Buffer;
+  }
+
+  it('drops and counts a malformed, unsealed or foreign payload on the team’s channel; the team goes on', async () => {
     const drops: LiveDropReason[] = [];
     const a = await open({ lead: true, agentTypes: [] });
     const observer = await open({ lead: false, agentTypes: [] }, (reason) => drops.push(reason));
     const channel = liveChannelOf(scratch.schema, TEAM);
     const notify = (payload: string) => scratch.sql('SELECT pg_notify($1, $2)', [channel, payload]);
-    await notify('{not json');
-    await notify(JSON.stringify({ v: LIVE_FORMAT_VERSION + 1, t: TEAM, o: 'x', e: [] }));
+    const key = await teamKey();
+    const eve = JSON.stringify({
+      v: LIVE_FORMAT_VERSION,
+      t: TEAM,
+      o: 'x',
+      e: [['eve', { type: 'model.text-delta', text: 'forged' }]],
+    });
+    // a valid batch, but not sealed (what any role that may connect can NOTIFY)
+    await notify(eve);
+    // sealed with another key, or for another channel
+    await notify(sealLive(Buffer.alloc(32, 7), channel, eve));
+    await notify(sealLive(key, liveChannelOf(scratch.schema, 'another-team'), eve));
+    // sealed by the team, but not a valid batch
+    await notify(sealLive(key, channel, '{not json'));
     await notify(
-      JSON.stringify({ v: LIVE_FORMAT_VERSION, t: TEAM, o: 'x', e: [['eve', { type: 'nope' }]] }),
+      sealLive(
+        key,
+        channel,
+        JSON.stringify({ v: LIVE_FORMAT_VERSION + 1, t: TEAM, o: 'x', e: [] }),
+      ),
     );
-    await eventually(() => drops.length === 3, 'the three drops');
-    expect(drops).toEqual(['malformed-batch', 'unsupported-version', 'malformed-event']);
+    await notify(
+      sealLive(
+        key,
+        channel,
+        JSON.stringify({ v: LIVE_FORMAT_VERSION, t: TEAM, o: 'x', e: [['eve', { type: 'nope' }]] }),
+      ),
+    );
+    await eventually(() => drops.length === 6, 'the six drops');
+    expect(drops).toEqual([
+      'malformed-batch',
+      'malformed-batch',
+      'malformed-batch',
+      'malformed-batch',
+      'unsupported-version',
+      'malformed-event',
+    ]);
     expect(observer.hub.knownAgents().some((agent) => agent.name === 'eve')).toBe(false);
     const outcome = await a.service.promptLead('go on');
     expect(outcome.text).toBe('Noted.');
+  });
+
+  it('seals every batch with the team’s key: a listener outside the team reads none of it', async () => {
+    const a = await open({ lead: true, agentTypes: [] });
+    const b = await open({ lead: false });
+    const observer = await open({ lead: false, agentTypes: [] });
+    // a connection of its own LISTENing on the team's channel, as any role may
+    const outsider = scratch.pool();
+    const client = await outsider.connect();
+    const heard: string[] = [];
+    client.on('notification', (note) => heard.push(note.payload ?? ''));
+    await client.query(`LISTEN "${liveChannelOf(scratch.schema, TEAM)}"`);
+    try {
+      await a.service.spawnTeammate(a.service.lead, {
+        name: 'alice',
+        description: 'helps',
+        prompt: 'Hi alice.',
+        agentType: 'worker',
+      });
+      await eventually(() => texts(observer.hub, 'alice') === 'alice says 2', 'alice’s text');
+      expect(b.store.placement.runsHere(refs.get('alice')?.memberId ?? '')).toBe(true);
+      expect(heard.length).toBeGreaterThan(0);
+      // what went over the wire: sealed, no text of alice's in it; the team's key opens it
+      const key = await teamKey();
+      const channel = liveChannelOf(scratch.schema, TEAM);
+      for (const payload of heard) {
+        expect(payload).not.toContain('alice says');
+        expect(payload.length).toBeLessThan(8000);
+      }
+      const opened = heard.map((payload) => openLive(key, channel, payload));
+      expect(opened.every((batch) => batch !== undefined)).toBe(true);
+      expect(opened.join('')).toContain('alice says 2');
+    } finally {
+      client.release();
+    }
+  });
+
+  it('keeps a sealed batch of the largest size within a NOTIFY', () => {
+    const key = Buffer.alloc(32, 1);
+    const channel = liveChannelOf('teamwire', TEAM);
+    // multi-byte text: the bound is in UTF-8 bytes
+    const batch = 'é'.repeat(LIVE_SEALED_BATCH_BYTES_MAX / 2);
+    const sealed = sealLive(key, channel, batch);
+    expect(Buffer.byteLength(sealed, 'utf8')).toBeLessThanOrEqual(7999);
+    expect(openLive(key, channel, sealed)).toBe(batch);
+    expect(openLive(key, channel, `${sealed.slice(0, -4)}AAA=`)).toBeUndefined();
   });
 });

@@ -40,6 +40,8 @@ export interface Tables {
   readonly snapshots: string;
   /** Proposals waiting for the team's sequencer (from schema version 7). */
   readonly proposals: string;
+  /** Each team's key for its live events (from schema version 7). */
+  readonly keys: string;
   /** The LISTEN/NOTIFY channel appends ring (unquoted; at most 63 bytes). */
   readonly channel: string;
 }
@@ -58,6 +60,7 @@ export function tablesOf(schema: string): Tables {
     tokens: q('placement_token'),
     snapshots: q('team_snapshots'),
     proposals: q('team_proposals'),
+    keys: q('team_keys'),
     // Channel names are identifiers (63 bytes at most); a long schema name is hashed to fit.
     channel:
       channel.length <= 63
@@ -214,7 +217,8 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
     // them out as it reads them. Until now they travelled as NOTIFY payloads, which any role that
     // may connect can send (and LISTEN to): a row needs this table's privileges. Unlogged: a
     // proposal lives for a moment, and one lost with a crash of the server is appended by its
-    // proposer when no answer comes.
+    // proposer when no answer comes. And each team's key for sealing its live events, which still
+    // travel as NOTIFY payloads (see the README's live events): made by the team's first open.
     version: 7,
     statements: (t) => [
       `CREATE UNLOGGED TABLE IF NOT EXISTS ${t.proposals} (
@@ -223,6 +227,12 @@ const MIGRATIONS: readonly { version: number; statements: (t: Tables) => string[
         payload     text        NOT NULL,
         proposed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
         PRIMARY KEY (team_id, id)
+      )`,
+      `CREATE TABLE IF NOT EXISTS ${t.keys} (
+        team_id    text        PRIMARY KEY,
+        live_key   bytea       NOT NULL CONSTRAINT team_keys_live_key_length
+                               CHECK (octet_length(live_key) = 32),
+        created_at timestamptz NOT NULL DEFAULT now()
       )`,
     ],
   },

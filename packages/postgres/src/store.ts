@@ -14,7 +14,7 @@ import { ConnectError, describeServer, execute, isTransient, unavailable } from 
 import { DEFAULT_POLL_MS, Doorbell } from './doorbell.js';
 import { storageError } from './errors.js';
 import { checkId } from './limits.js';
-import { doorbellLiveChannel, liveChannelOf } from './live.js';
+import { doorbellLiveChannel, liveChannelOf, liveKeyOf } from './live.js';
 import { PostgresTeamLog } from './log.js';
 import type { PlacementRuns, ResolvedRuns } from './placement.js';
 import { PostgresPlacement } from './placement.js';
@@ -153,6 +153,7 @@ export async function openPostgresTeamStore(
   try {
     let migrated: MigrationOutcome | undefined;
     let lastSeq = 0;
+    let liveKey: Buffer | undefined;
     // A server that refuses connections is down: say so at once. A connection lost on the way (a
     // terminated backend, a reset) is not: try again, a few times, before calling it unavailable.
     for (let attempt = 1; migrated === undefined; attempt++) {
@@ -164,6 +165,7 @@ export async function openPostgresTeamStore(
           [teamId],
         );
         lastSeq = Number(found.rows[0]?.last ?? 0);
+        liveKey = await liveKeyOf(pool, tables, teamId);
         doorbell = new Doorbell({
           config: { ...pool.options, application_name: applicationName },
           channel: tables.channel,
@@ -207,7 +209,11 @@ export async function openPostgresTeamStore(
     const context = { pool, tables, teamId, processId, policy: settings.reconnect, placement };
     const log = new PostgresTeamLog({ ...context, doorbell: bell }, lastSeq, settings.snapshots);
     // The log's shared side gains the live channel here, beside the doorbell it shares.
-    (log.shared as { live?: LiveChannel }).live = doorbellLiveChannel(bell);
+    (log.shared as { live?: LiveChannel }).live = doorbellLiveChannel(
+      bell,
+      liveKey as Buffer,
+      liveChannelOf(schema, teamId),
+    );
     const sequencer = settings.sequencer
       ? new PostgresSequencer({
           doorbell: bell,
