@@ -375,11 +375,7 @@ export class PostgresSequencer implements TeamSequencer {
   /** A proposal row taken out of the table: validated, then handed to the pipeline. */
   #taken(row: { id: string; payload: string; stale: boolean }): void {
     this.stats.received.proposal++;
-    if (
-      row.stale ||
-      this.#closed ||
-      Buffer.byteLength(row.payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX
-    ) {
+    if (row.stale || Buffer.byteLength(row.payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
       this.stats.dropped++;
       return;
     }
@@ -398,12 +394,19 @@ export class PostgresSequencer implements TeamSequencer {
       message.v === SEQUENCER_FORMAT_VERSION && message.k === 'p' && message.id === row.id
         ? this.#proposal(message)
         : undefined;
-    if (proposal === undefined || !this.leading()) {
+    if (proposal === undefined) {
       this.stats.dropped++;
       return;
     }
+    const handler = this.#handler;
+    if (!this.leading() || handler === undefined) {
+      // taken out of the table just as this process stopped sequencing: nobody else will take
+      // it, so its proposer appends it itself now rather than after its wait
+      proposal.answer({ outcome: 'unsent' });
+      return;
+    }
     this.stats.served++;
-    this.#handler?.(proposal);
+    handler(proposal);
   }
 
   #heard(): void {
