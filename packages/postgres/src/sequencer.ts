@@ -346,7 +346,8 @@ export class PostgresSequencer implements TeamSequencer {
            SELECT q.id FROM ${this.#table} AS q WHERE q.team_id = $1
             ORDER BY q.proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
         RETURNING p.id, p.payload, p.proposed_at)
-      SELECT id::text AS id, payload,
+      SELECT id::text AS id,
+             CASE WHEN octet_length(payload) <= $4 THEN payload END AS payload,
              proposed_at < clock_timestamp() - make_interval(secs => $3 / 1000.0) AS stale
         FROM taken ORDER BY proposed_at`;
     const name = statementName('drain', sql);
@@ -355,10 +356,11 @@ export class PostgresSequencer implements TeamSequencer {
         let more = true;
         while (more && this.leading()) {
           this.#drainAgain = false;
-          const taken = await execute<{ id: string; payload: string; stale: boolean }>(
+          // a payload over the bound is not even fetched: it comes back null
+          const taken = await execute<{ id: string; payload: string | null; stale: boolean }>(
             this.#pool,
             sql,
-            [this.#teamId, DRAIN_ROWS, SEQUENCER_ANSWER_TIMEOUT_MS],
+            [this.#teamId, DRAIN_ROWS, SEQUENCER_ANSWER_TIMEOUT_MS, SEQUENCER_PROPOSAL_BYTES_MAX],
             name,
           );
           for (const row of taken.rows) this.#taken(row);
@@ -373,9 +375,13 @@ export class PostgresSequencer implements TeamSequencer {
   }
 
   /** A proposal row taken out of the table: validated, then handed to the pipeline. */
-  #taken(row: { id: string; payload: string; stale: boolean }): void {
+  #taken(row: { id: string; payload: string | null; stale: boolean }): void {
     this.stats.received.proposal++;
-    if (row.stale || Buffer.byteLength(row.payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX) {
+    if (
+      row.stale ||
+      typeof row.payload !== 'string' ||
+      Buffer.byteLength(row.payload, 'utf8') > SEQUENCER_PROPOSAL_BYTES_MAX
+    ) {
       this.stats.dropped++;
       return;
     }
