@@ -16,6 +16,9 @@ export const MAX_ID_LENGTH = 256;
  */
 export const MAX_ACTIVITY_BYTES = 64 * 1024;
 
+/** The most bytes PostgreSQL takes in one `NOTIFY` payload (it refuses 8000 or more). */
+export const NOTIFY_PAYLOAD_BYTES_MAX = 7999;
+
 /** Rows fetched per query when reading the log or loading a transcript. */
 export const PAGE_SIZE = 1000;
 

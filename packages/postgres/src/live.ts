@@ -4,6 +4,7 @@ import { TeamError } from '@teamwire/core';
 import type pg from 'pg';
 import { execute } from './connection.js';
 import type { Doorbell } from './doorbell.js';
+import { NOTIFY_PAYLOAD_BYTES_MAX } from './limits.js';
 import type { Tables } from './schema.js';
 
 /** The version of the sealed live payload (see the README's live events). */
@@ -16,8 +17,6 @@ const KEY_BYTES = 32;
 /** The bytes of a sealed payload's nonce and of its authentication tag (AES-256-GCM). */
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
-/** The most bytes PostgreSQL takes in one NOTIFY payload (less than 8000). */
-const NOTIFY_PAYLOAD_BYTES_MAX = 7999;
 
 /**
  * The most UTF-8 bytes of a batch that fit in one sealed payload: the payload is the prefix and

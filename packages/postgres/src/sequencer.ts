@@ -156,9 +156,12 @@ function answerPayloads(answers: readonly WireAnswer[]): string[] {
 export class PostgresSequencer implements TeamSequencer {
   readonly #doorbell: Doorbell;
   readonly #pool: pg.Pool;
-  /** The team's proposals table (qualified, quoted). */
-  readonly #table: string;
   readonly #channels: SequencerChannels;
+  /** The proposer's statement (a row and its wake) and the sequencer's (taking rows out). */
+  readonly #proposeSql: string;
+  readonly #proposeName: string;
+  readonly #drainSql: string;
+  readonly #drainName: string;
   readonly #placement: PostgresPlacement;
   readonly #teamId: string;
   readonly #processId: string;
@@ -193,6 +196,8 @@ export class PostgresSequencer implements TeamSequencer {
 
   constructor(options: {
     doorbell: Doorbell;
+    /** This process's sequencer channels, as its doorbell LISTENs on them. */
+    channels: SequencerChannels;
     pool: pg.Pool;
     /** The team's proposals table, qualified and quoted (`Tables.proposals`). */
     proposals: string;
@@ -204,8 +209,26 @@ export class PostgresSequencer implements TeamSequencer {
   }) {
     this.#doorbell = options.doorbell;
     this.#pool = options.pool;
-    this.#table = options.proposals;
-    this.#channels = sequencerChannelsOf(options.schema, options.teamId, options.processId);
+    const table = options.proposals;
+    this.#channels = options.channels;
+    // the row and its wake commit together, so a sequencer woken by it finds it
+    this.#proposeSql = `WITH proposal AS (
+        INSERT INTO ${table} (team_id, id, payload) VALUES ($1, $2::uuid, $3) RETURNING 1
+      )
+      SELECT pg_notify($4, $5) FROM proposal`;
+    this.#proposeName = statementName('propose', this.#proposeSql);
+    // oldest first; a payload over the bound is not even fetched: it comes back null
+    this.#drainSql = `WITH taken AS (
+        DELETE FROM ${table} AS p
+         WHERE p.team_id = $1 AND p.id IN (
+           SELECT q.id FROM ${table} AS q WHERE q.team_id = $1
+            ORDER BY q.proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING p.id, p.payload, p.proposed_at)
+      SELECT id::text AS id,
+             CASE WHEN octet_length(payload) <= $4 THEN payload END AS payload,
+             proposed_at < clock_timestamp() - make_interval(secs => $3 / 1000.0) AS stale
+        FROM taken ORDER BY proposed_at`;
+    this.#drainName = statementName('drain', this.#drainSql);
     this.#placement = options.placement;
     this.#teamId = options.teamId;
     this.#processId = options.processId;
@@ -261,16 +284,11 @@ export class PostgresSequencer implements TeamSequencer {
       timer.unref?.();
       this.#waiting.set(proposal.id, { resolve, timer });
     });
-    // the row and its wake commit together, so a sequencer woken by it finds it
-    const sql = `WITH proposal AS (
-        INSERT INTO ${this.#table} (team_id, id, payload) VALUES ($1, $2::uuid, $3) RETURNING 1
-      )
-      SELECT pg_notify($4, $5) FROM proposal`;
     execute(
       this.#pool,
-      sql,
+      this.#proposeSql,
       [this.#teamId, proposal.id, payload, this.#channels.proposals, WAKE_PAYLOAD],
-      statementName('propose', sql),
+      this.#proposeName,
     ).catch(() => {
       // not written (no connection, no privilege): the proposer appends itself at once
       this.#settle(proposal.id, unsent);
@@ -340,28 +358,16 @@ export class PostgresSequencer implements TeamSequencer {
       return;
     }
     this.#draining = true;
-    const sql = `WITH taken AS (
-        DELETE FROM ${this.#table} AS p
-         WHERE p.team_id = $1 AND p.id IN (
-           SELECT q.id FROM ${this.#table} AS q WHERE q.team_id = $1
-            ORDER BY q.proposed_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-        RETURNING p.id, p.payload, p.proposed_at)
-      SELECT id::text AS id,
-             CASE WHEN octet_length(payload) <= $4 THEN payload END AS payload,
-             proposed_at < clock_timestamp() - make_interval(secs => $3 / 1000.0) AS stale
-        FROM taken ORDER BY proposed_at`;
-    const name = statementName('drain', sql);
     void (async () => {
       try {
         let more = true;
         while (more && this.leading()) {
           this.#drainAgain = false;
-          // a payload over the bound is not even fetched: it comes back null
           const taken = await execute<{ id: string; payload: string | null; stale: boolean }>(
             this.#pool,
-            sql,
+            this.#drainSql,
             [this.#teamId, DRAIN_ROWS, SEQUENCER_ANSWER_TIMEOUT_MS, SEQUENCER_PROPOSAL_BYTES_MAX],
-            name,
+            this.#drainName,
           );
           for (const row of taken.rows) this.#taken(row);
           more = this.#drainAgain || taken.rows.length >= DRAIN_ROWS;

@@ -154,6 +154,10 @@ export async function openPostgresTeamStore(
     let migrated: MigrationOutcome | undefined;
     let lastSeq = 0;
     let liveKey: Buffer | undefined;
+    const liveChannel = liveChannelOf(schema, teamId);
+    const sequencerChannels = settings.sequencer
+      ? sequencerChannelsOf(schema, teamId, processId)
+      : undefined;
     // A server that refuses connections is down: say so at once. A connection lost on the way (a
     // terminated backend, a reset) is not: try again, a few times, before calling it unavailable.
     for (let attempt = 1; migrated === undefined; attempt++) {
@@ -169,10 +173,8 @@ export async function openPostgresTeamStore(
         doorbell = new Doorbell({
           config: { ...pool.options, application_name: applicationName },
           channel: tables.channel,
-          liveChannel: liveChannelOf(schema, teamId),
-          sequencer: settings.sequencer
-            ? sequencerChannelsOf(schema, teamId, processId)
-            : undefined,
+          liveChannel,
+          sequencer: sequencerChannels,
           teamId,
           processId,
           policy: settings.reconnect,
@@ -212,11 +214,12 @@ export async function openPostgresTeamStore(
     (log.shared as { live?: LiveChannel }).live = doorbellLiveChannel(
       bell,
       liveKey as Buffer,
-      liveChannelOf(schema, teamId),
+      liveChannel,
     );
-    const sequencer = settings.sequencer
+    const sequencer = sequencerChannels
       ? new PostgresSequencer({
           doorbell: bell,
+          channels: sequencerChannels,
           pool,
           proposals: tables.proposals,
           placement,
