@@ -44,6 +44,8 @@ export const TASK_PAGE_MAX = 100;
 export const WAIT_TIMEOUT_MIN_MS = 10_000;
 /** `waitForChange` waits at most this long (ms). */
 export const WAIT_TIMEOUT_MAX_MS = 3_600_000;
+/** A `wait_for_team` answer of no progress lists at most this many open tasks (then a count). */
+export const WAIT_OPEN_TASKS_MAX = 20;
 
 const HIGH_SURROGATE = /[\uD800-\uDBFF]/;
 

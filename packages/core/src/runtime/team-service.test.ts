@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { TERMINATED_TOOL_RESULT } from '../chat.js';
 import { TeamError } from '../errors.js';
+import { WAIT_OPEN_TASKS_MAX } from '../limits.js';
 import { defaultTeamPolicy } from '../policy/index.js';
 import type { TeamPolicy } from '../ports/team-policy.js';
 import type { WireFormat } from '../ports/wire-format.js';
@@ -145,7 +146,7 @@ describe('waitForChange', () => {
     });
     expect((await h.service.promptLead('wait')).text).toBe('done waiting');
     expect(h.transcript('lead')[2]).toBe(
-      'tool wait_for_team: {"noProgress":"no other member is working, about to, or waiting for a process","members":[]}',
+      'tool wait_for_team: {"noProgress":"no other member is working, about to, or waiting for a process","members":[],"openTasks":[]}',
     );
     await spawnIdle(h, 'bob');
     await h.service.sendMessage(h.service.lead, { to: 'bob', text: 'work' });
@@ -157,9 +158,57 @@ describe('waitForChange', () => {
     await h.service.idle();
     const waited = h.transcript('lead').filter((l) => l.startsWith('tool wait_for_team'));
     expect(waited).toEqual([
-      'tool wait_for_team: {"noProgress":"no other member is working, about to, or waiting for a process","members":[]}',
+      'tool wait_for_team: {"noProgress":"no other member is working, about to, or waiting for a process","members":[],"openTasks":[]}',
       'tool wait_for_team: {"changed":true,"changes":["idle notification bob -> lead"],"members":["bob: running"]}',
     ]);
+  });
+});
+
+describe('wait_for_team finding nobody working', () => {
+  it('lists the board as it is now, open tasks only, at most WAIT_OPEN_TASKS_MAX of them', async () => {
+    const h = await openHarness({
+      scripts: {
+        lead: ({ request }) => {
+          const last = request.messages.at(-1);
+          if (last?.role === 'user' && last.source?.kind === 'host') {
+            return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 10_000 } }] };
+          }
+          return { text: 'done waiting' };
+        },
+      },
+      idleClaim: false,
+    });
+    const lead = h.service.lead;
+    await h.service.createTask(lead, { subject: 'Done already', description: 'd' });
+    await h.service.updateTask(lead, { taskId: 'task-1', action: { type: 'claim' } });
+    await h.service.updateTask(lead, { taskId: 'task-1', action: { type: 'complete' } });
+    await h.service.createTask(lead, { subject: 'Mine', description: 'm' });
+    await h.service.updateTask(lead, { taskId: 'task-2', action: { type: 'claim' } });
+    await h.service.createTask(lead, {
+      subject: 'After mine',
+      description: 'a',
+      blockedBy: ['task-2'],
+    });
+    await h.service.promptLead('wait');
+    const first = JSON.parse(
+      (h.transcript('lead')[2] as string).slice('tool wait_for_team: '.length),
+    ) as { openTasks: string[] };
+    expect(first.openTasks).toEqual([
+      'task-2 "Mine": in_progress, lead',
+      'task-3 "After mine": pending, blocked',
+    ]);
+
+    for (let i = 0; i < WAIT_OPEN_TASKS_MAX; i++) {
+      await h.service.createTask(lead, { subject: `Open ${i}`, description: 'o' });
+    }
+    await h.service.promptLead('wait again');
+    const waited = h.transcript('lead').filter((l) => l.startsWith('tool wait_for_team'));
+    const second = JSON.parse((waited[1] as string).slice('tool wait_for_team: '.length)) as {
+      openTasks: string[];
+    };
+    expect(second.openTasks).toHaveLength(WAIT_OPEN_TASKS_MAX + 1);
+    expect(second.openTasks[2]).toBe('task-4 "Open 0": pending, ready');
+    expect(second.openTasks.at(-1)).toBe('and 2 more open task(s): task_list shows them');
   });
 });
 

@@ -10,6 +10,7 @@ import {
   TASK_PAGE_MAX,
   TASK_SUBJECT_MAX,
   TASK_WRITE_SCOPES_MAX,
+  WAIT_OPEN_TASKS_MAX,
   WAIT_TIMEOUT_MAX_MS,
   WAIT_TIMEOUT_MIN_MS,
   WRITE_SCOPE_MAX,
@@ -346,6 +347,39 @@ export function memberStatusLines(members: readonly MemberInfo[], self: string):
 }
 
 /**
+ * The board's open tasks now, one line each (`task-4 "Review tools": in_progress, reviewer-2`),
+ * for an answer of no progress: what the asking lead read before its wait may be stale (the last
+ * task may have been completed since), and this is the board it decides on. At most
+ * `WAIT_OPEN_TASKS_MAX` lines, then one that counts the rest.
+ */
+export function openTaskLines(team: MemberTeamService): string[] {
+  const names = memberNames(team);
+  const lines: string[] = [];
+  let more = 0;
+  let cursor: string | undefined;
+  do {
+    const page = team.listTasks({
+      status: ['pending', 'in_progress'],
+      cursor,
+      limit: TASK_PAGE_MAX,
+    });
+    for (const task of page.tasks) {
+      if (lines.length >= WAIT_OPEN_TASKS_MAX) {
+        more++;
+        continue;
+      }
+      const owner =
+        task.ownerId === undefined ? '' : `, ${names.get(task.ownerId) ?? task.ownerId}`;
+      const state = task.status === 'pending' ? (task.ready ? ', ready' : ', blocked') : '';
+      lines.push(`${task.id} ${JSON.stringify(task.subject)}: ${task.status}${owner}${state}`);
+    }
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  if (more > 0) lines.push(`and ${more} more open task(s): task_list shows them`);
+  return lines;
+}
+
+/**
  * The team tools every member gets: messaging, the roster and the task board. Errors reach the
  * model as tool errors carrying the `TeamError` code (the agent loop renders them).
  */
@@ -540,7 +574,7 @@ export function createLeadTools(options: {
     defineTool({
       name: 'wait_for_team',
       description:
-        'Wait until something changes in the team (a message, a task, a member). Returns at once with noProgress when no teammate is working, about to, or waiting for a process to take it over.',
+        'Wait until something changes in the team (a message, a task, a member). Returns at once with noProgress when no teammate is working, about to, or waiting for a process to take it over; openTasks then lists the board as it is now (a task you saw open may have been completed since).',
       inputSchema: WaitForTeamToolInput,
       async execute(input, { team, signal }: ToolContext) {
         const self = team.agent.memberId;
@@ -549,6 +583,7 @@ export function createLeadTools(options: {
           return {
             noProgress: progress.summary,
             members: memberStatusLines(team.listMembers(), self),
+            openTasks: openTaskLines(team),
           };
         }
         const result = await team.waitForChange({
@@ -559,7 +594,11 @@ export function createLeadTools(options: {
         const now = team.listMembers();
         const names = new Map(now.map((m) => [m.memberId, m.name]));
         if (result.noProgress !== undefined) {
-          return { noProgress: result.noProgress, members: memberStatusLines(now, self) };
+          return {
+            noProgress: result.noProgress,
+            members: memberStatusLines(now, self),
+            openTasks: openTaskLines(team),
+          };
         }
         return {
           changed: result.changed,
