@@ -17,6 +17,7 @@ import {
   leadTurn,
   MAX_STALLED_WAITS,
   type MemberLite,
+  rereadStep,
   summaryTaskStep,
   type TaskLite,
   waitState,
@@ -226,10 +227,15 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
   //    roster are read again after each wait (a retired reviewer frees a place)
   let givenUp = false;
   if (open.length > 0) {
-    const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
+    const { lastWait, readSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
       FIXER_NAME.test(name),
     );
-    if (!lastWait || listedSince) {
+    // After every wait the board and the roster are read again, before anything is decided on
+    // them: a wait that found nobody working says nothing of the board read before it (the last
+    // folder may have been completed in between), so no reviewer is nudged and nothing given up
+    // on a stale board.
+    if (lastWait && !readSince) return rereadStep;
+    if (!lastWait || !stalled || nudgedSince) {
       return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
     }
     if (stalledWaits >= MAX_STALLED_WAITS) givenUp = true;
@@ -260,12 +266,7 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
       givenUp = waiting === 0;
     }
     if (!givenUp) {
-      return {
-        toolCalls: [
-          { name: 'task_list', input: { limit: 100 } },
-          { name: 'list_members', input: {} },
-        ],
-      };
+      return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
     }
   }
 

@@ -101,6 +101,14 @@ export function summaryTaskStep(
   return undefined;
 }
 
+/** The step that reads the board and the roster again, in one model step. */
+export const rereadStep: Step = {
+  toolCalls: [
+    { name: 'task_list', input: { limit: 100 } },
+    { name: 'list_members', input: {} },
+  ],
+};
+
 /**
  * No-progress waits in a row, the team looking the same at each, after which a lead stops
  * waiting and wraps up with what the team finished, saying what is missing: nothing it does
@@ -163,6 +171,10 @@ export function waitState(done: readonly ToolOutcome[], mine: (name: string) => 
   return {
     lastWait,
     listedSince: afterWait.some((o) => o.call.name === 'task_list'),
+    // both the board and the roster read since the last wait
+    readSince:
+      afterWait.some((o) => o.call.name === 'task_list') &&
+      afterWait.some((o) => o.call.name === 'list_members'),
     // a nudge, or a reviewer spawned to replace those that are gone
     nudgedSince: afterWait.some((o) => ['send_message', 'spawn_teammate'].includes(o.call.name)),
     stalled: noProgress(lastWait),

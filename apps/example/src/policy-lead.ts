@@ -8,6 +8,7 @@ import {
   leadTurn,
   MAX_STALLED_WAITS,
   type MemberLite,
+  rereadStep,
   summaryTaskStep,
   type TaskLite,
   waitState,
@@ -80,7 +81,7 @@ export function leadStep(messages: readonly ChatMessage[], options: LeadPolicyOp
   for (const name of spawned) if (/^reviewer-\d+$/.test(name)) reviewerNames.add(name);
   const open = [...tasks.values()].filter((t) => t.status !== 'completed' && t !== summary);
   const waitStep = () =>
-    waitForOpenTasks({ done, roster, members, open, reviewerNames, spawned, teammates });
+    waitForOpenTasks({ done, roster, open, reviewerNames, spawned, teammates });
   if (summary?.status === 'completed') {
     // the roster and the board read at the start of the turn predate the spawns and the tasks
     // added since: read them again first
@@ -239,34 +240,35 @@ function spawnReviewer(name: string) {
 }
 
 /**
- * The step that waits for the open tasks: a wait, then a look at the board. When the team stalls,
- * the lead reads the roster once and nudges the idle reviewers, or, when none is left (every one
- * was shut down or failed), spawns one more, at most as many more as it planned. Undefined once
+ * The step that waits for the open tasks: a wait, then a look at the board. When a wait finds
+ * nobody working, the lead reads the board and the roster again first; if work is still open, it
+ * nudges the idle reviewers once, or, when none is left (every one was shut down or failed),
+ * spawns one more, at most as many more as it planned. Undefined once
  * the team stalled for `MAX_STALLED_WAITS` waits in a row (nothing the lead does makes it move: it
  * wraps up with what the team finished).
  */
 function waitForOpenTasks(options: {
   done: readonly ToolOutcome[];
   roster: readonly MemberLite[];
-  members: ToolOutcome;
   open: readonly TaskLite[];
   reviewerNames: ReadonlySet<string>;
   spawned: ReadonlySet<string>;
   teammates: number;
 }): Step | undefined {
   const { done, roster, open, reviewerNames } = options;
-  const { lastWait, listedSince, nudgedSince, stalled, stalledWaits } = waitState(done, (name) =>
-    reviewerNames.has(name),
+  const { lastWait, listedSince, readSince, nudgedSince, stalled, stalledWaits } = waitState(
+    done,
+    (name) => reviewerNames.has(name),
   );
+  const wait: Step = { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+  if (!lastWait) return wait;
+  // A wait that found nobody working says nothing of the board the lead read before it: the
+  // team may have finished that work in between (the last review completed just before the
+  // wait). The board and the roster are read again before the lead nudges anyone or gives up.
+  if (stalled && !readSince) return rereadStep;
   if (stalledWaits >= MAX_STALLED_WAITS) return undefined;
-  if (!lastWait || listedSince) {
-    return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
-  }
   // once when the team stalls, not at every wait that finds it still stalled
   if (stalled && stalledWaits === 1 && !nudgedSince) {
-    if (done.indexOf(options.members) < done.indexOf(lastWait)) {
-      return { toolCalls: [{ name: 'list_members', input: {} }] };
-    }
     const idle = roster.filter(isLiveReviewer);
     if (idle.length > 0) {
       return {
@@ -286,5 +288,5 @@ function waitForOpenTasks(options: {
       };
     }
   }
-  return { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
+  return listedSince ? wait : { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
 }

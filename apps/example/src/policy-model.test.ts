@@ -399,13 +399,14 @@ async function runTurnOf(
   messages: ChatMessage[],
   world: (call: { name: string; input: unknown }) => Answer,
   limit = 50,
-): Promise<{ calls: ToolCall[]; text: string }> {
+): Promise<{ calls: ToolCall[]; text: string; steps: number }> {
   const calls: ToolCall[] = [];
   for (let step = 0; step < limit; step++) {
     const answer = await nextStep(role, messages);
     messages.push(answer);
     if (answer.toolCalls.length === 0) {
-      return { calls, text: answer.content.map((c) => (c.type === 'text' ? c.text : '')).join('') };
+      const text = answer.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+      return { calls, text, steps: step + 1 };
     }
     let stopped = false;
     for (const call of answer.toolCalls) {
@@ -422,7 +423,7 @@ async function runTurnOf(
       });
       if (cutOff !== undefined) stopped = true;
     }
-    if (stopped) return { calls, text: '' };
+    if (stopped) return { calls, text: '', steps: step + 1 };
   }
   throw new Error(`the ${role} policy did not end its turn in ${limit} steps`);
 }
@@ -591,7 +592,7 @@ describe('the offline lead policy when the team stalls', () => {
     // a few waits, one nudge, then the report of what the team did and the summary task
     expect(waits()).toBe(MAX_STALLED_WAITS);
     expect(count(turn.calls, 'send_message')).toBe(1);
-    expect(turn.calls.length).toBeLessThanOrEqual(20);
+    expect(turn.steps).toBeLessThanOrEqual(16);
     const report = turn.calls.find((c) => c.name === 'write_report');
     expect((report?.input as { markdown?: string } | undefined)?.markdown).toContain(
       '| a | - | - | - | - | not reviewed |',
@@ -600,6 +601,20 @@ describe('the offline lead policy when the team stalls', () => {
     expect(count(turn.calls, 'shutdown_teammate')).toBe(1);
     expect(turn.text).toContain('The review stopped short: 3 task(s) are not done');
     expect(turn.text).toContain('task-1 "Review a" (pending)');
+  });
+
+  it('reads the board again before nudging anyone: the work may have been finished just before the wait', async () => {
+    // the lead read the board with every review open; the reviewers finished them all before
+    // its wait, which then found nobody working
+    const { world, waits } = leadWorld((tasks, n) => {
+      if (n === 1)
+        for (const t of tasks) if (t.subject.startsWith('Review ')) t.status = 'completed';
+    });
+    const turn = await runTurnOf('lead', leadConversation().messages, world, 100);
+    expect(waits()).toBe(1);
+    expect(count(turn.calls, 'send_message')).toBe(0);
+    expect(turn.calls.find((c) => c.name === 'write_report')).toBeDefined();
+    expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
   });
 
   it('keeps waiting while the board moves on, however slowly', async () => {
@@ -696,6 +711,76 @@ describe('the offline lead policy when the team stalls', () => {
     expect(turn.text).toBe('The review is complete; the report is in team-report.md.');
     // nor is a reviewer it cannot see nudged at every wait
     expect(count(turn.calls, 'send_message')).toBe(0);
+  });
+});
+
+describe('the offline fix lead when a wait finds nobody working', () => {
+  it('reads the board again before nudging anyone: the folder may have been finished just before the wait', async () => {
+    const tasks: ReturnType<typeof task>[] = [];
+    const fixers: string[] = [];
+    let waits = 0;
+    const world = (call: { name: string; input: unknown }): unknown => {
+      const input = call.input as { subject?: string; taskId?: string; action?: string };
+      const named = call.input as { name: string; member: string };
+      switch (call.name) {
+        case 'list_files':
+          return { files: [{ path: 'a/x.ts', lines: 1 }], total: 1 };
+        case 'list_members':
+          return [
+            { name: 'lead', status: 'running' },
+            ...fixers.map((name) => ({ name, status: 'idle' })),
+          ];
+        case 'task_list':
+          return { tasks: tasks.map((t) => ({ ...t })) };
+        case 'task_create': {
+          const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
+          tasks.push(created);
+          return { ...created };
+        }
+        case 'task_update': {
+          const found = tasks.find((t) => t.id === input.taskId);
+          if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
+          if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
+          if (input.action === 'complete') found.status = 'completed';
+          return { ...found };
+        }
+        case 'spawn_teammate':
+          fixers.push(named.name);
+          return { name: named.name };
+        case 'wait_for_team':
+          // the folder was done before the wait, which finds its reviewer idle
+          waits++;
+          for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
+          return {
+            noProgress: 'no other member is working, about to, or waiting for a process',
+            members: fixers.map((n) => `${n}: idle`),
+          };
+        case 'merge_branch':
+          return {
+            member: named.member,
+            branch: `teamwire/t/${named.member}`,
+            into: 'teamwire-fix/t',
+            exists: true,
+            merged: true,
+            conflicts: [],
+            commits: [{ commit: 'a'.repeat(40), subject: 'Add review notes for a' }],
+            files: ['a/REVIEW.md'],
+          };
+        case 'write_report':
+          return { path: 'team-report.md', bytes: 1 };
+        case 'shutdown_teammate':
+          return { messageId: 'm1', status: 'queued' };
+        default:
+          throw new Error(`unexpected call ${call.name}`);
+      }
+    };
+    const lead = leadConversation().messages;
+    const turn = await runTurnOf('fix-lead', lead, world, 100);
+    expect(waits).toBe(1);
+    expect(count(turn.calls, 'send_message')).toBe(0);
+    expect(tasks.every((t) => t.status === 'completed')).toBe(true);
+    expect(failedCalls(lead)).toEqual([]);
+    expect(turn.text).toBe('The fix is complete; the report is written.');
   });
 });
 
