@@ -69,6 +69,62 @@ describe('liveness: a member keeps going after interventions', () => {
     expect(h.sink.errors()).toEqual([]);
   });
 
+  it('shows a member claiming a task as running while its claim is being written, so a wait does not find the team stalled', async () => {
+    const claimSeen = deferred();
+    const release = deferred();
+    let bobId = '';
+    const h = await openHarness({
+      idleClaim: true,
+      scripts: {
+        lead: notedLead,
+        bob: (context): ScriptedStep => {
+          const taskId = /You claimed (task-\d+)/.exec(lastUserText(context))?.[1];
+          if (taskId !== undefined && !afterTool(context)) {
+            return { toolCalls: [{ name: 'task_update', input: { taskId, action: 'complete' } }] };
+          }
+          return { text: context.call === 1 ? 'Ready.' : 'Done.' };
+        },
+      },
+      // bob's claim is held in the log until the test lets it through
+      wrap: ({ log, transcripts }) => ({
+        transcripts,
+        log: {
+          specificationVersion: 'v1',
+          teamId: log.teamId,
+          append: async (options) => {
+            const claim = options.records.some(
+              (r) =>
+                r.type === 'task' && r.task.status === 'in_progress' && r.task.ownerId === bobId,
+            );
+            if (claim) {
+              claimSeen.resolve();
+              await release.promise;
+            }
+            return log.append(options);
+          },
+          read: (options) => log.read(options),
+          subscribe: (options) => log.subscribe(options),
+          lastSeq: () => log.lastSeq(),
+          close: () => log.close(),
+        },
+      }),
+    });
+    await spawnIdle(h, 'bob');
+    bobId = h.memberId('bob');
+    await h.service.createTask(h.service.lead, { subject: 'One', description: 'one' });
+    await claimSeen.promise;
+    const bob = h.service.listMembers(h.service.lead).find((m) => m.name === 'bob');
+    expect(bob?.status).toBe('running');
+    expect(h.service.progress(h.service.lead)).toMatchObject({
+      progressing: true,
+      working: ['bob'],
+    });
+    release.resolve();
+    await h.service.idle();
+    expect(h.service.getTask(h.service.lead, { taskId: 'task-1' }).status).toBe('completed');
+    expect(h.sink.errors()).toEqual([]);
+  });
+
   it('does not claim a task it released itself again, so a task it declines cannot make it spin', async () => {
     const h = await openHarness({
       idleClaim: true,
