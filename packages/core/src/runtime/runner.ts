@@ -102,7 +102,13 @@ export class AgentRunner {
   private loopDone: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private woken = false;
-  private claimFailed = false;
+  /**
+   * Tasks this member failed to claim since it last parked (another member, maybe in another
+   * process, took them first): it goes on to the next ready task at once rather than park with
+   * work on the board, and tries none of these again before the board changes or the retry
+   * interval passes (never spinning on a failing claim).
+   */
+  private readonly claimsLost = new Set<string>();
   /**
    * Set when a turn ended on a repeated failure: the member neither claims nor resumes until new
    * mail reaches it (the lead was told), so a loop cannot restart on its own.
@@ -438,13 +444,10 @@ export class AgentRunner {
     if (this.unfinished) return { type: 'finish' };
     // One task at a time: a member that still owns a task in progress (it ended its turn waiting
     // for an answer, say) claims no other one.
-    if (
-      !this.isLead &&
-      this.host.idleClaimIntervalMs !== undefined &&
-      !this.claimFailed &&
-      owned.size === 0
-    ) {
-      const ready = state.listTasks({ ready: true }).find((task) => !this.declined.has(task.id));
+    if (!this.isLead && this.host.idleClaimIntervalMs !== undefined && owned.size === 0) {
+      const ready = state
+        .listTasks({ ready: true })
+        .find((task) => !this.declined.has(task.id) && !this.claimsLost.has(task.id));
       if (ready !== undefined) return { type: 'claim', taskId: ready.id };
     }
     return undefined;
@@ -474,7 +477,7 @@ export class AgentRunner {
 
   private async park(): Promise<void> {
     this.woken = false;
-    this.claimFailed = false;
+    this.claimsLost.clear();
     this.setActivity('idle');
     let cancelTimer: (() => void) | undefined;
     await new Promise<void>((resolve) => {
@@ -498,10 +501,10 @@ export class AgentRunner {
           state.updateTask(this.member.id, { taskId: work.taskId, action: { type: 'claim' } }),
         ]);
       } catch (error) {
-        // The task changed under us (here, or in another process first): park, and look again
-        // when the board changes or the retry interval passes (never spin on a failing claim).
+        // The task changed under us (here, or in another process first): the next ready task
+        // is claimed at once; this one is tried again only after the member parked.
         if (TeamError.isInstance(error) && !isWriteFailure(error)) {
-          this.claimFailed = true;
+          this.claimsLost.add(work.taskId);
           return;
         }
         throw error;

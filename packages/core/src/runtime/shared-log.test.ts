@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TeamError } from '../errors.js';
 import { createEventHub } from '../hub/event-hub.js';
 import type { EventHub } from '../hub/types.js';
@@ -40,8 +40,16 @@ interface World {
   transcripts: MemoryTranscriptStore;
   model: ScriptedModel;
   refs: RefBook;
-  /** `fenced`: members whose transcript writes this process's store refuses as `FENCED`. */
-  open(runs: MemoryRuns, ids: string, fenced?: ReadonlySet<string>): Promise<Process>;
+  /**
+   * `fenced`: members whose transcript writes this process's store refuses as `FENCED`;
+   * `idleClaim`: whether idle teammates claim ready tasks (off by default).
+   */
+  open(
+    runs: MemoryRuns,
+    ids: string,
+    fenced?: ReadonlySet<string>,
+    idleClaim?: boolean,
+  ): Promise<Process>;
 }
 
 function world(scripts: Record<string, AgentScript>): World {
@@ -54,7 +62,7 @@ function world(scripts: Record<string, AgentScript>): World {
     transcripts,
     model,
     refs,
-    async open(runs, ids, fenced) {
+    async open(runs, ids, fenced, idleClaim = false) {
       const participant = team.join({ runs });
       const sink = createRecordingSink();
       const service = await openTeam({
@@ -71,7 +79,7 @@ function world(scripts: Record<string, AgentScript>): World {
         events: sink,
         clock: createManualClock(),
         ids: createSequentialIds(ids),
-        idleClaim: false,
+        idleClaim,
       });
       return { service, sink, index: participant.index, participant };
     },
@@ -314,6 +322,52 @@ describe('a team spread over processes (shared log)', () => {
     const folded = foldTeam(w.team.records(), { teamId: TEAM_ID });
     expect(folded.tasks.find((t) => t.id === task.id)?.ownerId).toBe(bob.memberId);
     expect(folded.tasks.find((t) => t.id === task.id)?.revision).toBe(2);
+    for (const p of [a, b, c]) await p.service.dispose();
+  });
+
+  it('a teammate whose claim another process won goes on to the next ready task at once', async () => {
+    const working = () => ({ text: 'Working on it.' });
+    const w = world({ lead: notedLead, alice: working, bob: working });
+    const a = await w.open({ lead: true, agentTypes: [] }, 'a', undefined, true);
+    const b = await w.open({ lead: false }, 'b', undefined, true);
+    const c = await w.open({ lead: false }, 'c', undefined, true);
+    for (const name of ['alice', 'bob']) {
+      await a.service.spawnTeammate(a.service.lead, {
+        name,
+        description: 'helps',
+        prompt: `Hi ${name}.`,
+        agentType: 'worker',
+      });
+      await turnsEnded([b, c], name);
+    }
+    const folded = () => foldTeam(w.team.records(), { teamId: TEAM_ID });
+    const memberOf = (name: string) => folded().roster.find((m) => m.name === name)?.id as string;
+    const placed = (memberId: string) =>
+      w.team.placementOf(memberId)?.participant === b.index ? b : c;
+    const alice = placed(memberOf('alice'));
+    const bob = placed(memberOf('bob'));
+    expect(alice).not.toBe(bob);
+    // both claim task-1, each held in its own process; bob's lands first
+    const holdAlice = alice.participant.holdAppends();
+    const holdBob = bob.participant.holdAppends();
+    const before = [alice.participant.appendAttempts, bob.participant.appendAttempts];
+    await a.service.createTask(a.service.lead, { subject: 'One', description: 'one' });
+    await vi.waitUntil(
+      () =>
+        alice.participant.appendAttempts > (before[0] as number) &&
+        bob.participant.appendAttempts > (before[1] as number),
+    );
+    await a.service.createTask(a.service.lead, { subject: 'Two', description: 'two' });
+    holdBob.release();
+    await a.sink.waitUntil(
+      () => folded().tasks.find((t) => t.id === 'task-1')?.ownerId === memberOf('bob'),
+    );
+    holdAlice.release();
+    // alice lost task-1 to bob: she takes task-2 without waiting for the next change of the
+    // board or the retry interval (the clocks here never move)
+    await a.sink.waitUntil(
+      () => folded().tasks.find((t) => t.id === 'task-2')?.ownerId === memberOf('alice'),
+    );
     for (const p of [a, b, c]) await p.service.dispose();
   });
 
