@@ -526,6 +526,22 @@ describe('the offline reviewer policy given a task that names no folder', () => 
   });
 });
 
+/** A board that takes every call: `task_list`, `task_create`, `task_update` (reassign, complete). */
+function boardAnswer(tasks: ReturnType<typeof task>[], call: { name: string; input: unknown }) {
+  const input = call.input as { subject?: string; taskId?: string; action?: string };
+  if (call.name === 'task_list') return { tasks: tasks.map((t) => ({ ...t })) };
+  if (call.name === 'task_create') {
+    const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
+    tasks.push(created);
+    return { ...created };
+  }
+  const found = tasks.find((t) => t.id === input.taskId);
+  if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
+  if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
+  if (input.action === 'complete') found.status = 'completed';
+  return { ...found };
+}
+
 /**
  * A small world for the review lead: folders `a`, `b` and `c`, one reviewer, a board that takes
  * every call, and a `wait_for_team` that always finds nobody working; `onWait` may move the
@@ -538,7 +554,6 @@ function leadWorld(
   const tasks: ReturnType<typeof task>[] = [];
   let waits = 0;
   const world = (call: { name: string; input: unknown }): unknown => {
-    const input = call.input as { subject?: string; taskId?: string; action?: string };
     switch (call.name) {
       case 'list_files':
         return {
@@ -551,19 +566,9 @@ function leadWorld(
           { name: 'reviewer-1', status: 'idle' },
         ];
       case 'task_list':
-        return { tasks: tasks.map((t) => ({ ...t })) };
-      case 'task_create': {
-        const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
-        tasks.push(created);
-        return { ...created };
-      }
-      case 'task_update': {
-        const found = tasks.find((t) => t.id === input.taskId);
-        if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
-        if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
-        if (input.action === 'complete') found.status = 'completed';
-        return { ...found };
-      }
+      case 'task_create':
+      case 'task_update':
+        return boardAnswer(tasks, call);
       case 'wait_for_team':
         onWait(tasks, ++waits);
         return {
@@ -716,64 +721,16 @@ describe('the offline lead policy when the team stalls', () => {
 
 describe('the offline fix lead when a wait finds nobody working', () => {
   it('reads the board again before nudging anyone: the folder may have been finished just before the wait', async () => {
-    const tasks: ReturnType<typeof task>[] = [];
-    const fixers: string[] = [];
     let waits = 0;
-    const world = (call: { name: string; input: unknown }): unknown => {
-      const input = call.input as { subject?: string; taskId?: string; action?: string };
-      const named = call.input as { name: string; member: string };
-      switch (call.name) {
-        case 'list_files':
-          return { files: [{ path: 'a/x.ts', lines: 1 }], total: 1 };
-        case 'list_members':
-          return [
-            { name: 'lead', status: 'running' },
-            ...fixers.map((name) => ({ name, status: 'idle' })),
-          ];
-        case 'task_list':
-          return { tasks: tasks.map((t) => ({ ...t })) };
-        case 'task_create': {
-          const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
-          tasks.push(created);
-          return { ...created };
-        }
-        case 'task_update': {
-          const found = tasks.find((t) => t.id === input.taskId);
-          if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
-          if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
-          if (input.action === 'complete') found.status = 'completed';
-          return { ...found };
-        }
-        case 'spawn_teammate':
-          fixers.push(named.name);
-          return { name: named.name };
-        case 'wait_for_team':
-          // the folder was done before the wait, which finds its reviewer idle
-          waits++;
-          for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
-          return {
-            noProgress: 'no other member is working, about to, or waiting for a process',
-            members: fixers.map((n) => `${n}: idle`),
-          };
-        case 'merge_branch':
-          return {
-            member: named.member,
-            branch: `teamwire/t/${named.member}`,
-            into: 'teamwire-fix/t',
-            exists: true,
-            merged: true,
-            conflicts: [],
-            commits: [{ commit: 'a'.repeat(40), subject: 'Add review notes for a' }],
-            files: ['a/REVIEW.md'],
-          };
-        case 'write_report':
-          return { path: 'team-report.md', bytes: 1 };
-        case 'shutdown_teammate':
-          return { messageId: 'm1', status: 'queued' };
-        default:
-          throw new Error(`unexpected call ${call.name}`);
-      }
-    };
+    const { world, tasks } = fixLeadWorld((tasks, fixers) => {
+      // the folder was done before the wait, which finds its reviewer idle
+      waits++;
+      for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
+      return {
+        noProgress: 'no other member is working, about to, or waiting for a process',
+        members: fixers.map((n) => `${n}: idle`),
+      };
+    });
     const lead = leadConversation().messages;
     const turn = await runTurnOf('fix-lead', lead, world, 100);
     expect(waits).toBe(1);
@@ -784,62 +741,62 @@ describe('the offline fix lead when a wait finds nobody working', () => {
   });
 });
 
+/**
+ * A small world for the fix lead: folder `a`, a board that takes every call, its fixers idle,
+ * every merge clean; `wait` answers `wait_for_team` (it may move the board on).
+ */
+function fixLeadWorld(wait: (tasks: ReturnType<typeof task>[], fixers: string[]) => unknown) {
+  const tasks: ReturnType<typeof task>[] = [];
+  const fixers: string[] = [];
+  const world = (call: { name: string; input: unknown }): unknown => {
+    const named = call.input as { name: string; member: string };
+    switch (call.name) {
+      case 'list_files':
+        return { files: [{ path: 'a/x.ts', lines: 1 }], total: 1 };
+      case 'list_members':
+        return [
+          { name: 'lead', status: 'running' },
+          ...fixers.map((name) => ({ name, status: 'idle' })),
+        ];
+      case 'task_list':
+      case 'task_create':
+      case 'task_update':
+        return boardAnswer(tasks, call);
+      case 'spawn_teammate':
+        fixers.push(named.name);
+        return { name: named.name };
+      case 'wait_for_team':
+        return wait(tasks, fixers);
+      case 'merge_branch':
+        return {
+          member: named.member,
+          branch: `teamwire/t/${named.member}`,
+          into: 'teamwire-fix/t',
+          exists: true,
+          merged: true,
+          conflicts: [],
+          commits: [{ commit: 'a'.repeat(40), subject: 'Add review notes for a' }],
+          files: ['a/REVIEW.md'],
+        };
+      case 'write_report':
+        return { path: 'team-report.md', bytes: 1 };
+      case 'shutdown_teammate':
+        return { messageId: 'm1', status: 'queued' };
+      default:
+        throw new Error(`unexpected call ${call.name}`);
+    }
+  };
+  return { world, tasks };
+}
+
 describe('the offline fix lead given a task it did not plan', () => {
   it('notes it in the report and completes it, so that it does not hold the team up', async () => {
-    const tasks: ReturnType<typeof task>[] = [];
-    const fixers: string[] = [];
-    const world = (call: { name: string; input: unknown }): unknown => {
-      const input = call.input as { subject?: string; taskId?: string; action?: string };
-      const named = call.input as { name: string; member: string };
-      switch (call.name) {
-        case 'list_files':
-          return { files: [{ path: 'a/x.ts', lines: 1 }], total: 1 };
-        case 'list_members':
-          return [
-            { name: 'lead', status: 'running' },
-            ...fixers.map((name) => ({ name, status: 'idle' })),
-          ];
-        case 'task_list':
-          return { tasks: tasks.map((t) => ({ ...t })) };
-        case 'task_create': {
-          const created = task(`task-${tasks.length + 1}`, input.subject ?? '');
-          tasks.push(created);
-          return { ...created };
-        }
-        case 'task_update': {
-          const found = tasks.find((t) => t.id === input.taskId);
-          if (!found) return { error: { code: 'TASK_NOT_FOUND' } };
-          if (input.action === 'reassign') Object.assign(found, { owner: 'lead' });
-          if (input.action === 'complete') found.status = 'completed';
-          return { ...found };
-        }
-        case 'spawn_teammate':
-          fixers.push(named.name);
-          return { name: named.name };
-        case 'wait_for_team':
-          // the folder is done, and the operator added a task of their own
-          for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
-          tasks.push(task(`task-${tasks.length + 1}`, 'Check the licence headers'));
-          return { changed: true, changes: [], members: fixers.map((n) => `${n}: idle`) };
-        case 'merge_branch':
-          return {
-            member: named.member,
-            branch: `teamwire/t/${named.member}`,
-            into: 'teamwire-fix/t',
-            exists: true,
-            merged: true,
-            conflicts: [],
-            commits: [{ commit: 'a'.repeat(40), subject: 'Add review notes for a' }],
-            files: ['a/REVIEW.md'],
-          };
-        case 'write_report':
-          return { path: 'team-report.md', bytes: 1 };
-        case 'shutdown_teammate':
-          return { messageId: 'm1', status: 'queued' };
-        default:
-          throw new Error(`unexpected call ${call.name}`);
-      }
-    };
+    const { world, tasks } = fixLeadWorld((tasks, fixers) => {
+      // the folder is done, and the operator added a task of their own
+      for (const t of tasks) if (t.subject.startsWith('Fix ')) t.status = 'completed';
+      tasks.push(task(`task-${tasks.length + 1}`, 'Check the licence headers'));
+      return { changed: true, changes: [], members: fixers.map((n) => `${n}: idle`) };
+    });
     const lead = leadConversation().messages;
     const turn = await runTurnOf('fix-lead', lead, world, 100);
 

@@ -112,6 +112,22 @@ async function spawnAlice(process: Process): Promise<void> {
   });
 }
 
+/**
+ * The lead of `lead` spawns the workers alice and bob, one after the other, each placed in one of
+ * `workers` (one in each, when there are two), and resolves once each ended its first turn.
+ */
+async function spawnSpread(lead: Process, workers: readonly Process[]): Promise<void> {
+  for (const name of ['alice', 'bob']) {
+    await lead.service.spawnTeammate(lead.service.lead, {
+      name,
+      description: 'helps',
+      prompt: `Hi ${name}.`,
+      agentType: 'worker',
+    });
+    await turnsEnded(workers, name);
+  }
+}
+
 /** Resolves once `process` has seen the log up to the shared log's last record. */
 async function caughtUp(process: Process, team: MemorySharedTeam): Promise<void> {
   const last = team.records().at(-1)?.seq ?? 0;
@@ -291,15 +307,7 @@ describe('a team spread over processes (shared log)', () => {
     const a = await w.open({ lead: true, agentTypes: [] }, 'a');
     const b = await w.open({ lead: false }, 'b');
     const c = await w.open({ lead: false }, 'c');
-    for (const name of ['alice', 'bob']) {
-      await a.service.spawnTeammate(a.service.lead, {
-        name,
-        description: 'helps',
-        prompt: `Hi ${name}.`,
-        agentType: 'worker',
-      });
-      await turnsEnded([b, c], name);
-    }
+    await spawnSpread(a, [b, c]);
     const task = await a.service.createTask(a.service.lead, { subject: 's', description: 'd' });
     await caughtUp(b, w.team);
     await caughtUp(c, w.team);
@@ -331,15 +339,7 @@ describe('a team spread over processes (shared log)', () => {
     const a = await w.open({ lead: true, agentTypes: [] }, 'a', undefined, true);
     const b = await w.open({ lead: false }, 'b', undefined, true);
     const c = await w.open({ lead: false }, 'c', undefined, true);
-    for (const name of ['alice', 'bob']) {
-      await a.service.spawnTeammate(a.service.lead, {
-        name,
-        description: 'helps',
-        prompt: `Hi ${name}.`,
-        agentType: 'worker',
-      });
-      await turnsEnded([b, c], name);
-    }
+    await spawnSpread(a, [b, c]);
     const folded = () => foldTeam(w.team.records(), { teamId: TEAM_ID });
     const memberOf = (name: string) => folded().roster.find((m) => m.name === name)?.id as string;
     const placed = (memberId: string) =>

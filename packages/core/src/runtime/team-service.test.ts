@@ -8,7 +8,7 @@ import type { TeamPolicy } from '../ports/team-policy.js';
 import type { WireFormat } from '../ports/wire-format.js';
 import { createManualClock, createSequentialIds } from '../testing/manual-clock.js';
 import { createMemoryTeamLog, createMemoryTranscriptStore } from '../testing/memory-stores.js';
-import { createScriptedModel } from '../testing/scripted-model.js';
+import { type AgentScript, createScriptedModel } from '../testing/scripted-model.js';
 import { createSimpleFormat } from '../testing/simple-format.js';
 import { createAgentRegistry, defineTool } from './agents.js';
 import { type OpenTeamOptions, openTeam } from './open-team.js';
@@ -132,13 +132,7 @@ describe('waitForChange', () => {
     });
     const h = await openHarness({
       scripts: {
-        lead: ({ request }) => {
-          const last = request.messages.at(-1);
-          if (last?.role === 'user' && last.source?.kind === 'host') {
-            return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 10_000 } }] };
-          }
-          return { text: continuesTurn(request.messages) ? 'done waiting' : 'Noted.' };
-        },
+        lead: waitingLead,
         bob: [{ text: 'hi' }, { toolCalls: [{ name: 'slow' }] }, { text: 'done' }],
       },
       workerTools: [slow],
@@ -164,17 +158,20 @@ describe('waitForChange', () => {
   });
 });
 
+/** A lead that answers every host prompt with one `wait_for_team`, then says it is done. */
+const waitingLead: AgentScript = ({ request }) => {
+  const last = request.messages.at(-1);
+  if (last?.role === 'user' && last.source?.kind === 'host') {
+    return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 10_000 } }] };
+  }
+  return { text: continuesTurn(request.messages) ? 'done waiting' : 'Noted.' };
+};
+
 describe('wait_for_team finding nobody working', () => {
   it('lists the board as it is now, open tasks only, at most WAIT_OPEN_TASKS_MAX of them', async () => {
     const h = await openHarness({
       scripts: {
-        lead: ({ request }) => {
-          const last = request.messages.at(-1);
-          if (last?.role === 'user' && last.source?.kind === 'host') {
-            return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 10_000 } }] };
-          }
-          return { text: 'done waiting' };
-        },
+        lead: waitingLead,
       },
       idleClaim: false,
     });
