@@ -39,6 +39,8 @@ describePg('a review kept in PostgreSQL, joined by other processes', () => {
     controller.abort();
     const summary = await running;
     expect(summary).toMatchObject({ reportWritten: true, interrupted: false });
+    // the run did not wait for the coder, whose client has not read its shutdown request yet
+    expect(out.text()).not.toContain('still not retired');
 
     // a client starts its own server process, teamwire mcp, which joins the team and serves only
     // `coder`

@@ -1,5 +1,6 @@
 import type { Member, Task, TeamLog, TeamRecord } from '@teamwire/core';
 import { OPERATOR_AGENT } from '@teamwire/dashboard';
+import { CODING_AGENT_TYPE } from './mcp-serve.js';
 import { SUMMARY_SUBJECT } from './policy-lead.js';
 
 /**
@@ -42,10 +43,17 @@ export class ReviewProgress {
     for await (const record of log.read()) this.apply(record);
   }
 
-  /** The members the lead manages: every one but the lead and the person at the dashboard. */
+  /**
+   * The members whose retirement ends the run: every one but the lead, the person at the
+   * dashboard and a member run by an MCP client (`--mcp`'s coder), which retires when its client
+   * next reads its inbox, maybe long after the run (its shutdown request waits there for it).
+   */
   reviewers(): Member[] {
     return [...this.members.values()].filter(
-      (m) => m.id !== this.leadId && m.agentType !== OPERATOR_AGENT.type,
+      (m) =>
+        m.id !== this.leadId &&
+        m.agentType !== OPERATOR_AGENT.type &&
+        m.agentType !== CODING_AGENT_TYPE,
     );
   }
 
