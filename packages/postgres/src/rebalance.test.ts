@@ -54,14 +54,8 @@ async function loads(scratch: Scratch): Promise<Map<string, string[]>> {
   return out;
 }
 
-async function tokens(scratch: Scratch): Promise<string> {
-  const rows = await scratch.sql<{ member_id: string; process_id: string; token: string }>(
-    `SELECT member_id, process_id, token::text FROM "${scratch.schema}".placements
-      WHERE team_id = $1 ORDER BY member_id`,
-    [TEAM],
-  );
-  return JSON.stringify(rows.rows);
-}
+/** How many times a process was asked to release a member (a rebalancing move, or a stop). */
+const releases = (events: readonly string[]) => events.filter((e) => e.startsWith('?')).length;
 
 /** Resolves once `store`'s process wrote `beats` more heartbeats (read from the database). */
 async function heartbeats(scratch: Scratch, store: PostgresTeamStore, beats: number) {
@@ -129,13 +123,16 @@ describePg('rebalancing members over the processes of a team', () => {
       expect(ea.lastIndexOf(`-${memberId}`)).toBeGreaterThan(ea.lastIndexOf(`?${memberId}`));
       expect(eb).toContain(`+${memberId}`);
     }
-    // No bounce: nothing moves over 20 more heartbeats (more than three rebalancing periods).
-    const settled = await tokens(scratch);
-    const before = [ea.length, eb.length];
+    // No bounce: over 20 more heartbeats (more than three rebalancing periods) no member moves
+    // to the other process and no process is asked to release one (every rebalancing move asks
+    // first). A lease that lapses under load may have a process take its own member again,
+    // with a new token: that is not a move.
+    const settled = await loads(scratch);
+    const asked = [releases(ea), releases(eb)];
     await heartbeats(scratch, a, 20);
     await heartbeats(scratch, b, 5);
-    expect(await tokens(scratch)).toBe(settled);
-    expect([ea.length, eb.length]).toEqual(before);
+    expect(await loads(scratch)).toEqual(settled);
+    expect([releases(ea), releases(eb)]).toEqual(asked);
   });
 
   it('a process that closes hands its members over once the runtime released them, not after the lease', async () => {
