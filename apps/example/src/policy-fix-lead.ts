@@ -20,6 +20,7 @@ import {
   rereadStep,
   summaryTaskStep,
   type TaskLite,
+  waitForTeamStep,
   waitState,
 } from './policy-lead-common.js';
 import type { ListResult } from './policy-reviewer.js';
@@ -236,7 +237,7 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
     // on a stale board.
     if (lastWait && !readSince) return rereadStep;
     if (!lastWait || !stalled || nudgedSince) {
-      return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+      return waitForTeamStep;
     }
     if (stalledWaits >= MAX_STALLED_WAITS) givenUp = true;
     else if (stalled && !nudgedSince) {
@@ -266,7 +267,7 @@ export function fixLeadStep(messages: readonly ChatMessage[], options: FixLeadPo
       givenUp = waiting === 0;
     }
     if (!givenUp) {
-      return { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
+      return waitForTeamStep;
     }
   }
 

@@ -101,6 +101,11 @@ export function summaryTaskStep(
   return undefined;
 }
 
+/** The step that waits for the team to change (or returns at once when nobody works). */
+export const waitForTeamStep: Step = {
+  toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }],
+};
+
 /** The step that reads the board and the roster again, in one model step. */
 export const rereadStep: Step = {
   toolCalls: [

@@ -11,6 +11,7 @@ import {
   rereadStep,
   summaryTaskStep,
   type TaskLite,
+  waitForTeamStep,
   waitState,
 } from './policy-lead-common.js';
 import type { ListResult } from './policy-reviewer.js';
@@ -260,8 +261,7 @@ function waitForOpenTasks(options: {
     done,
     (name) => reviewerNames.has(name),
   );
-  const wait: Step = { toolCalls: [{ name: 'wait_for_team', input: { timeoutMs: 600_000 } }] };
-  if (!lastWait) return wait;
+  if (!lastWait) return waitForTeamStep;
   // A wait that found nobody working says nothing of the board the lead read before it: the
   // team may have finished that work in between (the last review completed just before the
   // wait). The board and the roster are read again before the lead nudges anyone or gives up.
@@ -288,5 +288,7 @@ function waitForOpenTasks(options: {
       };
     }
   }
-  return listedSince ? wait : { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
+  return listedSince
+    ? waitForTeamStep
+    : { toolCalls: [{ name: 'task_list', input: { limit: 100 } }] };
 }

@@ -578,14 +578,14 @@ export function createLeadTools(options: {
       inputSchema: WaitForTeamToolInput,
       async execute(input, { team, signal }: ToolContext) {
         const self = team.agent.memberId;
+        // why nobody works, who is there and what is still open, all as they are now
+        const stalled = (why: string) => ({
+          noProgress: why,
+          members: memberStatusLines(team.listMembers(), self),
+          openTasks: openTaskLines(team),
+        });
         const progress = team.progress();
-        if (!progress.progressing) {
-          return {
-            noProgress: progress.summary,
-            members: memberStatusLines(team.listMembers(), self),
-            openTasks: openTaskLines(team),
-          };
-        }
+        if (!progress.progressing) return stalled(progress.summary);
         const result = await team.waitForChange({
           timeoutMs: input.timeoutMs ?? DEFAULT_WAIT_MS,
           signal,
@@ -593,13 +593,7 @@ export function createLeadTools(options: {
         });
         const now = team.listMembers();
         const names = new Map(now.map((m) => [m.memberId, m.name]));
-        if (result.noProgress !== undefined) {
-          return {
-            noProgress: result.noProgress,
-            members: memberStatusLines(now, self),
-            openTasks: openTaskLines(team),
-          };
-        }
+        if (result.noProgress !== undefined) return stalled(result.noProgress);
         return {
           changed: result.changed,
           changes: result.records
