@@ -6,9 +6,11 @@
 //                                  --lease-ms <ms> --turn-ms <ms> [--lead]
 //
 // IPC to the test: {type: 'ready'}; {type: 'call', agent, call} when a model call starts;
-// {type: 'turn', agent, stopReason} when a turn ends; {type: 'error', agent, code, message} for
-// every runtime error event; {type: 'stopped'} after SIGTERM disposed the team and closed the
-// store (the members handed over at their next turn boundary), before exiting 0.
+// {type: 'turn', agent, stopReason} when a turn ends; {type: 'placement', note} for every notice
+// its placement gives the runtime ('+m' acquired, '-m' lost, '?m' asked to release);
+// {type: 'error', agent, code, message} for every runtime error event; {type: 'stopped'} after
+// SIGTERM disposed the team and closed the store (the members handed over at their next turn
+// boundary), before exiting 0.
 
 import { createAgentRegistry, openTeam } from '@teamwire/core';
 import {
@@ -17,6 +19,7 @@ import {
   createSimplePolicy,
 } from '@teamwire/core/testing';
 import { openPostgresTeamStore } from '../dist/index.js';
+import { notePlacement } from './placement-notes.mjs';
 import { parseArgs } from './shared.mjs';
 
 const args = parseArgs(process.argv.slice(2), {
@@ -66,6 +69,7 @@ const store = await openPostgresTeamStore({
   runs: { lead: args.lead === true, agentTypes: 'all' },
   reconnect: { initialDelayMs: 10, maxDelayMs: 200 },
 });
+notePlacement(store, (note) => send({ type: 'placement', note }));
 const team = await openTeam({
   teamId: String(args['team-id']),
   log: store.log,
