@@ -104,12 +104,6 @@ describePg('the sequencer of a team on PostgreSQL', () => {
   const proposalsChannel = () =>
     sequencerChannelsOf(scratch.schema, TEAM, 'process-test').proposals;
 
-  /** NOTIFYs `payload` on the team's proposals' channel from a connection of the test's own. */
-  async function notify(payload: string): Promise<void> {
-    const client = await connect();
-    await client.query('SELECT pg_notify($1, $2)', [proposalsChannel(), payload]);
-  }
-
   /**
    * Proposes as a proposer does: a row of the proposals table under `id` (the payload's own
    * unless given) and a wake, in one statement.
