@@ -242,7 +242,7 @@ describePg('handing members over between processes', () => {
     await expectNoBounce({
       settled: balanced,
       placements: async () => Object.fromEntries(await placements()),
-      notes: () => [here.notes, b.notes],
+      notes: [here.notes, b.notes],
       window: () => heartbeats(scratch, 'worker-b', 20),
       leaseMs: lease,
     });

@@ -104,7 +104,7 @@ describePg('rebalancing members over the processes of a team', () => {
             members.map((memberId) => [memberId, processId]),
           ),
         ),
-      notes: () => [na, nb],
+      notes: [na, nb],
       window: async () => {
         await heartbeats(scratch, a.processId, 20);
         await heartbeats(scratch, b.processId, 5);

@@ -201,7 +201,7 @@ export async function expectNoBounce(options: {
   settled: () => Promise<boolean>;
   /** Where each member runs: member id to process id. */
   placements: () => Promise<Record<string, string>>;
-  notes: () => readonly PlacementNotes[];
+  notes: readonly PlacementNotes[];
   window: () => Promise<void>;
   leaseMs: number;
   attempts?: number;
@@ -210,13 +210,13 @@ export async function expectNoBounce(options: {
   for (let attempt = 1; ; attempt++) {
     await eventually(options.settled, 'the members settling', 60_000);
     const before = await options.placements();
-    const asked = options.notes().map((notes) => notes.releases());
+    const asked = options.notes.map((notes) => notes.releases());
     // a lapse noted up to a lease before the window may still be moving members in it
     const from = performance.now() - options.leaseMs;
     await options.window();
-    const lapsed = () => options.notes().some((notes) => notes.lapses().some((at) => at >= from));
+    const lapsed = () => options.notes.some((notes) => notes.lapses().some((at) => at >= from));
     const after = await options.placements();
-    const askedAfter = options.notes().map((notes) => notes.releases());
+    const askedAfter = options.notes.map((notes) => notes.releases());
     if (JSON.stringify([after, askedAfter]) === JSON.stringify([before, asked])) return attempt;
     // the process whose lease lapsed may hear of it only at its next look
     await eventually(lapsed, 'a lapsed lease to explain the move', 3 * options.leaseMs).catch(
